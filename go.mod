@@ -12,4 +12,5 @@ require (
 	github.com/hashicorp/terraform-plugin-testing v1.16.0 // indirect
 	github.com/julienschmidt/httprouter v1.3.0 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
+	gopkg.in/yaml.v3 v3.0.1 // indirect
 )

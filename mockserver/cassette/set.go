@@ -1,0 +1,180 @@
+package cassette
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// AppName is the file (without .yaml) that holds the app description.
+const AppName = "app"
+
+// MaxFileSize bounds a cassette file so a stray file cannot exhaust memory.
+const MaxFileSize = 64 << 20
+
+// Set is every cassette of one folder.
+type Set struct {
+	// App is the app description, nil when the folder has none (the caller
+	// decides on a fallback).
+	App *App
+	// Cassettes by name; Names lists them sorted.
+	Cassettes map[string]*Cassette
+	Names     []string
+	// Default is the name of the cassette marked default (or, when none is,
+	// the first name in sort order).
+	Default string
+}
+
+// Get returns the named chat cassette.
+func (s *Set) Get(name string) (*Cassette, bool) {
+	c, ok := s.Cassettes[name]
+	return c, ok
+}
+
+// LoadDir loads every *.yaml file directly inside dir (subfolders such as
+// scenarios/ are ignored).
+func LoadDir(dir string) (*Set, error) {
+	info, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("cassette folder: %w", err)
+	}
+	if !info.IsDir() {
+		return nil, fmt.Errorf("cassette folder %s is not a directory", dir)
+	}
+	return load(os.DirFS(dir), dir)
+}
+
+// LoadFS loads every *.yaml file at the root of fsys; label names the source
+// in error messages (e.g. "built-in cassettes").
+func LoadFS(fsys fs.FS, label string) (*Set, error) {
+	return load(fsys, label)
+}
+
+func load(fsys fs.FS, label string) (*Set, error) {
+	entries, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", label, err)
+	}
+	s := &Set{Cassettes: map[string]*Cassette{}}
+	var defaults []string
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".yaml") {
+			continue
+		}
+		name := strings.TrimSuffix(e.Name(), ".yaml")
+		display := filepath.Join(label, e.Name())
+		if err := ValidName(name); err != nil {
+			return nil, fileErr(display, "%v", err)
+		}
+		data, err := readLimited(fsys, e.Name())
+		if err != nil {
+			return nil, fileErr(display, "%v", err)
+		}
+		f, err := Decode(display, data)
+		if err != nil {
+			return nil, err
+		}
+		switch f.Meta.Kind {
+		case KindApp:
+			if s.App != nil {
+				return nil, fileErr(display, "a second app description (first: %s)", s.App.Path)
+			}
+			if s.App, err = ParseApp(name, display, f); err != nil {
+				return nil, err
+			}
+		case KindChat:
+			c, err := ParseChat(name, display, f)
+			if err != nil {
+				return nil, err
+			}
+			s.Cassettes[name] = c
+			s.Names = append(s.Names, name)
+			if c.Meta.Default {
+				defaults = append(defaults, name)
+			}
+		default:
+			return nil, fileErr(display, "dify_mock.kind must be %q or %q, got %q", KindChat, KindApp, f.Meta.Kind)
+		}
+	}
+	sort.Strings(s.Names)
+	switch {
+	case len(defaults) > 1:
+		sort.Strings(defaults)
+		return nil, fmt.Errorf("%s: more than one cassette is marked default: %s", label, strings.Join(defaults, ", "))
+	case len(defaults) == 1:
+		s.Default = defaults[0]
+	case len(s.Names) > 0:
+		s.Default = s.Names[0]
+	}
+	return s, nil
+}
+
+func readLimited(fsys fs.FS, name string) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > MaxFileSize {
+		return nil, fmt.Errorf("file is %d bytes, over the %d-byte limit", st.Size(), MaxFileSize)
+	}
+	return fs.ReadFile(fsys, name)
+}
+
+// ErrExists is returned by WriteNew when the target cassette already exists.
+var ErrExists = errors.New("cassette already exists")
+
+// WriteNew writes data as dir/name.yaml without ever replacing an existing
+// file: it writes a temporary file and hard-links it into place, so a reader
+// never sees half a cassette and a concurrent writer cannot clobber one.
+func WriteNew(dir, name string, data []byte) (string, error) {
+	if err := ValidName(name); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	target := filepath.Join(dir, name+".yaml")
+	tmp, err := os.CreateTemp(dir, "."+name+".*.tmp")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return "", err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return "", err
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	if err := os.Link(tmp.Name(), target); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("%s: %w (choose another name or delete it first)", target, ErrExists)
+		}
+		return "", err
+	}
+	return target, nil
+}
+
+// SafeJoin resolves a user-supplied cassette name inside dir, rejecting any
+// name that is not a ValidName.
+func SafeJoin(dir, name string) (string, error) {
+	name = strings.TrimSuffix(name, ".yaml")
+	if err := ValidName(name); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, path.Clean(name)+".yaml"), nil
+}

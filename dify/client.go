@@ -1,14 +1,17 @@
 package dify
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 )
-
-// CONTRACT SKELETON: signatures below are fixed (the provider and the mock code
-// against them); bodies are being implemented.
 
 // DefaultBaseURL is Dify Cloud's Service API base (API §1.1).
 const DefaultBaseURL = "https://api.dify.ai/v1"
@@ -16,16 +19,17 @@ const DefaultBaseURL = "https://api.dify.ai/v1"
 // Version names this client in the User-Agent; release builds override it.
 var Version = "dev"
 
-// RetryPolicy bounds retries of idempotent calls (429, 5xx except 501,
-// connection failures). POST /chat-messages is never retried once the request
-// may have reached the server.
-type RetryPolicy struct {
-	MaxAttempts int           // total attempts including the first; <=1 disables retries. Default 4.
-	BaseDelay   time.Duration // first backoff. Default 500ms.
-	MaxDelay    time.Duration // cap per wait, also caps Retry-After. Default 30s.
+// ProjectURL is the home page named in the default User-Agent.
+const ProjectURL = "https://github.com/difyops/terraform-provider-dify"
+
+// DefaultUserAgent is the User-Agent sent unless WithUserAgent overrides it:
+// "terraform-provider-dify/<Version> (+<ProjectURL>)".
+func DefaultUserAgent() string {
+	return "terraform-provider-dify/" + Version + " (+" + ProjectURL + ")"
 }
 
-// Client talks to one Dify app (the API key selects the app).
+// Client talks to one Dify app (the API key selects the app, API §1.1). It is
+// safe for concurrent use.
 type Client struct {
 	baseURL    string
 	apiKey     string
@@ -39,122 +43,242 @@ type Client struct {
 // Option configures a Client.
 type Option func(*Client)
 
+// WithHTTPClient sets the HTTP client (transport, proxy, TLS). Its Timeout
+// should stay zero: chat streams can run for many minutes (API §18); bound
+// calls with the context instead. Default: a client on http.DefaultTransport.
 func WithHTTPClient(h *http.Client) Option { return func(c *Client) { c.httpClient = h } }
-func WithUser(user string) Option          { return func(c *Client) { c.user = user } }
-func WithUserAgent(ua string) Option       { return func(c *Client) { c.userAgent = ua } }
+
+// WithUser sets the default end-user id (API §1.3), used by every call whose
+// own user is empty.
+func WithUser(user string) Option { return func(c *Client) { c.user = user } }
+
+// WithUserAgent replaces DefaultUserAgent.
+func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua } }
+
+// WithRetryPolicy replaces DefaultRetryPolicy; zero fields take the defaults.
 func WithRetryPolicy(p RetryPolicy) Option { return func(c *Client) { c.retry = p } }
+
+// WithLogger receives one line per retry with the fields method, path,
+// status (0 for a transport failure), error, attempt, max_attempts and
+// wait. Fields never contain the API key, request bodies or query strings.
 func WithLogger(f func(ctx context.Context, msg string, fields map[string]any)) Option {
 	return func(c *Client) { c.logf = f }
 }
 
-// NewClient returns a client for baseURL (e.g. "http://127.0.0.1:5001/v1").
-func NewClient(baseURL, apiKey string, opts ...Option) (*Client, error) { panic("todo") }
+// NewClient returns a client for baseURL (e.g. "http://127.0.0.1:5001/v1";
+// a trailing slash is ignored) authenticating with apiKey (API §1.1).
+// Surrounding whitespace in apiKey is dropped. An empty key is allowed
+// because ServerInfo needs none; every other call then fails with 401.
+func NewClient(baseURL, apiKey string, opts ...Option) (*Client, error) {
+	u, err := url.Parse(strings.TrimSpace(baseURL))
+	if err != nil {
+		return nil, fmt.Errorf("dify: invalid base URL: %w", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("dify: invalid base URL %q: want http(s)://host[:port][/path]", u.Redacted())
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("dify: invalid base URL %q: must not have a query or fragment", u.Redacted())
+	}
+	apiKey = strings.TrimSpace(apiKey)
+	if strings.ContainsFunc(apiKey, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		// Deliberately not quoting the key: errors must never carry it.
+		return nil, errors.New("dify: API key contains whitespace or control characters")
+	}
+	c := &Client{
+		baseURL: strings.TrimRight(u.String(), "/"),
+		apiKey:  apiKey,
+		retry:   DefaultRetryPolicy(),
+	}
+	for _, opt := range opts {
+		opt(c)
+	}
+	if c.httpClient == nil {
+		c.httpClient = &http.Client{}
+	}
+	if c.userAgent == "" {
+		c.userAgent = DefaultUserAgent()
+	}
+	c.retry = c.retry.withDefaults()
+	return c, nil
+}
 
 // User returns the default end-user id used when a call does not name one.
 func (c *Client) User() string { return c.user }
 
-// ChatStream is a live chat reply.
-type ChatStream struct{}
+// BaseURL returns the normalised base URL (no trailing slash).
+func (c *Client) BaseURL() string { return c.baseURL }
 
-// Next returns the next event; io.EOF after a terminal message_end (or after
-// the error event was returned); ErrTruncatedStream if the stream ends early.
-func (s *ChatStream) Next() (Event, error) { panic("todo") }
-func (s *ChatStream) Close() error         { panic("todo") }
-
-// Audio is a text-to-audio reply; the caller closes Body.
-type Audio struct {
-	Body        io.ReadCloser
-	ContentType string
+func (c *Client) userOr(user string) string {
+	if user != "" {
+		return user
+	}
+	return c.user
 }
 
-// Upload describes a multipart upload streamed from Reader.
-type Upload struct {
-	Filename    string
-	ContentType string // defaults from the extension
-	Reader      io.Reader
-	User        string // defaults to the client's user
+// request describes one operation; send turns it into HTTP attempts.
+type request struct {
+	method string
+	path   string // relative to the base URL, escaped, starting with "/"
+	query  url.Values
+	body   requestBody // nil for none
+	accept string
+	noAuth bool
+	class  retryClass
 }
 
-type ListConversationsParams struct {
-	User   string
-	LastID string
-	Limit  int
-	SortBy string
+// requestBody produces the body of each attempt.
+type requestBody interface {
+	// open returns the body for one attempt and its length (-1 if unknown).
+	open() (io.Reader, int64, error)
+	contentType() string
+	// replayable reports whether open may be called for another attempt.
+	replayable() bool
+	// readErr is a failure reading the caller's data, never retried.
+	readErr() error
 }
 
-type ListMessagesParams struct {
-	ConversationID string
-	User           string
-	FirstID        string
-	Limit          int
+type jsonBody []byte
+
+func newJSONBody(v any) (jsonBody, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("dify: encoding request: %w", err)
+	}
+	return b, nil
 }
 
-func (c *Client) ServerInfo(ctx context.Context) (*ServerInfo, error) { panic("todo") }
-func (c *Client) SendChatMessage(ctx context.Context, req ChatRequest) (*ChatStream, error) {
-	panic("todo")
-}
-func (c *Client) StopChatMessage(ctx context.Context, taskID, user string) error { panic("todo") }
-func (c *Client) SuggestedQuestions(ctx context.Context, messageID, user string) ([]string, error) {
-	panic("todo")
-}
-func (c *Client) UploadFile(ctx context.Context, up Upload) (*FileUploadResult, error) { panic("todo") }
-func (c *Client) GetEndUser(ctx context.Context, endUserID string) (*EndUser, error)   { panic("todo") }
-func (c *Client) ListConversations(ctx context.Context, p ListConversationsParams) (*ConversationPage, error) {
-	panic("todo")
-}
-func (c *Client) ListMessages(ctx context.Context, p ListMessagesParams) (*MessagePage, error) {
-	panic("todo")
-}
-func (c *Client) RenameConversation(ctx context.Context, conversationID string, req RenameRequest) (*Conversation, error) {
-	panic("todo")
-}
-func (c *Client) DeleteConversation(ctx context.Context, conversationID, user string) error {
-	panic("todo")
-}
-func (c *Client) AudioToText(ctx context.Context, up Upload) (*AudioText, error) { panic("todo") }
-func (c *Client) TextToAudio(ctx context.Context, req TextToAudioRequest) (*Audio, error) {
-	panic("todo")
-}
-func (c *Client) AppInfo(ctx context.Context) (*AppInfo, error)             { panic("todo") }
-func (c *Client) AppParameters(ctx context.Context) (*AppParameters, error) { panic("todo") }
-func (c *Client) AppMeta(ctx context.Context) (*AppMeta, error)             { panic("todo") }
-func (c *Client) AppSite(ctx context.Context) (*AppSite, error)             { panic("todo") }
+func (b jsonBody) open() (io.Reader, int64, error) { return bytes.NewReader(b), int64(len(b)), nil }
+func (jsonBody) contentType() string               { return "application/json" }
+func (jsonBody) replayable() bool                  { return true }
+func (jsonBody) readErr() error                    { return nil }
 
-// APIError is a Dify error envelope (API §1.4) or an in-stream error event.
-type APIError struct {
-	Status  int
-	Code    string
-	Message string
-	Params  string
-}
-
-func (e *APIError) Error() string { panic("todo") }
-
-// IsNotFound reports whether err is an APIError with HTTP 404.
-func IsNotFound(err error) bool { panic("todo") }
-
-// Turn is a chat reply folded by Accumulator (API §2.5–2.6).
-type Turn struct {
-	ConversationID string
-	MessageID      string
-	TaskID         string
-	CreatedAt      int64
-	Answer         string
-	Thoughts       []AgentThoughtEvent // ordered by Position, one per id
-	Files          []MessageFileEvent
-	Usage          *Usage
-	Metadata       MessageEndMetadata
-	Completed      bool // message_end seen
+// send performs r, retrying as r.class and the policy allow. It returns a
+// 2xx response (the caller closes its body) or an error: *APIError for an
+// HTTP error status, a wrapped transport error otherwise.
+func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
+	for attempt := 1; ; attempt++ {
+		resp, err := c.attempt(ctx, r)
+		status, retry, hint := 0, false, time.Duration(0)
+		switch {
+		case err != nil:
+			if r.body != nil {
+				if rerr := r.body.readErr(); rerr != nil {
+					return nil, fmt.Errorf("dify: %s %s: reading upload: %w", r.method, r.path, rerr)
+				}
+			}
+			retry = r.class.retryError(ctx, err)
+			err = transportError(r, err)
+		case resp.StatusCode >= 200 && resp.StatusCode <= 299:
+			return resp, nil
+		default:
+			apiErr := c.readAPIError(resp)
+			status, retry, hint = apiErr.Status, r.class.retryStatus(apiErr.Status), apiErr.RetryAfter
+			err = apiErr
+		}
+		if !retry || attempt >= c.retry.MaxAttempts || (r.body != nil && !r.body.replayable()) {
+			return nil, err
+		}
+		wait := c.retry.wait(attempt, hint)
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
+			return nil, err // the retry could not finish in time; report the real failure
+		}
+		c.log(ctx, "dify: retrying request", map[string]any{
+			"method":       r.method,
+			"path":         r.path,
+			"status":       status,
+			"error":        err.Error(),
+			"attempt":      attempt,
+			"max_attempts": c.retry.MaxAttempts,
+			"wait":         wait.String(),
+		})
+		if !sleep(ctx, wait) {
+			return nil, fmt.Errorf("dify: %s %s: %w while waiting to retry after: %w", r.method, r.path, ctx.Err(), err)
+		}
+	}
 }
 
-// Accumulator folds stream events into a Turn.
-type Accumulator struct{}
+func (c *Client) attempt(ctx context.Context, r *request) (*http.Response, error) {
+	target := c.baseURL + r.path
+	if len(r.query) > 0 {
+		target += "?" + r.query.Encode()
+	}
+	var (
+		body   io.Reader
+		length int64
+	)
+	if r.body != nil {
+		var err error
+		if body, length, err = r.body.open(); err != nil {
+			return nil, err
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, target, body)
+	if err != nil {
+		return nil, err
+	}
+	if r.body != nil {
+		req.ContentLength = length
+		req.Header.Set("Content-Type", r.body.contentType())
+	}
+	req.Header.Set("User-Agent", c.userAgent)
+	accept := r.accept
+	if accept == "" {
+		accept = "application/json"
+	}
+	req.Header.Set("Accept", accept)
+	if !r.noAuth {
+		req.Header.Set("Authorization", "Bearer "+c.apiKey)
+	}
+	return c.httpClient.Do(req)
+}
 
-// Add folds one event; an error event returns an *APIError.
-func (a *Accumulator) Add(ev Event) error { panic("todo") }
+// transportError names the operation and drops url.Error's copy of the URL
+// (the operation already says where; the query may hold user ids).
+func transportError(r *request, err error) error {
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		err = uerr.Err
+	}
+	return fmt.Errorf("dify: %s %s: %w", r.method, r.path, err)
+}
 
-// Turn returns the result so far.
-func (a *Accumulator) Turn() Turn { panic("todo") }
+func (c *Client) readAPIError(resp *http.Response) *APIError {
+	defer drainClose(resp.Body)
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	return newAPIError(resp.StatusCode, resp.Header, body, c.apiKey)
+}
 
-// Collect drains s into a Turn (the stream is closed).
-func Collect(s *ChatStream) (*Turn, error) { panic("todo") }
+// drainClose reads a little of what is left so the connection can be
+// reused, then closes.
+func drainClose(body io.ReadCloser) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10))
+	_ = body.Close()
+}
+
+func (c *Client) log(ctx context.Context, msg string, fields map[string]any) {
+	if c.logf != nil {
+		c.logf(ctx, msg, fields)
+	}
+}
+
+// do sends r and decodes a 2xx JSON body into out (ignored when out is nil).
+func (c *Client) do(ctx context.Context, r *request, out any) error {
+	resp, err := c.send(ctx, r)
+	if err != nil {
+		return err
+	}
+	defer drainClose(resp.Body)
+	if out == nil {
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = errors.New("empty body")
+		}
+		return fmt.Errorf("dify: %s %s: decoding HTTP %d response: %w", r.method, r.path, resp.StatusCode, err)
+	}
+	return nil
+}
+
+func pathEscape(segment string) string { return url.PathEscape(segment) }

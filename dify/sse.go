@@ -1,29 +1,213 @@
 package dify
 
-import "io"
-
-// CONTRACT SKELETON (being implemented).
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
 
 // Frame is one server-sent-events frame (API §2.4). Raw holds the exact bytes
 // read for the frame, including its terminating blank line, so recorders can
-// store streams byte-faithfully. Event is the `event:` field (empty for
-// Dify's data frames); Data is the joined `data:` lines.
+// store streams byte-faithfully: concatenating the Raw of every frame a
+// FrameReader returns reproduces its input. Event is the `event:` field
+// (empty for Dify's data frames); Data is the `data:` lines joined with "\n"
+// (nil when the frame has no data line).
 type Frame struct {
 	Event string
 	Data  []byte
 	Raw   []byte
 }
 
-// FrameReader splits an SSE byte stream into frames. It accepts LF and CRLF,
-// multi-line data, comment lines and frames split across reads.
-type FrameReader struct{}
+// Empty reports a frame that carries no event: a stray blank line or a
+// frame of comments only.
+func (f Frame) Empty() bool { return f.Event == "" && f.Data == nil }
 
-func NewFrameReader(r io.Reader) *FrameReader { panic("todo") }
+// MaxFrameSize bounds a single frame's raw size. Dify frames are small (a
+// message_end with retriever resources is a few kB), so anything near the
+// limit is a broken or hostile stream, not a real event.
+const MaxFrameSize = 16 << 20
+
+// ErrFrameTooLarge is returned (wrapped) when a frame exceeds MaxFrameSize.
+var ErrFrameTooLarge = errors.New("dify: SSE frame exceeds the size limit")
+
+// FrameReader splits an SSE byte stream into frames. It accepts LF and CRLF
+// line ends (mixed freely), multi-line data, comment lines, fields without
+// a colon and frames split across reads. A lone CR is not a line end (Dify
+// never sends one; the SSE spec allows it but honouring it would delay every
+// frame until the next byte arrives). Frame size is bounded by MaxFrameSize.
+// A FrameReader is not safe for concurrent use.
+type FrameReader struct {
+	br      *bufio.Reader
+	max     int
+	err     error // sticky
+	started bool  // past the first line (BOM handling)
+}
+
+// NewFrameReader returns a FrameReader reading r.
+func NewFrameReader(r io.Reader) *FrameReader {
+	return &FrameReader{br: bufio.NewReaderSize(r, 64<<10), max: MaxFrameSize}
+}
 
 // Next returns the next frame or io.EOF at a clean end of input. A partial
-// frame at EOF (no terminating blank line) is returned with io.ErrUnexpectedEOF.
-func (r *FrameReader) Next() (Frame, error) { panic("todo") }
+// frame at EOF (no terminating blank line) is returned with
+// io.ErrUnexpectedEOF; after any error, Next returns io.EOF (after
+// ErrUnexpectedEOF) or the same error again.
+func (r *FrameReader) Next() (Frame, error) {
+	if r.err != nil {
+		return Frame{}, r.err
+	}
+	var (
+		raw     []byte
+		f       Frame
+		data    []byte
+		hasData bool
+	)
+	finish := func() Frame {
+		if hasData {
+			f.Data = data[: len(data)-1 : len(data)-1] // drop the separator after the last line
+		}
+		f.Raw = raw
+		return f
+	}
+	for {
+		start := len(raw)
+		var err error
+		raw, err = r.readLine(raw)
+		line := raw[start:]
+		complete := err == nil
+		if err != nil && !errors.Is(err, io.EOF) {
+			r.err = err
+			return finish(), err
+		}
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		if !r.started {
+			r.started = true
+			line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf"))
+		}
+		if complete && len(line) == 0 {
+			return finish(), nil // blank line: the frame is complete
+		}
+		if len(line) > 0 && line[0] != ':' {
+			name, value, _ := bytes.Cut(line, []byte(":"))
+			value = bytes.TrimPrefix(value, []byte(" "))
+			switch string(name) {
+			case "event":
+				f.Event = string(value)
+			case "data":
+				hasData = true
+				data = append(data, value...)
+				data = append(data, '\n')
+			}
+			// id and retry are ignored: Dify sends neither (API §2.4).
+		}
+		if !complete {
+			r.err = io.EOF
+			if len(raw) == 0 {
+				return Frame{}, io.EOF
+			}
+			return finish(), io.ErrUnexpectedEOF
+		}
+	}
+}
 
-// DecodeEvent turns a frame into a typed Event (ping for a bare `event: ping`,
-// *UnknownEvent for names this package does not model).
-func DecodeEvent(f Frame) (Event, error) { panic("todo") }
+// readLine appends one line, including its "\n", to raw. At the end of
+// input it returns what remains with io.EOF.
+func (r *FrameReader) readLine(raw []byte) ([]byte, error) {
+	for {
+		chunk, err := r.br.ReadSlice('\n')
+		if len(raw)+len(chunk) > r.max {
+			return raw, fmt.Errorf("%w (%d bytes)", ErrFrameTooLarge, r.max)
+		}
+		raw = append(raw, chunk...)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return raw, err
+	}
+}
+
+// FrameError is a frame that could not be decoded into an event, e.g.
+// invalid JSON in a data line or a field of the wrong type. ChatStream.Next
+// returns it without ending the stream.
+type FrameError struct {
+	Event string // the event name, when it could be read
+	Raw   []byte // the frame's raw bytes
+	Err   error
+}
+
+func (e *FrameError) Error() string {
+	if e.Event != "" {
+		return fmt.Sprintf("dify: malformed %s event: %v", e.Event, e.Err)
+	}
+	return fmt.Sprintf("dify: malformed SSE frame: %v", e.Err)
+}
+
+func (e *FrameError) Unwrap() error { return e.Err }
+
+// DecodeEvent turns a frame into a typed Event: *PingEvent for a bare
+// `event: ping`, the matching *XxxEvent for a JSON data frame (the name is
+// the JSON `event` field, else the frame's `event:` field), and
+// *UnknownEvent for names this package does not model. It returns (nil,
+// nil) for a frame that names no event and carries no data (Frame.Empty,
+// or an empty `data:` line), and a *FrameError when the data is not a JSON
+// object or does not fit the event's type.
+func DecodeEvent(f Frame) (Event, error) {
+	data := bytes.TrimSpace(f.Data)
+	if len(data) == 0 {
+		switch f.Event {
+		case "":
+			return nil, nil
+		case EventPing:
+			return &PingEvent{}, nil
+		default:
+			return &UnknownEvent{Name: f.Event}, nil
+		}
+	}
+	if data[0] != '{' {
+		return nil, &FrameError{Event: f.Event, Raw: f.Raw, Err: errors.New("data is not a JSON object")}
+	}
+	var head struct {
+		Event json.RawMessage `json:"event"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return nil, &FrameError{Event: f.Event, Raw: f.Raw, Err: err}
+	}
+	name := f.Event
+	var jsonName string
+	if json.Unmarshal(head.Event, &jsonName) == nil && jsonName != "" {
+		name = jsonName
+	}
+	var ev Event
+	switch name {
+	case EventAgentMessage:
+		ev = &AgentMessageEvent{}
+	case EventAgentThought:
+		ev = &AgentThoughtEvent{}
+	case EventMessage:
+		ev = &MessageEvent{}
+	case EventMessageFile:
+		ev = &MessageFileEvent{}
+	case EventMessageEnd:
+		ev = &MessageEndEvent{}
+	case EventMessageReplace:
+		ev = &MessageReplaceEvent{}
+	case EventTTSMessage:
+		ev = &TTSMessageEvent{}
+	case EventTTSMessageEnd:
+		ev = &TTSMessageEndEvent{}
+	case EventError:
+		ev = &ErrorEvent{}
+	case EventPing:
+		return &PingEvent{}, nil
+	default:
+		return &UnknownEvent{Name: name, Data: json.RawMessage(bytes.Clone(data))}, nil
+	}
+	if err := json.Unmarshal(data, ev); err != nil {
+		return nil, &FrameError{Event: name, Raw: f.Raw, Err: err}
+	}
+	return ev, nil
+}

@@ -329,6 +329,9 @@ type UserInputFormItem struct {
 	AllowedFileTypes         []string `json:"allowed_file_types,omitempty"`
 	AllowedFileExtensions    []string `json:"allowed_file_extensions,omitempty"`
 	AllowedFileUploadMethods []string `json:"allowed_file_upload_methods,omitempty"`
+	// Extra keeps item fields this package does not model, so decoding and
+	// re-encoding an item loses nothing.
+	Extra map[string]json.RawMessage `json:"-"`
 }
 
 // Control types for user_input_form items (API §14).

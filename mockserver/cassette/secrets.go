@@ -1,0 +1,143 @@
+package cassette
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"sort"
+)
+
+// Redacted is what a scrubbed secret is replaced with.
+const Redacted = "[REDACTED]"
+
+// SecretPattern is one kind of secret that must never reach a cassette. The
+// recorder redacts matches at capture time and refuses to save a cassette in
+// which one survives; the linter reports them.
+type SecretPattern struct {
+	// Name identifies the pattern in messages. Messages never quote the
+	// matched text itself.
+	Name string
+	// Regexp finds candidates.
+	Regexp *regexp.Regexp
+	// Group is the submatch that holds the secret (0: the whole match). Only
+	// that part is replaced, so `"password":"x"` becomes
+	// `"password":"[REDACTED]"` and the JSON stays valid.
+	Group int
+}
+
+// tokenFieldNames are JSON/form field names whose string values are
+// credentials. The list is matched as a whole name (case-insensitive), so
+// usage fields such as "total_tokens" or "time_to_first_token" are not
+// touched.
+const tokenFieldNames = `(?:x[_-]?)?api[_-]?key|(?:access|refresh|id|auth|session|bearer|api)[_-]?token|token|` +
+	`(?:client[_-]?)?secret|(?:aws[_-]?)?secret[_-]?(?:access[_-]?)?key|access[_-]?key|private[_-]?key|` +
+	`password|passwd|authorization|proxy[_-]?authorization|cookie|set[_-]?cookie`
+
+// SecretPatterns are the built-in patterns, shared by the recorder's scrubber
+// and the save-time/lint checks.
+var SecretPatterns = []SecretPattern{
+	// Dify API keys: "app-" (app keys) or "dataset-" followed by random
+	// letters and digits (24 in current servers; API §1.1). No word
+	// boundaries: a key glued to other text (x_app-…, app-…_y) still counts.
+	{Name: "Dify API key (app-…)", Regexp: regexp.MustCompile(`(?:app|dataset)-[A-Za-z0-9]{20,}`)},
+	{Name: "bearer token", Regexp: regexp.MustCompile(`(?i)\bbearer\s+([A-Za-z0-9._~+/=-]{16,})`), Group: 1},
+	{Name: "OpenAI-style key (sk-…)", Regexp: regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{20,}`)},
+	{Name: "GitHub token", Regexp: regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{36,}`)},
+	{Name: "Slack token", Regexp: regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9-]{10,}`)},
+	{Name: "AWS access key id", Regexp: regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}`)},
+	{Name: "Google API key", Regexp: regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`)},
+	{Name: "JSON web token", Regexp: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`)},
+	// "api_key":"…" in JSON (bodies, SSE data lines).
+	{Name: "token-like JSON field", Regexp: regexp.MustCompile(`(?i)"(?:` + tokenFieldNames + `)"\s*:\s*"((?:[^"\\]|\\.)*)"`), Group: 1},
+	// The same inside a JSON-encoded string (e.g. an agent_thought's
+	// tool_input) or a double-quoted YAML scalar: \"api_key\": \"…\".
+	{Name: "token-like JSON field (escaped)", Regexp: regexp.MustCompile(`(?i)\\"(?:` + tokenFieldNames + `)\\"\s*:\s*\\"((?:[^"\\]|\\\\)*)\\"`), Group: 1},
+	// ?api_key=… in URLs and form-urlencoded bodies.
+	{Name: "token-like query/form parameter", Regexp: regexp.MustCompile(`(?i)(?:^|[?&])(?:` + tokenFieldNames + `)=([^&\s"'#]+)`), Group: 1},
+	// A multipart text field named like a credential.
+	{Name: "token-like multipart field", Regexp: regexp.MustCompile(`(?i)form-data;\s*name="(?:` + tokenFieldNames + `)"[^\r\n]*\r?\n(?:[^\r\n]+\r?\n)*\r?\n([^\r\n]*)`), Group: 1},
+}
+
+// SecretFinding is one surviving secret. It carries positions, never the
+// secret.
+type SecretFinding struct {
+	Pattern string
+	Offset  int // byte offset of the secret in the scanned data
+	Line    int // 1-based
+	Column  int // 1-based, in bytes
+}
+
+func (f SecretFinding) String() string {
+	return fmt.Sprintf("line %d, column %d: %s", f.Line, f.Column, f.Pattern)
+}
+
+// secretSpan returns where pattern p's secret lies in match m (submatch
+// indexes as returned by FindAllSubmatchIndex), or ok=false when the secret
+// part is empty or already redacted.
+func secretSpan(data []byte, p SecretPattern, m []int) (start, end int, ok bool) {
+	start, end = m[2*p.Group], m[2*p.Group+1]
+	if start < 0 || end <= start {
+		return 0, 0, false
+	}
+	if string(data[start:end]) == Redacted {
+		return 0, 0, false
+	}
+	return start, end, true
+}
+
+// ScanSecrets reports every match of the built-in patterns and of extra in
+// data, ordered by position.
+func ScanSecrets(data []byte, extra ...SecretPattern) []SecretFinding {
+	var out []SecretFinding
+	for _, p := range append(append([]SecretPattern(nil), SecretPatterns...), extra...) {
+		for _, m := range p.Regexp.FindAllSubmatchIndex(data, -1) {
+			start, _, ok := secretSpan(data, p, m)
+			if !ok {
+				continue
+			}
+			line := 1 + bytes.Count(data[:start], []byte("\n"))
+			col := start + 1
+			if i := bytes.LastIndexByte(data[:start], '\n'); i >= 0 {
+				col = start - i
+			}
+			out = append(out, SecretFinding{Pattern: p.Name, Offset: start, Line: line, Column: col})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Offset < out[j].Offset })
+	return out
+}
+
+// RedactSecrets replaces the secret part of every match of patterns in data
+// with Redacted. With no patterns it applies SecretPatterns. It returns data
+// itself when nothing matched.
+func RedactSecrets(data []byte, patterns ...SecretPattern) []byte {
+	if len(patterns) == 0 {
+		patterns = SecretPatterns
+	}
+	for _, p := range patterns {
+		data = redactOne(data, p)
+	}
+	return data
+}
+
+func redactOne(data []byte, p SecretPattern) []byte {
+	matches := p.Regexp.FindAllSubmatchIndex(data, -1)
+	if len(matches) == 0 {
+		return data
+	}
+	var out []byte
+	last := 0
+	for _, m := range matches {
+		start, end, ok := secretSpan(data, p, m)
+		if !ok {
+			continue
+		}
+		out = append(out, data[last:start]...)
+		out = append(out, Redacted...)
+		last = end
+	}
+	if out == nil {
+		return data
+	}
+	return append(out, data[last:]...)
+}

@@ -9,6 +9,8 @@ import (
 	"io/fs"
 )
 
+//go:generate go run gen.go
+
 //go:embed *.yaml
 var files embed.FS
 

@@ -1,0 +1,32 @@
+//go:build ignore
+
+// gen regenerates the built-in cassettes from scenarios/*.yaml (run from
+// this folder: `go generate ./cassettes` from the repository root). It does
+// what `dify-mock author --force -o . scenarios/*.yaml` does, without
+// building the whole CLI.
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/difyops/terraform-provider-dify/mockserver/author"
+)
+
+func main() {
+	paths, err := filepath.Glob(filepath.Join("scenarios", "*.yaml"))
+	if err != nil || len(paths) == 0 {
+		fmt.Fprintln(os.Stderr, "gen: no scenarios/*.yaml here; run it from the cassettes folder")
+		os.Exit(1)
+	}
+	sort.Strings(paths)
+	// Provenance names the scenario relative to the repository root.
+	for _, p := range paths {
+		one := []string{"--force", "--source", "cassettes/" + filepath.ToSlash(p), "-o", ".", p}
+		if code := author.Main(one, os.Stdout, os.Stderr); code != 0 {
+			os.Exit(code)
+		}
+	}
+}

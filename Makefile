@@ -1,0 +1,77 @@
+# terraform-provider-dify — developer entry points. `make help` lists them.
+# Every target works from a clean clone with only Go installed: the scripts
+# build Terraform, OpenTofu and GoReleaser into a cache outside the repo
+# (${XDG_CACHE_HOME:-~/.cache}/terraform-provider-dify) the first time.
+
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+BIN_DIR  ?= bin
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null | sed 's/^v//')
+COMMIT   ?= $(shell git rev-parse --short HEAD 2>/dev/null)
+ifeq ($(strip $(VERSION)),)
+VERSION  := dev
+endif
+ifeq ($(strip $(COMMIT)),)
+COMMIT   := none
+endif
+LDFLAGS  := -X main.version=$(VERSION) -X main.commit=$(COMMIT) \
+            -X github.com/difyops/terraform-provider-dify/dify.Version=$(VERSION)
+FUZZTIME ?= 60s
+
+.PHONY: help
+help: ## List the targets
+	@awk 'BEGIN {FS = ":.*## "; printf "Usage: make <target>\n\nTargets:\n"} \
+		/^[a-zA-Z0-9_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@printf '\nVariables: FUZZTIME=%s (fuzz), BIN_DIR=%s (build), TEST_SKIP="stage ..." (test)\n' '$(FUZZTIME)' '$(BIN_DIR)'
+
+.PHONY: demo
+demo: ## Build everything and run the quickstart against dify-mock (one command, nothing left running)
+	@scripts/demo.sh
+
+.PHONY: test
+test: ## All checks: gofmt, vet, go test -race, acceptance tests (TF_ACC), docs, examples, goreleaser check
+	@scripts/test.sh
+
+.PHONY: build
+build: ## Build the provider and dify-mock into ./bin
+	@mkdir -p $(BIN_DIR)
+	go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN_DIR)/terraform-provider-dify .
+	go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN_DIR)/dify-mock ./mockserver/cmd/dify-mock
+	@echo "built $(BIN_DIR)/terraform-provider-dify and $(BIN_DIR)/dify-mock ($(VERSION))"
+
+.PHONY: docs
+docs: ## Regenerate docs/ (go generate ./..., tfplugindocs; needs a Terraform, found or built)
+	@tf="$$(scripts/ensure-terraform.sh | tail -n1)"; \
+	 PATH="$$(dirname "$$tf"):$$PATH" go generate ./...
+
+.PHONY: release-check
+release-check: ## goreleaser check + an offline snapshot build for this machine into ./dist
+	@gr="$$(scripts/ensure-goreleaser.sh | tail -n1)"; \
+	 "$$gr" check; \
+	 "$$gr" build --snapshot --clean --single-target
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME each (default 60s)
+	@FUZZTIME='$(FUZZTIME)' scripts/fuzz.sh
+
+.PHONY: bench
+bench: ## Run the benchmarks (scripts/bench.sh)
+	@if [[ -x scripts/bench.sh ]]; then scripts/bench.sh; \
+	 else echo "scripts/bench.sh does not exist yet; running go test -bench for every package"; \
+	      go test -run '^$$' -bench . -benchmem ./...; fi
+
+.PHONY: terraform
+terraform: ## Find or build Terraform >= 1.5 and print its path
+	@scripts/ensure-terraform.sh
+
+.PHONY: tofu-test
+tofu-test: ## Acceptance tests against OpenTofu 1.10.6 (built from source the first time, ~8 min)
+	@tofu="$$(scripts/ensure-tofu.sh | tail -n1)"; \
+	 TF_ACC_TERRAFORM_PATH="$$tofu" TF_ACC_PROVIDER_NAMESPACE=hashicorp scripts/test.sh acceptance
+
+.PHONY: clean
+clean: ## Remove build output (./bin, ./dist); the tool cache is kept
+	rm -rf $(BIN_DIR) dist
+	@echo "kept the tool cache; remove it with: rm -rf \"$${XDG_CACHE_HOME:-$$HOME/.cache}/terraform-provider-dify\""

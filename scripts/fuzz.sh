@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# fuzz.sh — runs every Go fuzz target in the module, one after another.
+#
+# Targets are discovered, not listed: packages whose _test.go files declare
+# `func Fuzz...` are asked for their targets with `go test -list '^Fuzz'`,
+# and each target runs with `go test -fuzz '^Name$' -fuzztime $FUZZTIME`.
+#
+# Environment:
+#   FUZZTIME   per target (default 60s; any -fuzztime value, e.g. 10000x)
+#   FUZZ_PKGS  package patterns to search (default ./...)
+# New crashers are written by Go to <pkg>/testdata/fuzz/<Target>/ — commit
+# them with the fix, they become regression seeds.
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$REPO_ROOT"
+
+FUZZTIME="${FUZZTIME:-60s}"
+read -r -a patterns <<<"${FUZZ_PKGS:-./...}"
+
+# Only compile the packages that can have fuzz targets.
+mapfile -t dirs < <(grep -rl --include='*_test.go' -E '^func Fuzz[A-Za-z0-9_]*\(' . 2>/dev/null |
+	grep -v -e '^\./\.git/' -e '/testdata/' | xargs -r -n1 dirname | sort -u)
+if ((${#dirs[@]} == 0)); then
+	log "no fuzz targets in this module"
+	exit 0
+fi
+pkgs_out="$(go list "${patterns[@]}")" || die "go list ${patterns[*]} failed"
+candidates_out="$(go list "${dirs[@]}")" || die "go list failed for the packages with fuzz targets"
+mapfile -t pkgs < <(sort -u <<<"$pkgs_out")
+mapfile -t candidates < <(sort -u <<<"$candidates_out")
+
+declare -a targets=() # "pkg target"
+for pkg in "${candidates[@]}"; do
+	# Respect FUZZ_PKGS.
+	printf '%s\n' "${pkgs[@]}" | grep -qxF "$pkg" || continue
+	# A package that does not compile is a failure, not "no targets".
+	listing="$(go test -list '^Fuzz' "$pkg")" || die "go test -list failed for $pkg (see above)"
+	while IFS= read -r name; do
+		[[ "$name" =~ ^Fuzz ]] && targets+=("$pkg $name")
+	done <<<"$listing"
+done
+
+if ((${#targets[@]} == 0)); then
+	log "no fuzz targets in this module"
+	exit 0
+fi
+
+log "${#targets[@]} fuzz target(s), $FUZZTIME each"
+failed=()
+for t in "${targets[@]}"; do
+	read -r pkg name <<<"$t"
+	start=$SECONDS
+	log "fuzzing $pkg $name for $FUZZTIME"
+	if go test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "$pkg"; then
+		ok "$name ($(elapsed "$start"))"
+	else
+		warn "$name FAILED; the failing input is under $(go list -f '{{.Dir}}' "$pkg")/testdata/fuzz/$name/"
+		failed+=("$pkg $name")
+	fi
+done
+
+if ((${#failed[@]} > 0)); then
+	printf 'fuzz targets that failed:\n' >&2
+	printf '  %s\n' "${failed[@]}" >&2
+	exit 1
+fi
+ok "all ${#targets[@]} fuzz target(s) passed"

@@ -1,0 +1,336 @@
+#!/usr/bin/env bash
+# test.sh — every check `make test` promises, in one place.
+#
+# Usage: scripts/test.sh [STAGE...]
+#   With no arguments every stage runs, in this order:
+#     fmt          gofmt -l finds nothing
+#     vet          go vet ./...
+#     unit         go test -race ./...
+#     terraform    find Terraform >= 1.5 or build v1.5.7 (scripts/ensure-terraform.sh)
+#     acceptance   TF_ACC=1 go test ./provider/... -run '^TestAcc'
+#     docs         go generate ./... leaves docs/ unchanged
+#     docs-validate  tfplugindocs validate
+#     examples     terraform validate in every examples/ folder
+#     goreleaser   goreleaser check (.goreleaser.yml)
+#     fuzz         every Fuzz target for FUZZ_SHORT_TIME
+#     reliability  scripts/reliability.sh, when present
+#   Every stage runs even after a failure (so one run shows every problem),
+#   unless FAIL_FAST=1. The exit status is non-zero if any stage failed.
+#
+# Environment:
+#   TEST_SKIP="fuzz goreleaser"  stages to skip
+#   FAIL_FAST=1                  stop at the first failing stage
+#   VERBOSE=1                    show every line of `go test -v` output
+#   UNIT_TIMEOUT (20m), ACC_TIMEOUT (30m), FUZZ_SHORT_TIME (5s)
+#   TF_ACC_TERRAFORM_PATH, TF_FORCE_BUILD  see scripts/ensure-terraform.sh
+#
+# Exported to every stage (and so to the tests):
+#   CHECKPOINT_DISABLE=1, TF_IN_AUTOMATION=1,
+#   TF_CLI_CONFIG_FILE=<empty file in a temp dir> (the user's ~/.terraformrc is never read),
+#   TF_ACC_TERRAFORM_PATH=<absolute path> once the terraform stage has run;
+#   the acceptance stage adds TF_ACC=1.
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$REPO_ROOT"
+
+ALL_STAGES=(fmt vet unit terraform acceptance docs docs-validate examples goreleaser fuzz reliability)
+
+UNIT_TIMEOUT="${UNIT_TIMEOUT:-20m}"
+ACC_TIMEOUT="${ACC_TIMEOUT:-30m}"
+FUZZ_SHORT_TIME="${FUZZ_SHORT_TIME:-5s}"
+
+WORK_DIR="$(mktemp -d "${TMPDIR:-/tmp}/tf-dify-test.XXXXXX")"
+trap 'rm -rf "$WORK_DIR"' EXIT
+
+# A real, empty CLI config: Terraform then ignores ~/.terraformrc and any
+# TF_CLI_CONFIG_FILE that points at a missing file (which only warns).
+: >"$WORK_DIR/terraformrc"
+export TF_CLI_CONFIG_FILE="$WORK_DIR/terraformrc"
+export TF_IN_AUTOMATION=1
+export CHECKPOINT_DISABLE=1
+# The tests decide for themselves; a stray TF_ACC from the shell must not.
+unset TF_ACC
+
+# Counts of individual tests (top-level tests, subtests, examples, fuzz seeds)
+# across every `go test` this script runs; see count_go_tests.
+TESTS_LOG="$WORK_DIR/go-test-results.txt"
+: >"$TESTS_LOG"
+
+# ---------------------------------------------------------------------------
+# helpers
+
+# go_test ARGS...: runs `go test -v ARGS`, records its result lines for the
+# final tally and, unless VERBOSE=1, hides the noisy "=== RUN" and
+# "--- PASS" lines (failures, skips, logs of failing tests and package
+# summaries are always shown). Returns go test's exit status.
+go_test() {
+	local rc=0
+	if [[ "${VERBOSE:-0}" == 1 ]]; then
+		go test -v "$@" 2>&1 | tee -a "$WORK_DIR/go-test.log" || rc=$?
+	else
+		go test -v "$@" 2>&1 | tee -a "$WORK_DIR/go-test.log" |
+			awk '!/^=== (RUN|PAUSE|CONT|NAME)/ && !/^[[:space:]]*--- PASS:/ && !/^PASS$/ { print; fflush() }' || rc=$?
+	fi
+	grep -E '^[[:space:]]*--- (PASS|FAIL|SKIP):' "$WORK_DIR/go-test.log" >>"$TESTS_LOG" || true
+	: >"$WORK_DIR/go-test.log"
+	return "$rc"
+}
+
+count_go_tests() {
+	local kind="$1"
+	grep -c -E "^[[:space:]]*--- $kind:" "$TESTS_LOG" || true
+}
+
+# require_terraform: fails the stage unless the terraform stage found one.
+require_terraform() {
+	[[ -n "${TF_ACC_TERRAFORM_PATH:-}" && -x "${TF_ACC_TERRAFORM_PATH}" ]] ||
+		die "no Terraform CLI: the terraform stage did not run or failed"
+}
+
+# go_packages PATTERN: the packages PATTERN matches (none is not an error).
+go_packages() {
+	go list "$@" 2>/dev/null || true
+}
+
+# skip MESSAGE: ends the current stage as skipped.
+skip() {
+	printf '%s\n' "$*" >"$WORK_DIR/skip-reason"
+	exit 99
+}
+
+# ---------------------------------------------------------------------------
+# stages (one function each; a stage fails when any command in it fails)
+
+stage_fmt() {
+	local files
+	files="$(find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*' \
+		-not -path './bin/*' -not -path './dist/*' -print0 | xargs -0 -r gofmt -l)"
+	if [[ -n "$files" ]]; then
+		printf 'gofmt would change these files (run `gofmt -w` on them):\n%s\n' "$files" >&2
+		return 1
+	fi
+}
+
+stage_vet() {
+	go vet ./...
+}
+
+stage_unit() {
+	# Acceptance tests run in their own stage with TF_ACC=1.
+	go_test -race -timeout "$UNIT_TIMEOUT" -skip '^TestAcc' ./...
+}
+
+stage_terraform() {
+	local out tf
+	out="$("$REPO_ROOT/scripts/ensure-terraform.sh")"
+	tf="$(tail -n1 <<<"$out")"
+	[[ "$tf" == /* && -x "$tf" ]] || die "ensure-terraform.sh returned '$tf', not an absolute path"
+	printf '%s\n' "$tf" >"$WORK_DIR/terraform-path"
+	"$tf" version >&2
+}
+
+stage_acceptance() {
+	require_terraform
+	if [[ -z "$(go_packages ./provider/...)" ]]; then
+		skip "no Go packages under ./provider yet"
+	fi
+	log "TF_ACC=1 TF_ACC_TERRAFORM_PATH=$TF_ACC_TERRAFORM_PATH TF_CLI_CONFIG_FILE=$TF_CLI_CONFIG_FILE"
+	local before after
+	before="$(wc -l <"$TESTS_LOG")"
+	# Always -v here: the acceptance log is the first thing to read when a
+	# Terraform step fails.
+	VERBOSE=1 TF_ACC=1 go_test ./provider/... -run '^TestAcc' -timeout "$ACC_TIMEOUT"
+	after="$(wc -l <"$TESTS_LOG")"
+	if ((after == before)); then
+		skip "no TestAcc* tests in ./provider yet"
+	fi
+}
+
+# --- hook: docs are generated by `go generate ./...` (tfplugindocs) and
+# committed. This stage regenerates them and fails when docs/ changes. It
+# becomes active as soon as a //go:generate directive and docs/ exist.
+stage_docs() {
+	require_terraform
+	if [[ ! -d docs ]] || ! grep -rqs --include='*.go' '^//go:generate' .; then
+		skip "docs/ or a //go:generate directive does not exist yet"
+	fi
+	git rev-parse --is-inside-work-tree >/dev/null 2>&1 || skip "not a git work tree; cannot diff docs/"
+	# tfplugindocs runs offline when a Terraform is first on PATH.
+	PATH="$(dirname "$TF_ACC_TERRAFORM_PATH"):$PATH" go generate ./...
+	local changed
+	changed="$(git status --porcelain -- docs/)"
+	if [[ -n "$changed" ]]; then
+		printf 'docs/ is stale; run `make docs` and commit the result:\n%s\n' "$changed" >&2
+		git --no-pager diff --stat -- docs/ >&2 || true
+		return 1
+	fi
+}
+
+# --- hook: `tfplugindocs validate` checks the docs/ layout and front matter.
+# Active once tfplugindocs is a go.mod tool and docs/ exists.
+stage_docs-validate() {
+	require_terraform
+	[[ -d docs ]] || skip "docs/ does not exist yet"
+	go tool -n tfplugindocs >/dev/null 2>&1 || skip "tfplugindocs is not a go.mod tool"
+	PATH="$(dirname "$TF_ACC_TERRAFORM_PATH"):$PATH" go tool tfplugindocs validate
+}
+
+# --- hook: every examples/ folder with .tf files passes `terraform validate`
+# against the provider built from this tree (through dev_overrides, so no
+# registry is contacted and `terraform init` is not needed).
+stage_examples() {
+	require_terraform
+	[[ -d examples ]] || skip "no examples/ yet"
+	local dirs
+	dirs="$(find examples -name '*.tf' -exec dirname {} \; | sort -u)"
+	[[ -n "$dirs" ]] || skip "no examples/**/*.tf yet"
+	[[ -f main.go ]] || skip "no main.go yet"
+	local plugin_dir="$WORK_DIR/plugins"
+	mkdir -p "$plugin_dir"
+	go build -o "$plugin_dir/terraform-provider-dify" .
+	cat >"$WORK_DIR/examples.tfrc" <<-EOF
+		provider_installation {
+		  dev_overrides {
+		    "registry.terraform.io/difyops/dify" = "$plugin_dir"
+		  }
+		  direct {}
+		}
+	EOF
+	local dir failed=0
+	while IFS= read -r dir; do
+		# Validate a copy so no .terraform/ or lock file lands in the tree.
+		local copy="$WORK_DIR/examples/$dir"
+		mkdir -p "$copy"
+		cp "$dir"/*.tf "$copy"/
+		if TF_CLI_CONFIG_FILE="$WORK_DIR/examples.tfrc" "$TF_ACC_TERRAFORM_PATH" -chdir="$copy" validate -no-color >"$copy.log" 2>&1; then
+			printf '  ok    %s\n' "$dir" >&2
+		else
+			printf '  FAIL  %s\n' "$dir" >&2
+			sed 's/^/        /' "$copy.log" >&2
+			failed=1
+		fi
+	done <<<"$dirs"
+	return "$failed"
+}
+
+# --- goreleaser check: .goreleaser.yml is valid for GoReleaser v2.
+stage_goreleaser() {
+	local out rc=0 gr
+	out="$("$REPO_ROOT/scripts/ensure-goreleaser.sh")" || rc=$?
+	if ((rc != 0)); then
+		warn "##################################################################"
+		warn "GoReleaser could not be installed (exit $rc); .goreleaser.yml was NOT checked."
+		warn "##################################################################"
+		skip "GoReleaser unavailable"
+	fi
+	gr="$(tail -n1 <<<"$out")"
+	"$gr" check
+}
+
+# --- hook: a short run of every fuzz target (seed corpora already run in the
+# unit stage). FUZZ_SHORT_TIME=0 skips it; `make fuzz` runs them longer.
+stage_fuzz() {
+	[[ "$FUZZ_SHORT_TIME" != 0 ]] || skip "FUZZ_SHORT_TIME=0"
+	FUZZTIME="$FUZZ_SHORT_TIME" "$REPO_ROOT/scripts/fuzz.sh"
+}
+
+# --- hook: the reliability suite (long-running stream/timing/fault tests),
+# owned by the mock's engineers. Active once scripts/reliability.sh exists.
+stage_reliability() {
+	[[ -x scripts/reliability.sh ]] || skip "scripts/reliability.sh does not exist yet"
+	scripts/reliability.sh
+}
+
+# ---------------------------------------------------------------------------
+# runner
+
+declare -a RESULTS=()
+any_failed=0
+
+run_stage() {
+	local name="$1" idx="$2" total="$3" start=$SECONDS rc=0
+	printf '\n%s==> [%d/%d] %s%s  (%s)\n' "$_c_bold" "$idx" "$total" "$name" "$_c_reset" "$(date +%H:%M:%S)" >&2
+	rm -f "$WORK_DIR/skip-reason"
+	# A subshell outside any `if`, so `set -e` really applies inside the stage.
+	set +e
+	(
+		set -euo pipefail
+		"stage_$name"
+	)
+	rc=$?
+	set -e
+	local took
+	took="$(elapsed "$start")"
+	if ((rc == 0)); then
+		ok "$name passed in $took"
+		RESULTS+=("$(printf '%-14s passed   %s' "$name" "$took")")
+	elif ((rc == 99)); then
+		warn "$name skipped: $(cat "$WORK_DIR/skip-reason" 2>/dev/null)"
+		RESULTS+=("$(printf '%-14s SKIPPED  %s  (%s)' "$name" "$took" "$(cat "$WORK_DIR/skip-reason" 2>/dev/null)")")
+	else
+		printf '%sFAILED:%s %s (exit %d) after %s\n' "$_c_red$_c_bold" "$_c_reset" "$name" "$rc" "$took" >&2
+		RESULTS+=("$(printf '%-14s FAILED   %s  (exit %d)' "$name" "$took" "$rc")")
+		any_failed=1
+	fi
+	# The terraform stage ran in a subshell; pick its result up here.
+	if [[ "$name" == terraform && $rc == 0 ]]; then
+		TF_ACC_TERRAFORM_PATH="$(cat "$WORK_DIR/terraform-path")"
+		export TF_ACC_TERRAFORM_PATH
+	fi
+}
+
+main() {
+	local -a stages=()
+	if (($# > 0)); then
+		local s known
+		for s in "$@"; do
+			known=0
+			for k in "${ALL_STAGES[@]}"; do [[ "$s" == "$k" ]] && known=1; done
+			((known)) || die "unknown stage '$s'; stages: ${ALL_STAGES[*]}"
+			stages+=("$s")
+		done
+	else
+		stages=("${ALL_STAGES[@]}")
+	fi
+	# Stages that need Terraform get it even when only they were asked for.
+	local needs_tf=0 has_tf=0 s
+	for s in "${stages[@]}"; do
+		case "$s" in acceptance | docs | docs-validate | examples) needs_tf=1 ;; terraform) has_tf=1 ;; esac
+	done
+	if ((needs_tf && !has_tf)); then stages=(terraform "${stages[@]}"); fi
+
+	local total_start=$SECONDS i=0
+	log "go $(go env GOVERSION), repo $REPO_ROOT, tool cache $CACHE_DIR"
+	for s in "${stages[@]}"; do
+		i=$((i + 1))
+		if [[ " ${TEST_SKIP:-} " == *" $s "* ]]; then
+			warn "[$i/${#stages[@]}] $s skipped: listed in TEST_SKIP"
+			RESULTS+=("$(printf '%-14s SKIPPED  (TEST_SKIP)' "$s")")
+			continue
+		fi
+		run_stage "$s" "$i" "${#stages[@]}"
+		if ((any_failed)) && [[ "${FAIL_FAST:-0}" == 1 ]]; then
+			warn "FAIL_FAST=1: stopping after the first failure"
+			break
+		fi
+	done
+
+	printf '\n%s==> summary (%s)%s\n' "$_c_bold" "$(elapsed "$total_start")" "$_c_reset"
+	printf '  %s\n' "${RESULTS[@]}"
+	local passed failed skipped
+	passed="$(count_go_tests PASS)"
+	failed="$(count_go_tests FAIL)"
+	skipped="$(count_go_tests SKIP)"
+	if ((any_failed)); then
+		printf '%sFAILED%s: see the stages marked FAILED above\n' "$_c_red$_c_bold" "$_c_reset"
+	else
+		printf '%sall stages passed%s\n' "$_c_green$_c_bold" "$_c_reset"
+	fi
+	# Last line, in the usual "N passed, N failed" shape: Go tests (subtests,
+	# examples and fuzz seeds included) from the unit and acceptance stages.
+	printf 'tests: %d passed, %d failed, %d skipped\n' "$passed" "$failed" "$skipped"
+	((any_failed == 0)) || exit 1
+}
+
+main "$@"

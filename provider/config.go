@@ -1,0 +1,185 @@
+package provider
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/difyops/terraform-provider-dify/dify"
+)
+
+// Environment variables read by the provider block. Each one is used only when
+// the matching attribute is not set in the configuration (config > env > default).
+const (
+	EnvBaseURL          = "DIFY_BASE_URL"
+	EnvAPIKey           = "DIFY_API_KEY"
+	EnvUser             = "DIFY_USER"
+	EnvRetryMaxAttempts = "DIFY_RETRY_MAX_ATTEMPTS"
+	EnvRetryMaxDelay    = "DIFY_RETRY_MAX_DELAY"
+	EnvRequestTimeout   = "DIFY_REQUEST_TIMEOUT"
+)
+
+// Defaults applied when neither the configuration nor the environment sets a value.
+const (
+	DefaultUser             = "terraform"
+	DefaultRetryMaxAttempts = 4
+	DefaultRetryMaxDelay    = 30 * time.Second
+	DefaultRequestTimeout   = 60 * time.Second
+)
+
+// settings is the provider configuration after precedence has been applied.
+type settings struct {
+	BaseURL          string
+	APIKey           string
+	User             string
+	RetryMaxAttempts int
+	RetryMaxDelay    time.Duration
+	RequestTimeout   time.Duration
+}
+
+// providerModel is the provider block.
+type providerModel struct {
+	BaseURL          types.String `tfsdk:"base_url"`
+	APIKey           types.String `tfsdk:"api_key"`
+	User             types.String `tfsdk:"user"`
+	RetryMaxAttempts types.Int64  `tfsdk:"retry_max_attempts"`
+	RetryMaxDelay    types.String `tfsdk:"retry_max_delay"`
+	RequestTimeout   types.String `tfsdk:"request_timeout"`
+}
+
+// unknownGuard reports every attribute whose value is not known yet. The
+// client cannot be built from a value another resource will only produce
+// during apply, and guessing from the environment would silently use the
+// wrong app.
+func unknownGuard(m providerModel) diag.Diagnostics {
+	var diags diag.Diagnostics
+	check := func(unknown bool, attr, env string) {
+		if unknown {
+			diags.AddAttributeError(path.Root(attr),
+				fmt.Sprintf("Unknown Dify provider %s", attr),
+				fmt.Sprintf("The provider cannot create the Dify API client because %q depends on a value that is only known after apply. "+
+					"Set it to a value known at plan time, or remove it and use the %s environment variable.", attr, env))
+		}
+	}
+	check(m.BaseURL.IsUnknown(), "base_url", EnvBaseURL)
+	check(m.APIKey.IsUnknown(), "api_key", EnvAPIKey)
+	check(m.User.IsUnknown(), "user", EnvUser)
+	check(m.RetryMaxAttempts.IsUnknown(), "retry_max_attempts", EnvRetryMaxAttempts)
+	check(m.RetryMaxDelay.IsUnknown(), "retry_max_delay", EnvRetryMaxDelay)
+	check(m.RequestTimeout.IsUnknown(), "request_timeout", EnvRequestTimeout)
+	return diags
+}
+
+// resolveSettings applies config > environment > default to every provider
+// setting and validates the result. getenv is os.Getenv outside tests.
+func resolveSettings(m providerModel, getenv func(string) string) (settings, diag.Diagnostics) {
+	diags := unknownGuard(m)
+	if diags.HasError() {
+		return settings{}, diags
+	}
+	pick := func(v types.String, env string) (string, string) {
+		if !v.IsNull() {
+			return v.ValueString(), "the provider configuration"
+		}
+		if e := getenv(env); e != "" {
+			return e, "the " + env + " environment variable"
+		}
+		return "", ""
+	}
+
+	var s settings
+	var from string
+
+	s.BaseURL, from = pick(m.BaseURL, EnvBaseURL)
+	if s.BaseURL == "" {
+		s.BaseURL, from = dify.DefaultBaseURL, "the default"
+	}
+	if err := validateBaseURL(s.BaseURL); err != nil {
+		diags.AddAttributeError(path.Root("base_url"), "Invalid Dify base URL",
+			fmt.Sprintf("The base URL %q (from %s) is not usable: %s. Use the Service API base including /v1, for example %q or \"http://127.0.0.1:5001/v1\".",
+				s.BaseURL, from, err, dify.DefaultBaseURL))
+	}
+
+	s.APIKey, _ = pick(m.APIKey, EnvAPIKey)
+	if strings.TrimSpace(s.APIKey) == "" {
+		diags.AddAttributeError(path.Root("api_key"), "Missing Dify API key",
+			"The provider cannot create the Dify API client because no API key was found. "+
+				"Set the api_key attribute in the provider block or the "+EnvAPIKey+" environment variable "+
+				"to the app's Service API key (it looks like \"app-...\"; find it under the app's API Access page). "+
+				"Prefer the environment variable so the key stays out of your configuration files.")
+	}
+
+	s.User, _ = pick(m.User, EnvUser)
+	if s.User == "" {
+		s.User = DefaultUser
+	}
+
+	s.RetryMaxAttempts = DefaultRetryMaxAttempts
+	switch {
+	case !m.RetryMaxAttempts.IsNull():
+		s.RetryMaxAttempts = int(m.RetryMaxAttempts.ValueInt64())
+		from = "the provider configuration"
+	case getenv(EnvRetryMaxAttempts) != "":
+		n, err := strconv.Atoi(strings.TrimSpace(getenv(EnvRetryMaxAttempts)))
+		if err != nil {
+			diags.AddAttributeError(path.Root("retry_max_attempts"), "Invalid Dify retry setting",
+				fmt.Sprintf("The %s environment variable must be a whole number, got %q.", EnvRetryMaxAttempts, getenv(EnvRetryMaxAttempts)))
+		}
+		s.RetryMaxAttempts = n
+		from = "the " + EnvRetryMaxAttempts + " environment variable"
+	}
+	if s.RetryMaxAttempts < 1 || s.RetryMaxAttempts > 20 {
+		diags.AddAttributeError(path.Root("retry_max_attempts"), "Invalid Dify retry setting",
+			fmt.Sprintf("retry_max_attempts (from %s) must be between 1 (no retries) and 20, got %d.", from, s.RetryMaxAttempts))
+	}
+
+	var d diag.Diagnostics
+	s.RetryMaxDelay, d = pickDuration(m.RetryMaxDelay, getenv, EnvRetryMaxDelay, "retry_max_delay", DefaultRetryMaxDelay, 0)
+	diags.Append(d...)
+	s.RequestTimeout, d = pickDuration(m.RequestTimeout, getenv, EnvRequestTimeout, "request_timeout", DefaultRequestTimeout, time.Second)
+	diags.Append(d...)
+	return s, diags
+}
+
+func pickDuration(v types.String, getenv func(string) string, env, attr string, def, minimum time.Duration) (time.Duration, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	raw, from := "", ""
+	switch {
+	case !v.IsNull():
+		raw, from = v.ValueString(), "the provider configuration"
+	case getenv(env) != "":
+		raw, from = getenv(env), "the "+env+" environment variable"
+	default:
+		return def, nil
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(raw))
+	if err != nil || d < minimum {
+		diags.AddAttributeError(path.Root(attr), "Invalid Dify provider duration",
+			fmt.Sprintf("%s (from %s) must be a Go duration such as \"30s\" or \"2m\" of at least %s, got %q.", attr, from, minimum, raw))
+		return def, diags
+	}
+	return d, diags
+}
+
+func validateBaseURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return err
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("the scheme must be http or https")
+	}
+	if u.Host == "" {
+		return fmt.Errorf("it has no host")
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("it must not carry a query or fragment")
+	}
+	return nil
+}

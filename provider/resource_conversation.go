@@ -1,0 +1,632 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/difyops/terraform-provider-dify/dify"
+)
+
+var (
+	_ resource.ResourceWithConfigure   = &conversationResource{}
+	_ resource.ResourceWithImportState = &conversationResource{}
+	_ resource.ResourceWithModifyPlan  = &conversationResource{}
+)
+
+// DefaultCreateTimeout bounds the first chat turn. Agent runs may take many
+// minutes (API §18: Dify's own run deadline defaults to one hour).
+const DefaultCreateTimeout = 30 * time.Minute
+
+// cleanupTimeout bounds the best-effort clean-up after a failed create.
+const cleanupTimeout = 30 * time.Second
+
+// NewConversationResource is the dify_conversation resource.
+func NewConversationResource() resource.Resource { return &conversationResource{} }
+
+type conversationResource struct{ data *providerData }
+
+type conversationModel struct {
+	ID               types.String   `tfsdk:"id"`
+	User             types.String   `tfsdk:"user"`
+	Query            types.String   `tfsdk:"query"`
+	Inputs           types.Map      `tfsdk:"inputs"`
+	Files            types.List     `tfsdk:"files"`
+	AutoGenerateName types.Bool     `tfsdk:"auto_generate_name"`
+	Name             types.String   `tfsdk:"name"`
+	MessageID        types.String   `tfsdk:"message_id"`
+	Answer           types.String   `tfsdk:"answer"`
+	AgentThoughts    types.List     `tfsdk:"agent_thoughts"`
+	Usage            types.Object   `tfsdk:"usage"`
+	CreatedAt        types.Int64    `tfsdk:"created_at"`
+	Timeouts         timeouts.Value `tfsdk:"timeouts"`
+}
+
+var agentThoughtAttrTypes = map[string]attr.Type{
+	"id":          types.StringType,
+	"position":    types.Int64Type,
+	"thought":     types.StringType,
+	"tool":        types.StringType,
+	"tool_input":  types.StringType,
+	"observation": types.StringType,
+}
+
+var usageAttrTypes = map[string]attr.Type{
+	"prompt_tokens":         types.Int64Type,
+	"prompt_unit_price":     types.StringType,
+	"prompt_price":          types.StringType,
+	"completion_tokens":     types.Int64Type,
+	"completion_unit_price": types.StringType,
+	"completion_price":      types.StringType,
+	"total_tokens":          types.Int64Type,
+	"total_price":           types.StringType,
+	"currency":              types.StringType,
+	"latency":               types.Float64Type,
+}
+
+func (r *conversationResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_conversation"
+}
+
+func (r *conversationResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	keep := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "A conversation with the Dify Agent app. Creating it sends the first chat message " +
+			"(`POST /chat-messages`, streaming, API §2) and waits for the reply to finish (`message_end`); the answer, " +
+			"the agent's thoughts and the token usage are recorded. Renaming updates in place " +
+			"(`POST /conversations/{id}/name`); every first-message argument forces a new conversation; destroy deletes it.\n\n" +
+			"**Failures during create.** If Dify reports an error inside the stream (for example `agent_run_limit_exceeded`), " +
+			"the stream is cut, or the create timeout passes, the create fails with Dify's code and message and nothing is " +
+			"recorded in state. The conversation Dify may already have made for the message is deleted on a best-effort basis " +
+			"(the diagnostic says whether that worked), so a retry starts clean.\n\n" +
+			"**Refresh.** Dify has no get-by-id for conversations. The provider lists each end user's conversations once per " +
+			"Terraform run (pages of 100, newest first, at most 1000) and shares that listing between all `dify_conversation` " +
+			"resources; a conversation it does not find there is checked with one `GET /messages?limit=1`. A conversation " +
+			"deleted outside Terraform is removed from state, so the next plan creates it again. Only `name` can drift.\n\n" +
+			"**Import.** `USER/CONVERSATION_ID`, or a bare `CONVERSATION_ID` for the provider's default user. The first " +
+			"message's query, answer, thoughts and usage are read from the history (`GET /messages`); `inputs`, `files` and " +
+			"`auto_generate_name` cannot be read back, so the first apply after an import records them from the " +
+			"configuration without contacting Dify, and `usage` has only the fields the history carries.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{Computed: true, PlanModifiers: keep,
+				MarkdownDescription: "The conversation id (a UUID) Dify assigned."},
+			"user": schema.StringAttribute{
+				Optional: true, Computed: true,
+				MarkdownDescription: "End user the conversation belongs to (API §1.3). Defaults to the provider's `user` " +
+					"(`" + EnvUser + "`, then `" + DefaultUser + "`) at creation; changing it forces a new conversation, while a " +
+					"later change of the provider default does not move existing conversations. Files in `files` must belong to the same user.",
+				Validators:    []validator.String{stringvalidator.LengthAtLeast(1)},
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()},
+			},
+			"query": schema.StringAttribute{
+				Required:            true,
+				MarkdownDescription: "The first message. Changing it forces a new conversation.",
+				Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			"inputs": schema.MapAttribute{
+				ElementType: types.StringType,
+				Optional:    true,
+				MarkdownDescription: "Values for the app's input variables, keyed by `variable` from `dify_app_parameters.user_input_form`. " +
+					"Defaults to none (`{}` is sent). Changing it forces a new conversation.",
+				PlanModifiers: []planmodifier.Map{mapplanmodifier.RequiresReplaceIf(replaceUnlessImportedMap,
+					"Changing the value forces a new conversation (not after an import, which cannot read it back).",
+					"Changing the value forces a new conversation (not after an import, which cannot read it back).")},
+			},
+			"files": schema.ListAttribute{
+				ElementType: types.StringType,
+				Optional:    true,
+				MarkdownDescription: "Ids of files uploaded with `dify_file` to attach to the first message. They are sent as " +
+					"`local_file` references of type `custom`, which lets Dify take the type from the uploaded file. " +
+					"Defaults to none. Changing it forces a new conversation.",
+				Validators: []validator.List{listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))},
+				PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplaceIf(replaceUnlessImportedList,
+					"Changing the value forces a new conversation (not after an import, which cannot read it back).",
+					"Changing the value forces a new conversation (not after an import, which cannot read it back).")},
+			},
+			"auto_generate_name": schema.BoolAttribute{
+				Optional: true, Computed: true,
+				MarkdownDescription: "Whether Dify generates the conversation's name from the first message (API §2.1). " +
+					"Defaults to `true` when `name` is not set and to `false` when it is, so Dify's generated title never " +
+					"races the configured name. Changing it forces a new conversation.",
+				PlanModifiers: []planmodifier.Bool{
+					boolplanmodifier.UseStateForUnknown(),
+					boolplanmodifier.RequiresReplaceIf(replaceUnlessImportedBool,
+						"Changing the value forces a new conversation (not after an import, which cannot read it back).",
+						"Changing the value forces a new conversation (not after an import, which cannot read it back)."),
+				},
+			},
+			"name": schema.StringAttribute{
+				Optional: true, Computed: true,
+				MarkdownDescription: "The conversation's name. When set, it is applied right after the first message and " +
+					"updated in place on change. When not set, Dify's name (generated or default) is recorded and followed.",
+				Validators:    []validator.String{stringvalidator.LengthAtLeast(1)},
+				PlanModifiers: keep,
+			},
+			"message_id": schema.StringAttribute{Computed: true, PlanModifiers: keep,
+				MarkdownDescription: "Id of the first message."},
+			"answer": schema.StringAttribute{Computed: true, PlanModifiers: keep,
+				MarkdownDescription: "The agent's final answer to the first message: the closing `message` event when Dify sends one, " +
+					"otherwise the streamed deltas with moderation replacements applied (API §2.5)."},
+			"agent_thoughts": schema.ListNestedAttribute{
+				Computed:            true,
+				PlanModifiers:       []planmodifier.List{listplanmodifier.UseStateForUnknown()},
+				MarkdownDescription: "The agent's reasoning and tool steps for the first message, one per thought row, ordered by position.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"id":          schema.StringAttribute{Computed: true, MarkdownDescription: "Thought row id."},
+					"position":    schema.Int64Attribute{Computed: true, MarkdownDescription: "Position in the turn, from 1."},
+					"thought":     schema.StringAttribute{Computed: true, MarkdownDescription: "The model's reasoning text (may be empty)."},
+					"tool":        schema.StringAttribute{Computed: true, MarkdownDescription: "Tool name(s) called, joined by `;` (empty when none)."},
+					"tool_input":  schema.StringAttribute{Computed: true, MarkdownDescription: "Tool input as JSON text, keyed by tool name."},
+					"observation": schema.StringAttribute{Computed: true, MarkdownDescription: "Tool output as JSON text, keyed by tool name."},
+				}},
+			},
+			"usage": schema.SingleNestedAttribute{
+				Computed:            true,
+				PlanModifiers:       []planmodifier.Object{objectplanmodifier.UseStateForUnknown()},
+				MarkdownDescription: "Token usage and cost of the first message (`message_end.metadata.usage`). Prices are decimal strings as Dify sends them.",
+				Attributes: map[string]schema.Attribute{
+					"prompt_tokens":         schema.Int64Attribute{Computed: true, MarkdownDescription: "Prompt tokens."},
+					"prompt_unit_price":     schema.StringAttribute{Computed: true, MarkdownDescription: "Price per prompt price unit (null after import)."},
+					"prompt_price":          schema.StringAttribute{Computed: true, MarkdownDescription: "Prompt cost (null after import)."},
+					"completion_tokens":     schema.Int64Attribute{Computed: true, MarkdownDescription: "Completion tokens."},
+					"completion_unit_price": schema.StringAttribute{Computed: true, MarkdownDescription: "Price per completion price unit (null after import)."},
+					"completion_price":      schema.StringAttribute{Computed: true, MarkdownDescription: "Completion cost (null after import)."},
+					"total_tokens":          schema.Int64Attribute{Computed: true, MarkdownDescription: "All tokens."},
+					"total_price":           schema.StringAttribute{Computed: true, MarkdownDescription: "Total cost."},
+					"currency":              schema.StringAttribute{Computed: true, MarkdownDescription: "Currency of the prices, e.g. `USD`."},
+					"latency":               schema.Float64Attribute{Computed: true, MarkdownDescription: "Model latency in seconds."},
+				},
+			},
+			"created_at": schema.Int64Attribute{Computed: true,
+				PlanModifiers:       []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+				MarkdownDescription: "When the first message was created, Unix epoch seconds."},
+		},
+		Blocks: map[string]schema.Block{
+			"timeouts": timeouts.Block(ctx, timeouts.Opts{
+				Create: true,
+				CreateDescription: "How long to wait for the first reply to finish, as a Go duration (`\"45m\"`). " +
+					"Defaults to `\"30m\"`. When it passes, the run is stopped and the half-made conversation deleted.",
+			}),
+		},
+	}
+}
+
+// replaceUnlessImported forces replacement when an input changes, except
+// when the prior value is null because the resource was imported and the
+// value could not be read back (recording it then is harmless).
+func replaceUnlessImportedList(_ context.Context, req planmodifier.ListRequest, resp *listplanmodifier.RequiresReplaceIfFuncResponse) {
+	resp.RequiresReplace = !req.StateValue.IsNull()
+}
+
+func replaceUnlessImportedMap(_ context.Context, req planmodifier.MapRequest, resp *mapplanmodifier.RequiresReplaceIfFuncResponse) {
+	resp.RequiresReplace = !req.StateValue.IsNull()
+}
+
+func replaceUnlessImportedBool(_ context.Context, req planmodifier.BoolRequest, resp *boolplanmodifier.RequiresReplaceIfFuncResponse) {
+	resp.RequiresReplace = !req.StateValue.IsNull()
+}
+
+func (r *conversationResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.data = configureData(req.ProviderData, &resp.Diagnostics)
+}
+
+func (r *conversationResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		return // destroy
+	}
+	var plan, cfg conversationModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	changed := false
+	if req.State.Raw.IsNull() && cfg.User.IsNull() && r.data != nil {
+		plan.User = types.StringValue(r.data.user)
+		changed = true
+	}
+	// Unknown only at creation or after an import (UseStateForUnknown keeps
+	// the recorded value otherwise): generate a name unless one is configured.
+	if cfg.AutoGenerateName.IsNull() && plan.AutoGenerateName.IsUnknown() {
+		plan.AutoGenerateName = types.BoolValue(cfg.Name.IsNull())
+		changed = true
+	}
+	if changed {
+		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+	}
+}
+
+func (r *conversationResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan conversationModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	limit, diags := plan.Timeouts.Create(ctx, DefaultCreateTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+
+	user := r.data.userOr(plan.User.ValueString())
+	chat := dify.ChatRequest{Query: plan.Query.ValueString(), User: user, Inputs: map[string]any{}}
+	if !plan.Inputs.IsNull() {
+		var in map[string]string
+		resp.Diagnostics.Append(plan.Inputs.ElementsAs(ctx, &in, false)...)
+		for k, v := range in {
+			chat.Inputs[k] = v
+		}
+	}
+	if !plan.Files.IsNull() {
+		var ids []string
+		resp.Diagnostics.Append(plan.Files.ElementsAs(ctx, &ids, false)...)
+		for _, id := range ids {
+			chat.Files = append(chat.Files, dify.InputFile{Type: dify.FileTypeCustom, TransferMethod: dify.TransferLocalFile, UploadFileID: id})
+		}
+	}
+	auto := plan.AutoGenerateName.IsNull() || plan.AutoGenerateName.IsUnknown() || plan.AutoGenerateName.ValueBool()
+	chat.AutoGenerateName = &auto
+	if resp.Diagnostics.HasError() {
+		return
+	}
+
+	const summary = "Unable to create conversation"
+	stream, err := r.data.client.SendChatMessage(ctx, chat)
+	if err != nil {
+		next := "Dify refused the first message before starting a conversation, so nothing was created."
+		if apiErr, ok := dify.AsAPIError(err); ok && (apiErr.Status == 429 || apiErr.Status >= 500) {
+			next += " Chat messages are never re-sent automatically (a retry could send the message twice); run terraform apply again."
+		}
+		r.data.redact.addError(&resp.Diagnostics, summary, err, next)
+		return
+	}
+	turn, err := dify.Collect(stream)
+	var frameErr *dify.FrameError
+	switch {
+	case err == nil && turn.Completed:
+	case errors.As(err, &frameErr) && turn.Completed:
+		resp.Diagnostics.AddWarning("Malformed event in the reply stream",
+			r.data.redact.clean(fmt.Sprintf("One event of the reply could not be decoded and was skipped (%v); the reply otherwise completed.", err)))
+	default:
+		r.failCreate(ctx, &resp.Diagnostics, turn, err, user, limit)
+		return
+	}
+	if turn.ConversationID == "" {
+		resp.Diagnostics.AddError(summary, "The reply finished but Dify never named the conversation it belongs to (no conversation_id in the stream), "+
+			"so the provider cannot track it. This points at a non-standard server or proxy.")
+		return
+	}
+
+	state := plan
+	state.ID = types.StringValue(turn.ConversationID)
+	state.User = types.StringValue(user)
+	state.AutoGenerateName = types.BoolValue(auto)
+	state.MessageID = types.StringValue(turn.MessageID)
+	state.Answer = types.StringValue(turn.Answer)
+	state.CreatedAt = types.Int64Value(turn.CreatedAt)
+	state.AgentThoughts, diags = thoughtsFromStream(turn.Thoughts)
+	resp.Diagnostics.Append(diags...)
+	state.Usage, diags = usageValue(turn.Usage)
+	resp.Diagnostics.Append(diags...)
+
+	if !plan.Name.IsNull() && !plan.Name.IsUnknown() {
+		conv, err := r.data.client.RenameConversation(ctx, turn.ConversationID, dify.RenameRequest{Name: plan.Name.ValueString(), User: user})
+		if err != nil {
+			cleanup := r.deleteHalfMade(ctx, turn.ConversationID, "", user)
+			r.data.redact.addError(&resp.Diagnostics, summary, err,
+				fmt.Sprintf("The first message was answered, but naming the conversation %q failed. %s", plan.Name.ValueString(), cleanup))
+			return
+		}
+		r.data.conversations.Remember(user, *conv)
+		state.Name = types.StringValue(conv.Name)
+	} else {
+		conv, err := r.data.conversations.FindFresh(ctx, user, turn.ConversationID)
+		if err == nil && conv == nil {
+			var res lookupResult
+			res, err = r.data.conversations.Lookup(ctx, user, turn.ConversationID)
+			conv = res.Conversation
+		}
+		switch {
+		case err != nil:
+			resp.Diagnostics.AddWarning("Conversation name not read",
+				r.data.redact.clean(describeError(err, "The conversation was created; its name is recorded as empty and is read again on the next refresh.")))
+			state.Name = types.StringValue("")
+		case conv == nil:
+			state.Name = types.StringValue("")
+		default:
+			state.Name = types.StringValue(conv.Name)
+		}
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+// failCreate reports a failed or incomplete reply and removes what Dify may
+// already have made for it, so nothing half-made outlives the failed create.
+func (r *conversationResource) failCreate(ctx context.Context, diags *diag.Diagnostics, turn *dify.Turn, err error, user string, limit time.Duration) {
+	const summary = "Unable to create conversation"
+	if err == nil {
+		err = dify.ErrTruncatedStream
+	}
+	var what string
+	stillRunning := true
+	apiErr, isAPI := dify.AsAPIError(err)
+	switch {
+	case isAPI && apiErr.Stream:
+		stillRunning = false
+		what = fmt.Sprintf("Dify reported an error inside the reply stream (status %d, code %q): %s", apiErr.Status, apiErr.Code, apiErr.Message)
+		if apiErr.Code == "agent_run_limit_exceeded" {
+			what += "\n\nThe agent run hit Dify's per-run limits (wall-clock deadline or model-request steps, API §18). Simplify the query or raise the limits on the Dify server."
+		}
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+		what = fmt.Sprintf("The reply did not finish within the create timeout of %s. Raise it with timeouts { create = \"...\" } if the agent legitimately needs longer.", limit)
+	default:
+		what = fmt.Sprintf("The reply stream ended before Dify finished the message: %v.", err)
+	}
+	taskToStop := ""
+	if stillRunning {
+		taskToStop = turn.TaskID
+	}
+	cleanup := r.deleteHalfMade(ctx, turn.ConversationID, taskToStop, user)
+	diags.AddError(summary, r.data.redact.clean(what+"\n\n"+cleanup+" Nothing was recorded in Terraform state; fix the cause and run terraform apply again."))
+}
+
+// deleteHalfMade stops a still-running reply (taskID non-empty) and deletes
+// the conversation Dify created for a failed first message. It uses a fresh,
+// bounded context because the create's own context may be what expired.
+func (r *conversationResource) deleteHalfMade(ctx context.Context, conversationID, taskID, user string) string {
+	if conversationID == "" {
+		return "Dify had not named a conversation before the failure, so none is known to be left behind."
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if taskID != "" {
+		if err := r.data.client.StopChatMessage(ctx, taskID, user); err != nil {
+			tflog.Warn(ctx, "stopping the unfinished reply failed", map[string]any{"task_id": taskID, "error": r.data.redact.clean(err.Error())})
+		}
+	}
+	err := r.data.client.DeleteConversation(ctx, conversationID, user)
+	if err == nil || dify.IsNotFound(err) {
+		r.data.conversations.Forget(user, conversationID)
+		return fmt.Sprintf("The conversation %s that Dify had started for this message was deleted.", conversationID)
+	}
+	return fmt.Sprintf("Deleting the half-made conversation %s (user %q) failed (%v); delete it in Dify if it is still listed.", conversationID, user, err)
+}
+
+func (r *conversationResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state conversationModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	user := r.data.userOr(state.User.ValueString())
+	id := state.ID.ValueString()
+	res, err := r.data.conversations.Lookup(ctx, user, id)
+	if err != nil {
+		r.data.redact.addError(&resp.Diagnostics, "Unable to read conversation", err,
+			fmt.Sprintf("Checking conversation %s of user %q failed; the state was left unchanged.", id, user))
+		return
+	}
+	if !res.Exists {
+		tflog.Warn(ctx, "conversation no longer exists in Dify; removing it from state", map[string]any{"id": id, "user": user})
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	state.User = types.StringValue(user)
+	if res.Conversation != nil {
+		state.Name = types.StringValue(res.Conversation.Name)
+	}
+	if state.MessageID.IsNull() {
+		// Imported: everything but id and user comes from the history.
+		resp.Diagnostics.Append(r.readFirstMessage(ctx, &state, user)...)
+		if resp.Diagnostics.HasError() {
+			return
+		}
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+// readFirstMessage fills the first-message attributes from GET /messages,
+// paging back to the oldest message (API §6: pages go newest to oldest, each
+// page oldest-first, next page by first_id = data[0].id).
+func (r *conversationResource) readFirstMessage(ctx context.Context, state *conversationModel, user string) diag.Diagnostics {
+	var diags diag.Diagnostics
+	var first *dify.Message
+	firstID := ""
+	for range 10000 {
+		page, err := r.data.client.ListMessages(ctx, dify.ListMessagesParams{
+			ConversationID: state.ID.ValueString(), User: user, FirstID: firstID, Limit: 100})
+		if err != nil {
+			r.data.redact.addError(&diags, "Unable to read conversation", err,
+				fmt.Sprintf("Reading the history of conversation %s failed.", state.ID.ValueString()))
+			return diags
+		}
+		if len(page.Data) > 0 {
+			first = &page.Data[0]
+			firstID = first.ID
+		}
+		if !page.HasMore || len(page.Data) == 0 {
+			break
+		}
+	}
+	if first == nil {
+		diags.AddError("Unable to import conversation",
+			fmt.Sprintf("Conversation %s has no messages, so it was not made by a first chat message and cannot be managed as a dify_conversation.", state.ID.ValueString()))
+		return diags
+	}
+	state.Query = types.StringValue(first.Query)
+	state.MessageID = types.StringValue(first.ID)
+	state.Answer = types.StringValue(first.Answer)
+	state.CreatedAt = types.Int64Value(first.CreatedAt)
+	var d diag.Diagnostics
+	state.AgentThoughts, d = thoughtsFromHistory(first.AgentThoughts)
+	diags.Append(d...)
+	state.Usage, d = types.ObjectValue(usageAttrTypes, map[string]attr.Value{
+		"prompt_tokens":         types.Int64Value(first.MessageTokens),
+		"prompt_unit_price":     types.StringNull(),
+		"prompt_price":          types.StringNull(),
+		"completion_tokens":     types.Int64Value(first.AnswerTokens),
+		"completion_unit_price": types.StringNull(),
+		"completion_price":      types.StringNull(),
+		"total_tokens":          types.Int64Value(first.TotalTokens),
+		"total_price":           types.StringPointerValue(first.TotalPrice),
+		"currency":              types.StringPointerValue(first.Currency),
+		"latency":               types.Float64Value(first.ProviderResponseLatency),
+	})
+	diags.Append(d...)
+	return diags
+}
+
+func (r *conversationResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan, state conversationModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	user := r.data.userOr(state.User.ValueString())
+	if plan.Name.IsUnknown() {
+		plan.Name = state.Name
+	}
+	if !plan.Name.IsNull() && !plan.Name.Equal(state.Name) {
+		conv, err := r.data.client.RenameConversation(ctx, state.ID.ValueString(), dify.RenameRequest{Name: plan.Name.ValueString(), User: user})
+		if err != nil {
+			next := fmt.Sprintf("Renaming conversation %s to %q failed; the old name stays.", state.ID.ValueString(), plan.Name.ValueString())
+			if dify.IsNotFound(err) {
+				next += " The conversation no longer exists; run terraform apply again to create it anew."
+			}
+			r.data.redact.addError(&resp.Diagnostics, "Unable to rename conversation", err, next)
+			return
+		}
+		r.data.conversations.Remember(user, *conv)
+		plan.Name = types.StringValue(conv.Name)
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+func (r *conversationResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state conversationModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	user := r.data.userOr(state.User.ValueString())
+	err := r.data.client.DeleteConversation(ctx, state.ID.ValueString(), user)
+	if err != nil && !dify.IsNotFound(err) { // 404: already gone (API §8)
+		r.data.redact.addError(&resp.Diagnostics, "Unable to delete conversation", err,
+			fmt.Sprintf("Deleting conversation %s of user %q failed; it stays in state so the next apply can try again.", state.ID.ValueString(), user))
+		return
+	}
+	r.data.conversations.Forget(user, state.ID.ValueString())
+}
+
+// ImportState accepts USER/CONVERSATION_ID or a bare CONVERSATION_ID (the
+// provider's default user). The id is split at the last slash, so a user id
+// may itself contain slashes; conversation ids (UUIDs) never do.
+func (r *conversationResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	user, id, err := parseConversationImportID(req.ID)
+	if err != nil {
+		resp.Diagnostics.AddError("Invalid import id", err.Error())
+		return
+	}
+	if user == "" && r.data != nil {
+		user = r.data.user
+	}
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), id)...)
+	if user != "" {
+		resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("user"), user)...)
+	}
+}
+
+func parseConversationImportID(raw string) (user, id string, err error) {
+	raw = strings.TrimSpace(raw)
+	id = raw
+	if i := strings.LastIndex(raw, "/"); i >= 0 {
+		user, id = raw[:i], raw[i+1:]
+		if user == "" {
+			return "", "", fmt.Errorf("import id %q has an empty user before the slash; use USER/CONVERSATION_ID or just CONVERSATION_ID", raw)
+		}
+	}
+	if id == "" || strings.ContainsAny(id, " \t") {
+		return "", "", fmt.Errorf("import id %q does not end in a conversation id; use USER/CONVERSATION_ID or just CONVERSATION_ID", raw)
+	}
+	return user, id, nil
+}
+
+func thoughtsFromStream(ts []dify.AgentThoughtEvent) (types.List, diag.Diagnostics) {
+	objType := types.ObjectType{AttrTypes: agentThoughtAttrTypes}
+	vals := make([]attr.Value, 0, len(ts))
+	var diags diag.Diagnostics
+	for _, t := range ts {
+		o, d := types.ObjectValue(agentThoughtAttrTypes, map[string]attr.Value{
+			"id":          types.StringValue(t.ID),
+			"position":    types.Int64Value(int64(t.Position)),
+			"thought":     types.StringValue(deref(t.Thought)),
+			"tool":        types.StringValue(deref(t.Tool)),
+			"tool_input":  types.StringValue(deref(t.ToolInput)),
+			"observation": types.StringValue(deref(t.Observation)),
+		})
+		diags.Append(d...)
+		vals = append(vals, o)
+	}
+	l, d := types.ListValue(objType, vals)
+	diags.Append(d...)
+	return l, diags
+}
+
+func thoughtsFromHistory(ts []dify.AgentThoughtRecord) (types.List, diag.Diagnostics) {
+	conv := make([]dify.AgentThoughtEvent, 0, len(ts))
+	for _, t := range ts {
+		conv = append(conv, dify.AgentThoughtEvent{ID: t.ID, Position: t.Position, Thought: &t.Thought,
+			Tool: &t.Tool, ToolInput: &t.ToolInput, Observation: &t.Observation})
+	}
+	return thoughtsFromStream(conv)
+}
+
+func usageValue(u *dify.Usage) (types.Object, diag.Diagnostics) {
+	if u == nil {
+		return types.ObjectNull(usageAttrTypes), nil
+	}
+	return types.ObjectValue(usageAttrTypes, map[string]attr.Value{
+		"prompt_tokens":         types.Int64Value(u.PromptTokens),
+		"prompt_unit_price":     types.StringValue(u.PromptUnitPrice),
+		"prompt_price":          types.StringValue(u.PromptPrice),
+		"completion_tokens":     types.Int64Value(u.CompletionTokens),
+		"completion_unit_price": types.StringValue(u.CompletionUnitPrice),
+		"completion_price":      types.StringValue(u.CompletionPrice),
+		"total_tokens":          types.Int64Value(u.TotalTokens),
+		"total_price":           types.StringValue(u.TotalPrice),
+		"currency":              types.StringValue(u.Currency),
+		"latency":               types.Float64Value(u.Latency),
+	})
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

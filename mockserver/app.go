@@ -1,0 +1,155 @@
+package mockserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+// serverInfo is GET /v1/ (API §1.1), unauthenticated.
+func (s *Server) serverInfo(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	s.writeAppResponse(w, "/", nil)
+}
+
+// appResponse serves /info, /parameters, /meta and /site byte for byte from
+// the app description (API §13–§16), so a recorded app replays as itself.
+func (s *Server) appResponse(path string) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+		var body []byte
+		if path == "/info" {
+			body = s.info
+		}
+		s.writeAppResponse(w, path, body)
+	}
+}
+
+func (s *Server) writeAppResponse(w http.ResponseWriter, path string, body []byte) {
+	resp := s.app.Responses[path]
+	if body == nil {
+		body = resp.Body
+	}
+	h := w.Header()
+	for k, v := range resp.Header {
+		switch http.CanonicalHeaderKey(k) {
+		case "Content-Length", "Transfer-Encoding", "Connection", "Date", "Set-Cookie":
+			continue
+		}
+		h[http.CanonicalHeaderKey(k)] = v
+	}
+	if h.Get("Content-Type") == "" {
+		h.Set("Content-Type", "application/json")
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(resp.Status)
+	_, _ = w.Write(body)
+}
+
+var modeRE = regexp.MustCompile(`("mode"\s*:\s*)"[^"]*"`)
+
+// patchMode rewrites /info's mode when the server is told to impersonate a
+// different mode than the recorded app (--mode); the rest stays byte for byte.
+func patchMode(info []byte, recorded, mode string) []byte {
+	if recorded == mode {
+		return info
+	}
+	if modeRE.Match(info) {
+		return modeRE.ReplaceAll(info, []byte(`${1}"`+mode+`"`))
+	}
+	return info
+}
+
+// formField is one /parameters.user_input_form entry (API §14), read from the
+// raw body so validation does not depend on any decoder's view of it.
+type formField struct {
+	Control   string
+	Variable  string
+	Required  bool
+	MaxLength int
+	Options   []string
+}
+
+func parseForm(params []byte) ([]formField, error) {
+	var raw struct {
+		Form []map[string]json.RawMessage `json:"user_input_form"`
+	}
+	if err := json.Unmarshal(params, &raw); err != nil {
+		return nil, err
+	}
+	var out []formField
+	for i, item := range raw.Form {
+		for control, body := range item {
+			var f struct {
+				Variable  string   `json:"variable"`
+				Required  bool     `json:"required"`
+				MaxLength *int     `json:"max_length"`
+				Options   []string `json:"options"`
+			}
+			if err := json.Unmarshal(body, &f); err != nil {
+				return nil, fmt.Errorf("item %d (%s): %v", i, control, err)
+			}
+			ff := formField{Control: control, Variable: f.Variable, Required: f.Required, Options: f.Options}
+			if f.MaxLength != nil {
+				ff.MaxLength = *f.MaxLength
+			}
+			out = append(out, ff)
+		}
+	}
+	return out, nil
+}
+
+// validateInputs checks inputs against the form as Dify's
+// BaseAppGenerator does for a new conversation; messages follow Dify's text.
+func (s *Server) validateInputs(inputs map[string]any) *apiError {
+	for _, f := range s.form {
+		v, ok := inputs[f.Variable]
+		if !ok || v == nil || v == "" {
+			if f.Required {
+				return invalidParam(f.Variable + " is required in input form")
+			}
+			continue
+		}
+		switch f.Control {
+		case "text-input", "paragraph", "select":
+			str, isStr := v.(string)
+			if !isStr {
+				return invalidParam(f.Variable + " in input form must be a string")
+			}
+			if f.Control == "select" {
+				found := false
+				for _, o := range f.Options {
+					found = found || o == str
+				}
+				if !found {
+					return invalidParam(fmt.Sprintf("%s in input form must be one of the following: %s", f.Variable, pyList(f.Options)))
+				}
+			} else if f.MaxLength > 0 && len([]rune(str)) > f.MaxLength {
+				return invalidParam(fmt.Sprintf("%s in input form must be less than %d characters", f.Variable, f.MaxLength))
+			}
+		case "number":
+			switch n := v.(type) {
+			case float64:
+			case string:
+				if _, err := strconv.ParseFloat(n, 64); err != nil {
+					return invalidParam(f.Variable + " in input form must be a valid number")
+				}
+			default:
+				return invalidParam(f.Variable + " in input form must be a valid number")
+			}
+		}
+	}
+	return nil
+}
+
+// pyList renders options the way Python prints a list of strings.
+func pyList(items []string) string {
+	q := make([]string, len(items))
+	for i, it := range items {
+		q[i] = "'" + it + "'"
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}

@@ -1,0 +1,321 @@
+package mockserver
+
+import (
+	"encoding/json"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/difyops/terraform-provider-dify/dify"
+	"github.com/difyops/terraform-provider-dify/mockserver/replay"
+	"github.com/difyops/terraform-provider-dify/mockserver/store"
+)
+
+// Blocking-mode rejections (API §2.2).
+var (
+	errBlockingAgent     = newError(http.StatusBadRequest, "bad_request", "Agent App only supports streaming response mode.")
+	errBlockingAgentChat = invalidParam("Agent Chat App does not support blocking mode")
+)
+
+// chatRequest is a validated POST /chat-messages body (API §2.1).
+type chatRequest struct {
+	query    string
+	inputs   map[string]any
+	user     string
+	convID   string
+	files    []dify.InputFile
+	autoName bool
+}
+
+// parseChat validates the body in Dify's order: JSON, user, the payload
+// fields, then the streaming-only rule.
+func (s *Server) parseChat(w http.ResponseWriter, r *http.Request) (*chatRequest, *apiError) {
+	body, e := readJSON(w, r, false)
+	if e != nil {
+		return nil, e
+	}
+	req := &chatRequest{}
+	if req.user, e = body.user(true); e != nil {
+		return nil, e
+	}
+	q, present, e := body.str("query")
+	if e != nil {
+		return nil, e
+	}
+	req.query = strings.ReplaceAll(q, "\x00", "")
+	if !present || strings.TrimSpace(req.query) == "" {
+		return nil, invalidParam("query is required")
+	}
+	raw, ok := body["inputs"]
+	if !ok {
+		return nil, invalidParam("inputs: Field required")
+	}
+	if err := json.Unmarshal(raw, &req.inputs); err != nil || req.inputs == nil {
+		return nil, invalidParam("inputs: Input should be a valid dictionary")
+	}
+	mode, _, e := body.str("response_mode")
+	if e != nil {
+		return nil, e
+	}
+	switch mode {
+	case dify.ResponseModeStreaming, dify.ResponseModeBlocking, "":
+	default:
+		return nil, invalidParam("response_mode: Input should be 'blocking' or 'streaming'")
+	}
+	conv, _, e := body.str("conversation_id")
+	if e != nil {
+		return nil, e
+	}
+	req.convID = strings.ToLower(strings.TrimSpace(conv))
+	if req.convID != "" && !validUUID(req.convID) {
+		return nil, invalidParam("conversation_id must be a valid UUID")
+	}
+	if raw, ok := body["files"]; ok && !isNull(raw) {
+		if err := json.Unmarshal(raw, &req.files); err != nil {
+			return nil, invalidParam("files: Input should be a valid list of file objects")
+		}
+	}
+	if req.autoName, e = body.boolean("auto_generate_name", true); e != nil {
+		return nil, e
+	}
+	// Omitted response_mode streams for New Agent and is blocking for the
+	// legacy agent-chat app, which then refuses it (API §2.1, §2.2).
+	if mode == dify.ResponseModeBlocking || (mode == "" && s.mode == dify.ModeAgentChat) {
+		if s.mode == dify.ModeAgentChat {
+			return nil, errBlockingAgentChat
+		}
+		return nil, errBlockingAgent
+	}
+	return req, nil
+}
+
+var fileTypes = map[string]bool{
+	dify.FileTypeImage: true, dify.FileTypeDocument: true, dify.FileTypeAudio: true,
+	dify.FileTypeVideo: true, dify.FileTypeCustom: true,
+}
+
+// checkFiles validates files[] (API §2.1) and returns the user's message
+// files for the stored message plus the upload ids in request order.
+func (s *Server) checkFiles(files []dify.InputFile, ownerID string) ([]dify.MessageFile, []string, *apiError) {
+	var out []dify.MessageFile
+	ids := make([]string, len(files))
+	user := "user"
+	for i, f := range files {
+		if !fileTypes[f.Type] {
+			return nil, nil, invalidParam("files." + strconv.Itoa(i) + ".type: Input should be 'image', 'document', 'audio', 'video' or 'custom'")
+		}
+		switch f.TransferMethod {
+		case dify.TransferRemoteURL:
+			if strings.TrimSpace(f.URL) == "" {
+				return nil, nil, invalidParam("Missing file url")
+			}
+			u := f.URL
+			out = append(out, dify.MessageFile{
+				ID: replay.NewUUID(), Filename: path.Base(strings.SplitN(u, "?", 2)[0]), Type: f.Type, URL: &u,
+				TransferMethod: dify.TransferRemoteURL, BelongsTo: &user,
+			})
+		case dify.TransferLocalFile:
+			if !validUUID(f.UploadFileID) {
+				return nil, nil, invalidParam("Invalid upload file")
+			}
+			up, ok := s.store.File(f.UploadFileID, ownerID)
+			if !ok {
+				return nil, nil, invalidParam("Invalid upload file")
+			}
+			ext := ""
+			if up.Result.Extension != nil {
+				ext = *up.Result.Extension
+			}
+			if f.Type != dify.FileTypeCustom && fileCategory(ext) != f.Type {
+				return nil, nil, invalidParam("Detected file type does not match the specified type. Please verify the file.")
+			}
+			ids[i] = up.Result.ID
+			u, size, upID := up.Result.SourceURL, up.Result.Size, up.Result.ID
+			out = append(out, dify.MessageFile{
+				ID: replay.NewUUID(), Filename: up.Result.Name, Type: f.Type, URL: &u, MimeType: up.Result.MimeType,
+				Size: &size, TransferMethod: dify.TransferLocalFile, BelongsTo: &user, UploadFileID: &upID,
+			})
+		default:
+			return nil, nil, invalidParam("files." + strconv.Itoa(i) + ".transfer_method: Input should be 'remote_url' or 'local_file'")
+		}
+	}
+	return out, ids, nil
+}
+
+// chatMessages is POST /chat-messages (API §2): validate, pick a recorded
+// turn, replay it on schedule and store what was streamed.
+func (s *Server) chatMessages(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	req, e := s.parseChat(w, r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	header, e := s.headerCassette(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	speed, e := s.requestSpeed(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	endUser := s.store.EndUser(req.user)
+	var conv store.Conversation
+	if req.convID != "" {
+		if _, err := s.store.Conversation(req.convID, endUser.ID); err != nil {
+			writeError(w, errConvNotFound)
+			return
+		}
+	} else if e := s.validateInputs(req.inputs); e != nil {
+		writeError(w, e)
+		return
+	}
+	userFiles, uploadIDs, e := s.checkFiles(req.files, endUser.ID)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		writeError(w, errShuttingDown)
+		return
+	}
+
+	var ref turnRef
+	if req.convID != "" {
+		var err error
+		conv, err = s.store.ClaimTurn(req.convID, endUser.ID, func(c string, next int) (string, int) {
+			ref = s.selectTurn(header, req.query, c, next)
+			return ref.cassette, ref.turn
+		})
+		if err != nil { // deleted meanwhile
+			writeError(w, errConvNotFound)
+			return
+		}
+	} else {
+		ref = s.selectTurn(header, req.query, "", 0)
+	}
+	t := s.turn(ref)
+	if t.Status != http.StatusOK {
+		s.writeRecordedError(w, t)
+		return
+	}
+	if req.convID == "" {
+		conv = s.store.NewConversation(endUser.ID, req.inputs, s.app.Parameters.OpeningStatement, req.autoName)
+		s.store.SetReplay(conv.ID, ref.cassette, ref.turn)
+	}
+
+	taskID, msgID := replay.NewUUID(), replay.NewUUID()
+	tk, ok := s.beginStream(taskID, endUser.ID)
+	if !ok {
+		writeError(w, errShuttingDown)
+		return
+	}
+	defer s.endStream(taskID)
+
+	now := s.store.Now()
+	bound := t.Bind(replay.Binding{ConversationID: conv.ID, MessageID: msgID, TaskID: taskID, Now: now, UploadFileIDs: uploadIDs})
+	h := w.Header()
+	for k, v := range t.Header {
+		switch http.CanonicalHeaderKey(k) {
+		case "Content-Length", "Transfer-Encoding", "Connection", "Date", "Set-Cookie", "Keep-Alive":
+			continue
+		}
+		h[http.CanonicalHeaderKey(k)] = v
+	}
+	if h.Get("Content-Type") == "" {
+		h.Set("Content-Type", "text/event-stream")
+	}
+	h.Set(HeaderCassette, ref.cassette)
+	h.Set(HeaderTurn, strconv.Itoa(ref.turn))
+	w.WriteHeader(http.StatusOK)
+
+	sink := &flushSink{w: w, rc: http.NewResponseController(w)}
+	opts := replay.Options{Speed: speed, RunTimeout: s.cfg.RunTimeout, MaxModelRequests: s.cfg.MaxModelRequests}
+	rep := bound.Play(r.Context(), sink, opts, replay.Signals{Stop: tk.stop, Shutdown: s.closing}, func(rep *replay.Report) {
+		s.recordTurn(conv, msgID, req.query, userFiles, now.Unix(), ref.cassette, rep)
+	})
+	s.log.Debug("replay ended", "cassette", ref.cassette, "turn", ref.turn, "outcome", rep.Outcome.String(), "frames", rep.Sent)
+}
+
+// writeRecordedError replays a recorded pre-stream error (a non-200 turn).
+func (s *Server) writeRecordedError(w http.ResponseWriter, t *replay.Turn) {
+	h := w.Header()
+	for k, v := range t.Header {
+		switch http.CanonicalHeaderKey(k) {
+		case "Content-Length", "Transfer-Encoding", "Connection", "Date", "Set-Cookie":
+			continue
+		}
+		h[http.CanonicalHeaderKey(k)] = v
+	}
+	if h.Get("Content-Type") == "" {
+		h.Set("Content-Type", "application/json")
+	}
+	h.Set(HeaderCassette, t.Cassette)
+	h.Set(HeaderTurn, strconv.Itoa(t.Index))
+	h.Set("Content-Length", strconv.Itoa(len(t.Body)))
+	w.WriteHeader(t.Status)
+	_, _ = w.Write(t.Body)
+}
+
+// recordTurn stores the message exactly as GET /messages returns it (API §6).
+func (s *Server) recordTurn(conv store.Conversation, msgID, query string, userFiles []dify.MessageFile, created int64, cassetteName string, rep *replay.Report) {
+	res := rep.Result
+	files := make([]dify.MessageFile, 0, len(userFiles)+len(res.Files))
+	files = append(files, userFiles...)
+	files = append(files, res.Files...)
+	m := dify.Message{
+		ID: msgID, ConversationID: conv.ID, Inputs: conv.Inputs, Query: query, Answer: res.Answer,
+		RetrieverResources: res.RetrieverResources, AgentThoughts: res.Thoughts, MessageFiles: files,
+		CreatedAt: created, Status: "normal", ExtraContents: []json.RawMessage{},
+	}
+	if res.ErrorCode != "" {
+		m.Status = "error"
+		msg := res.ErrorMessage
+		m.Error = &msg
+	}
+	u := res.Usage
+	if u == nil {
+		u = replay.ZeroUsage()
+	}
+	m.MessageTokens, m.AnswerTokens = u.PromptTokens, u.CompletionTokens
+	m.TotalTokens = u.PromptTokens + u.CompletionTokens
+	m.ProviderResponseLatency = u.Latency
+	price, currency := u.TotalPrice, u.Currency
+	m.TotalPrice, m.Currency = &price, &currency
+	if err := s.store.AddMessage(m, cassetteName); err != nil {
+		s.log.Debug("turn not stored", "reason", err.Error())
+	}
+}
+
+// flushSink adapts a ResponseWriter to replay.Sink.
+type flushSink struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func (f *flushSink) Write(p []byte) (int, error) { return f.w.Write(p) }
+func (f *flushSink) Flush() error                { return f.rc.Flush() }
+
+// stopChat is POST /chat-messages/:task_id/stop (API §3): always 200 once
+// the user is given; a task of another user, or no task, is ignored.
+func (s *Server) stopChat(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	body, e := readJSON(w, r, false)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	user, e := body.user(true)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	s.stopTask(ps.ByName("task_id"), s.store.EndUser(user).ID)
+	writeJSON(w, http.StatusOK, dify.ResultResponse{Result: "success"})
+}

@@ -1,0 +1,82 @@
+package mockserver
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+)
+
+// apiError is Dify's error envelope (API §1.4): {"code","message","status"},
+// plus "params" for the old field-mapping form.
+type apiError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Params  string `json:"params,omitempty"`
+	Status  int    `json:"status"`
+}
+
+func (e *apiError) Error() string { return e.Code + ": " + e.Message }
+
+func newError(status int, code, message string) *apiError {
+	return &apiError{Code: code, Message: message, Status: status}
+}
+
+// Werkzeug's default descriptions, which Dify passes through for plain HTTP
+// exceptions (API §1.4).
+const (
+	msgNotFound         = "The requested URL was not found on the server. If you entered the URL manually please check your spelling and try again."
+	msgMethodNotAllowed = "The method is not allowed for the requested URL."
+	msgInternal         = "The server encountered an internal error and was unable to complete your request. Either the server is overloaded or there is an error in the application."
+	msgTooLarge         = "The data value transmitted exceeds the capacity limit."
+	msgInvalidJSON      = "Invalid JSON payload received or JSON payload is empty."
+	msgUserRequired     = "Arg user must be provided."
+)
+
+// Auth failures (API §1.2).
+const (
+	msgAuthMissing = "Authorization header must be provided and start with 'Bearer'"
+	msgAuthScheme  = "Authorization scheme must be 'Bearer'"
+	msgAuthInvalid = "Access token is invalid"
+)
+
+var (
+	errNotFound         = newError(http.StatusNotFound, "not_found", msgNotFound)
+	errMethodNotAllowed = newError(http.StatusMethodNotAllowed, "method_not_allowed", msgMethodNotAllowed)
+	errInternal         = newError(http.StatusInternalServerError, "internal_server_error", msgInternal)
+	errTooLarge         = newError(http.StatusRequestEntityTooLarge, "request_entity_too_large", msgTooLarge)
+	errInvalidJSON      = newError(http.StatusBadRequest, "bad_request", msgInvalidJSON)
+	errUserRequired     = invalidParam(msgUserRequired)
+	errConvNotFound     = newError(http.StatusNotFound, "not_found", "Conversation Not Exists.")
+	errMessageNotFound  = newError(http.StatusNotFound, "not_found", "Message Not Exists.")
+	errShuttingDown     = newError(http.StatusServiceUnavailable, "service_unavailable", "dify-mock is shutting down.")
+)
+
+func invalidParam(message string) *apiError {
+	return newError(http.StatusBadRequest, "invalid_param", message)
+}
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	body, _ := json.Marshal(e)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)+1))
+	if e.Status == http.StatusUnauthorized {
+		h.Set("WWW-Authenticate", `Bearer realm="api"`)
+	}
+	w.WriteHeader(e.Status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// writeJSON writes v with status. Dify (Flask) ends JSON bodies with a newline.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, errInternal)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)+1))
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}

@@ -1,0 +1,266 @@
+package mockserver
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/difyops/terraform-provider-dify/dify"
+	"github.com/difyops/terraform-provider-dify/mockserver/replay"
+	"github.com/difyops/terraform-provider-dify/mockserver/store"
+)
+
+const mb = 1 << 20
+
+// Extension categories (API §9.1), lower-case, without the dot.
+var extCategories = map[string]string{}
+
+func init() {
+	for cat, exts := range map[string]string{
+		dify.FileTypeImage:    "jpg jpeg png webp gif svg",
+		dify.FileTypeVideo:    "mp4 mov mpeg webm",
+		dify.FileTypeAudio:    "mp3 m4a wav amr mpga",
+		dify.FileTypeDocument: "txt markdown md mdx pdf html htm xlsx xls docx csv vtt properties doc eml msg pptx xml epub ppt",
+	} {
+		for _, e := range strings.Fields(exts) {
+			extCategories[e] = cat
+		}
+	}
+}
+
+// fileCategory is the Dify file type an extension maps to ("custom" when
+// none does).
+func fileCategory(ext string) string {
+	if c, ok := extCategories[strings.ToLower(ext)]; ok {
+		return c
+	}
+	return dify.FileTypeCustom
+}
+
+// sizeLimit is the upload limit in bytes for a category, from the app's
+// /parameters.system_parameters (API §14) with Dify's defaults.
+func (s *Server) sizeLimit(category string) int64 {
+	sp := s.app.Parameters.SystemParameters
+	pick := func(v, def int) int64 {
+		if v <= 0 {
+			v = def
+		}
+		return int64(v) * mb
+	}
+	switch category {
+	case dify.FileTypeImage:
+		return pick(sp.ImageFileSizeLimit, 10)
+	case dify.FileTypeVideo:
+		return pick(sp.VideoFileSizeLimit, 100)
+	case dify.FileTypeAudio:
+		return pick(sp.AudioFileSizeLimit, 50)
+	default:
+		return pick(sp.FileSizeLimit, 15)
+	}
+}
+
+// Upload failures (API §9.1).
+var (
+	errNoFile        = newError(http.StatusBadRequest, "no_file_uploaded", "Please upload your file.")
+	errTooManyFiles  = newError(http.StatusBadRequest, "too_many_files", "Only one file is allowed.")
+	errNoFilename    = newError(http.StatusBadRequest, "filename_not_exists_error", "The specified filename does not exist.")
+	errFileType      = newError(http.StatusUnsupportedMediaType, "unsupported_file_type", "File type not allowed.")
+	errFilenameChars = invalidParam("Filename contains invalid characters")
+)
+
+// filePart is one file part of a multipart body, read and discarded.
+type filePart struct {
+	field       string
+	filename    string
+	contentType string
+	size        int64
+	over        bool // larger than limit
+}
+
+// multipartForm reads a multipart body in one pass, keeping only sizes and
+// the `user` field: uploads are counted, not stored. limitFor gives the
+// per-file limit; the whole body is capped at maxBody.
+type multipartForm struct {
+	files []filePart
+	user  string
+}
+
+var errBodyTooLarge = errors.New("body too large")
+
+func readMultipart(w http.ResponseWriter, r *http.Request, maxBody int64, limitFor func(filename string) int64) (*multipartForm, error) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return &multipartForm{}, nil // not multipart: no files (Dify: no_file_uploaded)
+	}
+	form := &multipartForm{}
+	for {
+		p, err := mr.NextPart()
+		if err == io.EOF {
+			return form, nil
+		}
+		if err != nil {
+			return form, bodyErr(err)
+		}
+		_, params, _ := mime.ParseMediaType(p.Header.Get("Content-Disposition"))
+		filename, isFile := params["filename"]
+		field := params["name"]
+		if !isFile {
+			v, err := io.ReadAll(io.LimitReader(p, 64<<10))
+			if err != nil {
+				return form, bodyErr(err)
+			}
+			if field == "user" {
+				form.user = string(v)
+			}
+			continue
+		}
+		fp := filePart{field: field, filename: filename, contentType: p.Header.Get("Content-Type")}
+		limit := limitFor(filename)
+		n, err := io.Copy(io.Discard, io.LimitReader(p, limit+1))
+		fp.size = n
+		if err != nil {
+			return form, bodyErr(err)
+		}
+		if n > limit {
+			fp.over = true
+			// Skip the rest of this part; the body cap still applies.
+			if _, err := io.Copy(io.Discard, p); err != nil {
+				form.files = append(form.files, fp)
+				return form, bodyErr(err)
+			}
+		}
+		form.files = append(form.files, fp)
+	}
+}
+
+func bodyErr(err error) error {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return errBodyTooLarge
+	}
+	return err
+}
+
+func extension(filename string) string {
+	if i := strings.LastIndexByte(filename, '.'); i >= 0 && i < len(filename)-1 {
+		return strings.ToLower(filename[i+1:])
+	}
+	return ""
+}
+
+// uploadFile is POST /files/upload (API §9.1).
+func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	maxLimit := s.sizeLimit(dify.FileTypeVideo)
+	for _, c := range []string{dify.FileTypeImage, dify.FileTypeAudio, dify.FileTypeDocument} {
+		maxLimit = max(maxLimit, s.sizeLimit(c))
+	}
+	form, err := readMultipart(w, r, maxLimit+mb, func(name string) int64 { return s.sizeLimit(fileCategory(extension(name))) })
+	if err != nil {
+		if errors.Is(err, errBodyTooLarge) {
+			if n := len(form.files); n > 0 && form.files[n-1].field == "file" {
+				writeError(w, s.fileTooLarge(form.files[n-1].filename))
+				return
+			}
+			writeError(w, errTooLarge)
+			return
+		}
+		writeError(w, newError(http.StatusBadRequest, "bad_request", "The browser (or proxy) sent a request that this server could not understand."))
+		return
+	}
+	var file *filePart
+	for i := range form.files {
+		if form.files[i].field == "file" && file == nil {
+			file = &form.files[i]
+		}
+	}
+	switch {
+	case file == nil:
+		writeError(w, errNoFile)
+		return
+	case len(form.files) > 1:
+		writeError(w, errTooManyFiles)
+		return
+	case file.filename == "":
+		writeError(w, errNoFilename)
+		return
+	case file.contentType == "":
+		writeError(w, errFileType)
+		return
+	case strings.ContainsAny(file.filename, `/\:*?"<>|`):
+		writeError(w, errFilenameChars)
+		return
+	case file.over:
+		writeError(w, s.fileTooLarge(file.filename))
+		return
+	}
+	owner := s.store.EndUser(form.user)
+	ext := extension(file.filename)
+	id := replay.NewUUID()
+	now := s.store.Now()
+	mimeType, createdBy, tenant := file.contentType, owner.ID, s.tenantID
+	res := store.FileResult{
+		ID: id, Name: file.filename, Size: file.size, MimeType: &mimeType, CreatedBy: &createdBy,
+		CreatedAt: now.Unix(), SourceURL: s.signedURL(r, id, now.Unix()), TenantID: &tenant,
+	}
+	if ext != "" {
+		res.Extension = &ext
+	}
+	s.store.AddFile(store.File{Result: res, OwnerID: owner.ID})
+	writeJSON(w, http.StatusCreated, res)
+}
+
+func (s *Server) fileTooLarge(filename string) *apiError {
+	cat := fileCategory(extension(filename))
+	what := cat + " files"
+	if cat == dify.FileTypeCustom || cat == dify.FileTypeDocument {
+		what = "this file type"
+	}
+	return newError(http.StatusRequestEntityTooLarge, "file_too_large",
+		fmt.Sprintf("File size exceeded. The limit for %s is %d MB.", what, s.sizeLimit(cat)/mb))
+}
+
+// signedURL imitates Dify's signed file-preview URL (API §9.1). The mock
+// does not serve it; it only has the right shape.
+func (s *Server) signedURL(r *http.Request, id string, ts int64) string {
+	var nonce [16]byte
+	_, _ = rand.Read(nonce[:])
+	n := hex.EncodeToString(nonce[:])
+	mac := hmac.New(sha256.New, []byte(s.appID))
+	fmt.Fprintf(mac, "file-preview|%s|%d|%s", id, ts, n)
+	sign := base64.URLEncoding.EncodeToString(mac.Sum(nil))
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return fmt.Sprintf("%s://%s/files/%s/file-preview?timestamp=%d&nonce=%s&sign=%s", scheme, r.Host, id, ts, n, sign)
+}
+
+// endUser is GET /end-users/:id (API §10).
+func (s *Server) endUser(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	id, ok := pathUUID(w, ps, "end_user_id")
+	if !ok {
+		return
+	}
+	u, found := s.store.LookupEndUser(id)
+	if !found {
+		writeError(w, newError(http.StatusNotFound, "end_user_not_found", "End user not found."))
+		return
+	}
+	ts := u.CreatedAt.UTC().Format("2006-01-02T15:04:05Z")
+	appID := s.appID
+	writeJSON(w, http.StatusOK, dify.EndUser{
+		ID: u.ID, TenantID: s.tenantID, AppID: &appID, Type: "service-api", ExternalUserID: u.Session,
+		IsAnonymous: u.Anonymous, SessionID: u.Session, CreatedAt: ts, UpdatedAt: ts,
+	})
+}

@@ -1,0 +1,177 @@
+package mockserver
+
+import (
+	"crypto/subtle"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+// recordingWriter remembers the status for the access log; Unwrap lets
+// http.ResponseController reach the real writer's Flush.
+type recordingWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *recordingWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *recordingWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.bytes += int64(n)
+	return n, err
+}
+
+func (w *recordingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Flush keeps the writer an http.Flusher for code that type-asserts.
+func (w *recordingWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// recoverer turns a panic into Dify's 500 envelope (API §1.4). The log line
+// carries the method, path and stack, never headers (which hold API keys).
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rw := &recordingWriter{ResponseWriter: w}
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+				if rw.status == 0 {
+					writeError(rw, errInternal)
+				}
+			}
+		}()
+		next.ServeHTTP(rw, r)
+	})
+}
+
+func (s *Server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		next.ServeHTTP(w, r)
+		status := 0
+		if rw, ok := w.(*recordingWriter); ok {
+			status = rw.status
+		}
+		s.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", status, "duration", time.Since(start).Round(time.Microsecond))
+	})
+}
+
+// Headers a browser may send and read (CORS).
+const (
+	corsAllowHeaders  = "Authorization, Content-Type, X-Dify-Mock-Cassette, X-Dify-Mock-Speed, X-Trace-Id, X-Trace-Session-Id"
+	corsExposeHeaders = "X-Dify-Mock-Cassette, X-Dify-Mock-Turn, WWW-Authenticate, Content-Disposition"
+	corsAllowMethods  = "GET, POST, DELETE, OPTIONS"
+)
+
+// allowedOrigin returns the Access-Control-Allow-Origin value for a request
+// origin, "" when the origin is not allowed.
+func (s *Server) allowedOrigin(origin string) string {
+	o := strings.TrimSpace(s.cfg.CORSOrigin)
+	if o == "" || o == "*" {
+		return "*"
+	}
+	for _, allowed := range strings.Split(o, ",") {
+		if allowed = strings.TrimSpace(allowed); allowed != "" && strings.EqualFold(allowed, origin) {
+			return origin
+		}
+	}
+	return ""
+}
+
+// cors adds CORS headers to every /v1 response, errors included, so a
+// browser can read 401 and 4xx bodies too.
+func (s *Server) cors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v1") {
+			h := w.Header()
+			if ao := s.allowedOrigin(r.Header.Get("Origin")); ao != "" {
+				h.Set("Access-Control-Allow-Origin", ao)
+				h.Set("Access-Control-Expose-Headers", corsExposeHeaders)
+				if ao != "*" {
+					h.Add("Vary", "Origin")
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// preflight answers OPTIONS for known routes; httprouter has already set the
+// Allow header to the route's methods.
+func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	if r.Header.Get("Access-Control-Request-Method") != "" && h.Get("Access-Control-Allow-Origin") != "" {
+		methods := h.Get("Allow")
+		if methods == "" {
+			methods = corsAllowMethods
+		}
+		h.Set("Access-Control-Allow-Methods", methods)
+		allow := corsAllowHeaders
+		// Headers added later (fault injection etc.) share the prefix.
+		for _, name := range strings.Split(r.Header.Get("Access-Control-Request-Headers"), ",") {
+			name = strings.TrimSpace(name)
+			if len(name) > len("x-dify-mock-") && strings.EqualFold(name[:len("x-dify-mock-")], "x-dify-mock-") && !strings.Contains(strings.ToLower(allow), strings.ToLower(name)) {
+				allow += ", " + name
+			}
+		}
+		h.Set("Access-Control-Allow-Headers", allow)
+		h.Set("Access-Control-Max-Age", "600")
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// authenticate enforces the app key before anything else a handler does
+// (API §1.2). Route matching (404/405) happens first, as in Flask.
+func (s *Server) authenticate(next httprouter.Handle) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		if e := s.checkAuth(r.Header.Get("Authorization")); e != nil {
+			writeError(w, e)
+			return
+		}
+		next(w, r, ps)
+	}
+}
+
+func (s *Server) checkAuth(header string) *apiError {
+	scheme, token, ok := strings.Cut(header, " ")
+	if header == "" || !ok {
+		return newError(http.StatusUnauthorized, "unauthorized", msgAuthMissing)
+	}
+	if !strings.EqualFold(scheme, "bearer") {
+		return newError(http.StatusUnauthorized, "unauthorized", msgAuthScheme)
+	}
+	token = strings.TrimSpace(token)
+	if len(s.cfg.APIKeys) == 0 {
+		if strings.HasPrefix(token, "app-") && len(token) > len("app-") {
+			return nil
+		}
+		return newError(http.StatusUnauthorized, "unauthorized", msgAuthInvalid)
+	}
+	valid := 0
+	for _, k := range s.cfg.APIKeys {
+		valid |= subtle.ConstantTimeCompare([]byte(k), []byte(token))
+	}
+	if valid == 1 {
+		return nil
+	}
+	return newError(http.StatusUnauthorized, "unauthorized", msgAuthInvalid)
+}

@@ -1,0 +1,429 @@
+// Package replay turns recorded chat turns into streams: it compiles each
+// turn once (where every id and created_at sits inside every frame, what the
+// turn's final message looks like) so that a replay only substitutes fresh
+// values and writes pre-serialised bytes at start + offset/speed.
+package replay
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/difyops/terraform-provider-dify/dify"
+	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+)
+
+// Slot kinds: what a recorded value is replaced with on every replay.
+const (
+	slotConversation = iota // the conversation id (kept for follow-up turns)
+	slotMessage             // the message id
+	slotTask                // the task id
+	slotUpload              // an upload_file_id the recorded request sent (index in Slot.Index)
+	slotFresh               // any other id: a fresh UUID per replay
+	slotCreatedAt           // a created_at value, shifted by the replay's clock
+)
+
+// Slot is one recorded value that is rewritten per replay.
+type Slot struct {
+	Kind     int
+	Recorded string
+	Index    int   // request file index for slotUpload
+	Unix     int64 // recorded seconds for slotCreatedAt
+}
+
+// segment is a literal run of bytes or a reference to a slot.
+type segment struct {
+	lit  []byte
+	slot int // -1 for a literal
+}
+
+// Frame is a compiled frame: its offset, its bytes split around slots, and
+// what it means for the accumulated message.
+type Frame struct {
+	Offset time.Duration
+	segs   []segment
+	raw    []byte // the frame as recorded (used when segs is a single literal)
+	effect *effect
+	// Event is the frame's event name ("" when it is not a JSON data frame;
+	// "ping" for keep-alives).
+	Event string
+}
+
+// Turn is a compiled recorded turn.
+type Turn struct {
+	Cassette string
+	Index    int
+	Mode     string // the cassette's app mode ("agent" when unset)
+	Query    string
+	Status   int // recorded HTTP status; non-200 turns are pre-stream errors
+	Header   map[string][]string
+	Body     []byte // the recorded body of a non-200 turn
+	Frames   []Frame
+	Slots    []Slot
+	slotByID map[string]int
+
+	// terminal is the index of the frame that ends the turn (message_end or
+	// error), -1 when the recording has neither.
+	terminal int
+	// closing is the index of New Agent's closing `message` frame, -1 if none.
+	closing int
+	// messageEnd is the index of the message_end frame, -1 if none.
+	messageEnd int
+	// modelRequests lists, for the k-th model request (k from 0), the frame
+	// at which it starts; ModelRequests overrides the count when non-zero.
+	modelRequestFrames []int
+	ModelRequests      int
+	maxFrame           int
+}
+
+// Script is a compiled cassette.
+type Script struct {
+	Name  string
+	Meta  cassette.Meta
+	Turns []*Turn
+}
+
+// effect is what a data frame contributes to the accumulated message (API §2.5).
+type effect struct {
+	event    string
+	answer   *string // agent_message delta, message full answer, message_replace answer
+	thought  *thought
+	file     *dify.MessageFile
+	usage    *dify.Usage
+	retr     []dify.RetrieverResource
+	errCode  string
+	errMsg   string
+	errState int
+}
+
+type thought struct {
+	id          string
+	position    int
+	thought     string
+	observation string
+	tool        string
+	toolInput   string
+	toolLabels  map[string]any
+	files       []string
+}
+
+// wireEvent is the union of the chat event fields the compiler reads.
+type wireEvent struct {
+	Event          string           `json:"event"`
+	ConversationID string           `json:"conversation_id"`
+	MessageID      string           `json:"message_id"`
+	TaskID         string           `json:"task_id"`
+	ID             string           `json:"id"`
+	CreatedAt      int64            `json:"created_at"`
+	Answer         *string          `json:"answer"`
+	Position       int              `json:"position"`
+	Thought        *string          `json:"thought"`
+	Observation    *string          `json:"observation"`
+	Tool           *string          `json:"tool"`
+	ToolInput      *string          `json:"tool_input"`
+	ToolLabels     map[string]any   `json:"tool_labels"`
+	MessageFiles   []string         `json:"message_files"`
+	Type           string           `json:"type"`
+	BelongsTo      string           `json:"belongs_to"`
+	URL            string           `json:"url"`
+	Metadata       *wireMetadata    `json:"metadata"`
+	Files          []map[string]any `json:"files"`
+	Code           string           `json:"code"`
+	Status         int              `json:"status"`
+	Message        string           `json:"message"`
+}
+
+type wireMetadata struct {
+	Usage              *dify.Usage              `json:"usage"`
+	RetrieverResources []dify.RetrieverResource `json:"retriever_resources"`
+}
+
+var (
+	createdAtRE = regexp.MustCompile(`"created_at"\s*:\s*(-?[0-9]+)`)
+	runIDRE     = regexp.MustCompile(`agent_run_id=([A-Za-z0-9-]{8,})`)
+)
+
+// minIDLen keeps short strings (which could occur anywhere in a frame by
+// accident) from being treated as ids.
+const minIDLen = 8
+
+// Compile prepares every turn of c.
+func Compile(c *cassette.Cassette) (*Script, error) {
+	s := &Script{Name: c.Name, Meta: c.Meta}
+	for i, t := range c.Turns {
+		ct, err := compileTurn(c, i, t)
+		if err != nil {
+			return nil, fmt.Errorf("%s: interaction %d: %w", c.Path, t.Interaction, err)
+		}
+		s.Turns = append(s.Turns, ct)
+	}
+	return s, nil
+}
+
+func compileTurn(c *cassette.Cassette, index int, t *cassette.Turn) (*Turn, error) {
+	mode := c.Meta.Mode
+	if mode == "" {
+		mode = dify.ModeAgent
+	}
+	ct := &Turn{
+		Cassette:      c.Name,
+		Index:         index,
+		Mode:          mode,
+		Query:         t.Request.Query,
+		Status:        t.Status,
+		Header:        t.Header,
+		slotByID:      map[string]int{},
+		terminal:      -1,
+		closing:       -1,
+		messageEnd:    -1,
+		ModelRequests: t.ModelRequests,
+	}
+	if t.Status != 200 {
+		if len(t.Frames) > 0 {
+			ct.Body = t.Frames[0].Raw
+		}
+		return ct, nil
+	}
+	for i, f := range t.Request.Files {
+		if len(f.UploadFileID) >= minIDLen {
+			ct.addSlot(Slot{Kind: slotUpload, Recorded: f.UploadFileID, Index: i})
+		}
+	}
+	events := make([]*wireEvent, len(t.Frames))
+	for i, f := range t.Frames {
+		ev := parseDataFrame(f.Raw)
+		events[i] = ev
+		if ev == nil {
+			continue
+		}
+		ct.collectIDs(ev, f.Raw)
+	}
+	positions := map[int]bool{}
+	for i, f := range t.Frames {
+		fr := Frame{Offset: f.Offset, raw: f.Raw}
+		ev := events[i]
+		if ev == nil {
+			if isPing(f.Raw) {
+				fr.Event = dify.EventPing
+			}
+			fr.segs = []segment{{lit: f.Raw, slot: -1}}
+		} else {
+			fr.Event = ev.Event
+			fr.segs = ct.split(f.Raw)
+			fr.effect = toEffect(ev)
+			switch ev.Event {
+			case dify.EventMessageEnd:
+				ct.terminal, ct.messageEnd = i, i
+			case dify.EventError:
+				ct.terminal = i
+			case dify.EventMessage:
+				ct.closing = i
+			case dify.EventAgentThought:
+				if !positions[ev.Position] {
+					positions[ev.Position] = true
+					ct.modelRequestFrames = append(ct.modelRequestFrames, i)
+				}
+			}
+		}
+		if n := len(f.Raw) + 64*(len(fr.segs)-1); n > ct.maxFrame {
+			ct.maxFrame = n
+		}
+		ct.Frames = append(ct.Frames, fr)
+	}
+	return ct, nil
+}
+
+func (ct *Turn) addSlot(s Slot) {
+	if _, ok := ct.slotByID[s.Recorded]; ok {
+		return
+	}
+	ct.slotByID[s.Recorded] = len(ct.Slots)
+	ct.Slots = append(ct.Slots, s)
+}
+
+func (ct *Turn) addID(kind int, id string) {
+	if len(id) < minIDLen {
+		return
+	}
+	ct.addSlot(Slot{Kind: kind, Recorded: id})
+}
+
+// collectIDs registers the ids an event carries: the envelope ids, the
+// event's own id (thought, file), agent_thought.message_files, message_end
+// files and agent_run_id inside error messages. Knowledge references
+// (dataset/document/segment ids) are left alone: they are not per turn.
+func (ct *Turn) collectIDs(ev *wireEvent, raw []byte) {
+	ct.addID(slotConversation, ev.ConversationID)
+	ct.addID(slotMessage, ev.MessageID)
+	ct.addID(slotTask, ev.TaskID)
+	ct.addID(slotFresh, ev.ID)
+	for _, id := range ev.MessageFiles {
+		ct.addID(slotFresh, id)
+	}
+	for _, f := range ev.Files {
+		for _, k := range []string{"id", "upload_file_id", "related_id"} {
+			if v, ok := f[k].(string); ok {
+				ct.addID(slotFresh, v)
+			}
+		}
+	}
+	for _, m := range runIDRE.FindAllSubmatch(raw, -1) {
+		ct.addID(slotFresh, string(m[1]))
+	}
+	for _, m := range createdAtRE.FindAllSubmatch(raw, -1) {
+		v := string(m[1])
+		if _, ok := ct.slotByID["\x00created_at:"+v]; ok {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			continue
+		}
+		ct.slotByID["\x00created_at:"+v] = len(ct.Slots)
+		ct.Slots = append(ct.Slots, Slot{Kind: slotCreatedAt, Recorded: v, Unix: n})
+	}
+}
+
+type hit struct{ start, end, slot int }
+
+// split cuts raw around every occurrence of a slot value.
+func (ct *Turn) split(raw []byte) []segment {
+	var hits []hit
+	for i, s := range ct.Slots {
+		if s.Kind == slotCreatedAt {
+			continue
+		}
+		needle := []byte(s.Recorded)
+		for from := 0; ; {
+			j := bytes.Index(raw[from:], needle)
+			if j < 0 {
+				break
+			}
+			hits = append(hits, hit{from + j, from + j + len(needle), i})
+			from += j + len(needle)
+		}
+	}
+	for _, m := range createdAtRE.FindAllSubmatchIndex(raw, -1) {
+		if i, ok := ct.slotByID["\x00created_at:"+string(raw[m[2]:m[3]])]; ok {
+			hits = append(hits, hit{m[2], m[3], i})
+		}
+	}
+	if len(hits) == 0 {
+		return []segment{{lit: raw, slot: -1}}
+	}
+	sort.Slice(hits, func(a, b int) bool {
+		if hits[a].start != hits[b].start {
+			return hits[a].start < hits[b].start
+		}
+		return hits[a].end > hits[b].end
+	})
+	var segs []segment
+	pos := 0
+	for _, h := range hits {
+		if h.start < pos { // overlapping match: the earlier, longer one wins
+			continue
+		}
+		if h.start > pos {
+			segs = append(segs, segment{lit: raw[pos:h.start], slot: -1})
+		}
+		segs = append(segs, segment{slot: h.slot})
+		pos = h.end
+	}
+	if pos < len(raw) {
+		segs = append(segs, segment{lit: raw[pos:], slot: -1})
+	}
+	return segs
+}
+
+func isPing(raw []byte) bool {
+	return bytes.HasPrefix(bytes.TrimSpace(raw), []byte("event: ping")) || bytes.HasPrefix(bytes.TrimSpace(raw), []byte("event:ping"))
+}
+
+// parseDataFrame returns the JSON event of an SSE data frame, nil for any
+// other frame (pings, comments, malformed data).
+func parseDataFrame(raw []byte) *wireEvent {
+	var data []byte
+	lines := bytes.Split(raw, []byte("\n"))
+	n := 0
+	for _, l := range lines {
+		l = bytes.TrimSuffix(l, []byte("\r"))
+		if !bytes.HasPrefix(l, []byte("data:")) {
+			continue
+		}
+		v := bytes.TrimPrefix(l[5:], []byte(" "))
+		if n > 0 {
+			data = append(data, '\n')
+		}
+		data = append(data, v...)
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	var ev wireEvent
+	if err := json.Unmarshal(data, &ev); err != nil || ev.Event == "" {
+		return nil
+	}
+	return &ev
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func toEffect(ev *wireEvent) *effect {
+	e := &effect{event: ev.Event}
+	switch ev.Event {
+	case dify.EventAgentMessage, dify.EventMessage, dify.EventMessageReplace:
+		a := deref(ev.Answer)
+		e.answer = &a
+	case dify.EventAgentThought:
+		labels := ev.ToolLabels
+		if labels == nil {
+			labels = map[string]any{}
+		}
+		files := ev.MessageFiles
+		if files == nil {
+			files = []string{}
+		}
+		e.thought = &thought{
+			id: ev.ID, position: ev.Position, thought: deref(ev.Thought), observation: deref(ev.Observation),
+			tool: deref(ev.Tool), toolInput: deref(ev.ToolInput), toolLabels: labels, files: files,
+		}
+	case dify.EventMessageFile:
+		belongs := ev.BelongsTo
+		if belongs == "" {
+			belongs = "assistant"
+		}
+		url := ev.URL
+		e.file = &dify.MessageFile{
+			ID: ev.ID, Filename: fileNameFromURL(url), Type: ev.Type, URL: &url,
+			TransferMethod: "tool_file", BelongsTo: &belongs,
+		}
+	case dify.EventMessageEnd:
+		if ev.Metadata != nil {
+			e.usage = ev.Metadata.Usage
+			e.retr = ev.Metadata.RetrieverResources
+		}
+	case dify.EventError:
+		e.errCode, e.errMsg, e.errState = ev.Code, ev.Message, ev.Status
+	}
+	return e
+}
+
+func fileNameFromURL(u string) string {
+	if i := bytes.IndexByte([]byte(u), '?'); i >= 0 {
+		u = u[:i]
+	}
+	if i := bytes.LastIndexByte([]byte(u), '/'); i >= 0 {
+		u = u[i+1:]
+	}
+	return u
+}

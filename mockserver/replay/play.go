@@ -1,0 +1,365 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/difyops/terraform-provider-dify/dify"
+)
+
+// Outcome says how a replay ended.
+type Outcome int
+
+const (
+	Completed     Outcome = iota // the recorded turn played to its end (message_end)
+	Failed                       // the recording itself ends with an error event
+	LimitExceeded                // a run limit cut the turn: agent_run_limit_exceeded
+	Stopped                      // POST /chat-messages/:task_id/stop
+	Disconnected                 // the client went away (or a write failed)
+	ShuttingDown                 // the server is shutting down
+	Truncated                    // the recording has no terminal frame
+)
+
+func (o Outcome) String() string {
+	return [...]string{"completed", "failed", "limit_exceeded", "stopped", "disconnected", "shutting_down", "truncated"}[o]
+}
+
+// Options are the per-replay knobs.
+type Options struct {
+	// Speed divides recorded offsets; 0 (or less) sends every frame at once.
+	Speed float64
+	// RunTimeout cuts the turn at this much recorded (agent) time; 0 = none.
+	RunTimeout time.Duration
+	// MaxModelRequests cuts the turn when it would start request n+1; 0 = none.
+	MaxModelRequests int
+}
+
+// Signals end a replay early; nil channels never fire.
+type Signals struct {
+	Stop     <-chan struct{}
+	Shutdown <-chan struct{}
+}
+
+// Sink is where frames go: an http.ResponseWriter plus its flusher.
+type Sink interface {
+	io.Writer
+	Flush() error
+}
+
+// Report describes a finished replay.
+type Report struct {
+	Outcome Outcome
+	Result  Result
+	// Sent is how many recorded frames were written.
+	Sent int
+}
+
+// ShutdownMessage is the error text a stream ends with when the server stops.
+const ShutdownMessage = "dify-mock is shutting down; the stream was ended early."
+
+// RunLimitCode is the in-stream error code for run limits (API §18).
+const RunLimitCode = "agent_run_limit_exceeded"
+
+type cut struct {
+	at      int           // frames [0, at) are sent
+	offset  time.Duration // when the error frame is due
+	message string
+}
+
+// planCut finds where a run limit ends the turn, if one does (API §18).
+func (b *Bound) planCut(opt Options) *cut {
+	t := b.Turn
+	end := t.terminal
+	if end < 0 {
+		end = len(t.Frames)
+	}
+	var best *cut
+	if opt.MaxModelRequests > 0 {
+		if t.ModelRequests > 0 {
+			if t.ModelRequests > opt.MaxModelRequests {
+				at := end
+				if t.closing >= 0 && t.closing < at {
+					at = t.closing
+				}
+				best = &cut{at: at, offset: frameOffset(t, at), message: modelLimitMessage(opt.MaxModelRequests)}
+			}
+		} else if len(t.modelRequestFrames) > opt.MaxModelRequests {
+			at := t.modelRequestFrames[opt.MaxModelRequests]
+			if at < end {
+				best = &cut{at: at, offset: t.Frames[at].Offset, message: modelLimitMessage(opt.MaxModelRequests)}
+			}
+		}
+	}
+	if opt.RunTimeout > 0 {
+		for i := 0; i < end; i++ {
+			if t.Frames[i].Offset > opt.RunTimeout {
+				if best == nil || i < best.at || (i == best.at && opt.RunTimeout < best.offset) {
+					best = &cut{at: i, offset: opt.RunTimeout, message: fmt.Sprintf("Agent run exceeded the wall-clock deadline of %s", fmtDuration(opt.RunTimeout))}
+				}
+				break
+			}
+		}
+	}
+	return best
+}
+
+func frameOffset(t *Turn, i int) time.Duration {
+	if i < len(t.Frames) {
+		return t.Frames[i].Offset
+	}
+	if len(t.Frames) == 0 {
+		return 0
+	}
+	return t.Frames[len(t.Frames)-1].Offset
+}
+
+func modelLimitMessage(n int) string {
+	return fmt.Sprintf("Agent run exceeded the limit of %d model requests", n)
+}
+
+func fmtDuration(d time.Duration) string {
+	if d%time.Second == 0 {
+		return fmt.Sprintf("%d seconds", int64(d/time.Second))
+	}
+	return d.String()
+}
+
+// Play writes the turn to sink on schedule: frame i is written at
+// start + Offset_i/Speed (absolute deadlines on one timer, so lateness never
+// accumulates), and frames that are due together are flushed together.
+// settle is called exactly once with the final report before the frame that
+// ends the stream is written (after the last write for disconnects and
+// truncated recordings), so state is recorded before a client sees the end.
+func (b *Bound) Play(ctx context.Context, sink Sink, opt Options, sig Signals, settle func(*Report)) *Report {
+	t := b.Turn
+	c := b.planCut(opt)
+	end := len(t.Frames)
+	if c != nil {
+		end = c.at
+	}
+	buf := make([]byte, 0, t.maxFrame+256)
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	start := time.Now()
+	dirty := false
+	rep := &Report{}
+
+	// wait blocks until due or a signal; it returns the outcome that
+	// interrupted it, or -1 when the deadline passed.
+	wait := func(off time.Duration) Outcome {
+		if opt.Speed > 0 {
+			due := start.Add(time.Duration(float64(off) / opt.Speed))
+			if d := time.Until(due); d > 0 {
+				if dirty {
+					if sink.Flush() != nil {
+						return Disconnected
+					}
+					dirty = false
+				}
+				if timer == nil {
+					timer = time.NewTimer(d)
+				} else {
+					timer.Reset(d)
+				}
+				select {
+				case <-timer.C:
+					return -1
+				case <-ctx.Done():
+					return Disconnected
+				case <-sig.Stop:
+					return Stopped
+				case <-sig.Shutdown:
+					return ShuttingDown
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return Disconnected
+		case <-sig.Stop:
+			return Stopped
+		case <-sig.Shutdown:
+			return ShuttingDown
+		default:
+			return -1
+		}
+	}
+
+	write := func(p []byte) bool {
+		if _, err := sink.Write(p); err != nil {
+			return false
+		}
+		dirty = true
+		return true
+	}
+
+	finish := func(o Outcome, extra [][]byte) *Report {
+		rep.Outcome = o
+		settle(rep)
+		for _, p := range extra {
+			if !write(p) {
+				break
+			}
+		}
+		if dirty {
+			_ = sink.Flush()
+		}
+		return rep
+	}
+
+	settled := false
+	for i := 0; i < end; i++ {
+		if o := wait(t.Frames[i].Offset); o >= 0 {
+			if settled {
+				// The turn already ended (frames after message_end, e.g.
+				// tts_message_end, are the rest): nothing to record.
+				if dirty {
+					_ = sink.Flush()
+				}
+				return rep
+			}
+			return b.interrupted(o, i, rep, finish, settle, sink)
+		}
+		if i == t.terminal && !settled {
+			// The recorded end: record the turn, then let the client see it.
+			rep.Result = b.Fold(i + 1)
+			rep.Outcome = Completed
+			if t.Frames[i].Event == dify.EventError {
+				rep.Outcome = Failed
+			}
+			rep.Sent = i + 1
+			settle(rep)
+			settled = true
+		}
+		buf = b.Render(buf[:0], i)
+		if !write(buf) {
+			if !settled {
+				rep.Sent = i
+				rep.Result = b.Fold(i)
+				rep.Outcome = Disconnected
+				settle(rep)
+			}
+			return rep
+		}
+		rep.Sent = i + 1
+	}
+	if c != nil {
+		if o := wait(c.offset); o >= 0 {
+			return b.interrupted(o, end, rep, finish, settle, sink)
+		}
+		rep.Sent = end
+		rep.Result = b.Fold(end)
+		msg := fmt.Sprintf("%s (agent_run_id=%s)", c.message, NewUUID())
+		rep.Result.ErrorCode, rep.Result.ErrorMessage = RunLimitCode, msg
+		return finish(LimitExceeded, [][]byte{b.errorFrame(RunLimitCode, 400, msg)})
+	}
+	if !settled {
+		rep.Result = b.Fold(end)
+		rep.Outcome = Truncated
+		settle(rep)
+	}
+	if dirty {
+		_ = sink.Flush()
+	}
+	return rep
+}
+
+// interrupted ends a replay that a signal cut before frame i.
+func (b *Bound) interrupted(o Outcome, i int, rep *Report, finish func(Outcome, [][]byte) *Report, settle func(*Report), sink Sink) *Report {
+	rep.Sent = i
+	rep.Result = b.Fold(i)
+	switch o {
+	case Stopped:
+		// API §2.7: a stopped turn still finishes with message_end, and the
+		// stored message keeps the partial answer (documented assumption).
+		var extra [][]byte
+		t := b.Turn
+		if t.Mode == dify.ModeAgent && rep.Result.Answer != "" && (t.closing < 0 || t.closing >= i) {
+			extra = append(extra, b.messageFrame(rep.Result.Answer))
+		}
+		if t.messageEnd >= 0 {
+			extra = append(extra, b.Render(nil, t.messageEnd))
+			rep.Result.Usage = t.Frames[t.messageEnd].effect.usage
+		} else {
+			extra = append(extra, b.messageEndFrame())
+		}
+		rep.Result.Ended = true
+		return finish(Stopped, extra)
+	case ShuttingDown:
+		rep.Result.ErrorCode, rep.Result.ErrorMessage = "internal_server_error", ShutdownMessage
+		return finish(ShuttingDown, [][]byte{b.errorFrame("internal_server_error", 500, ShutdownMessage)})
+	default:
+		rep.Outcome = Disconnected
+		settle(rep)
+		return rep
+	}
+}
+
+// Synthetic frames use the compact (orjson) style and Dify's key order:
+// event, conversation_id, message_id, created_at, task_id, then the event's
+// own fields (API §1.5).
+
+type errorPayload struct {
+	Event          string `json:"event"`
+	ConversationID string `json:"conversation_id"`
+	MessageID      string `json:"message_id"`
+	CreatedAt      int64  `json:"created_at"`
+	Code           string `json:"code"`
+	Status         int    `json:"status"`
+	Message        string `json:"message"`
+}
+
+func (b *Bound) errorFrame(code string, status int, msg string) []byte {
+	return dataFrame(errorPayload{
+		Event: dify.EventError, ConversationID: b.Binding.ConversationID, MessageID: b.Binding.MessageID,
+		CreatedAt: b.Binding.Now.Unix(), Code: code, Status: status, Message: msg,
+	})
+}
+
+func (b *Bound) base(event string) dify.EventBase {
+	return dify.EventBase{
+		Event: event, ConversationID: b.Binding.ConversationID, MessageID: b.Binding.MessageID,
+		CreatedAt: b.Binding.Now.Unix(), TaskID: b.Binding.TaskID,
+	}
+}
+
+func (b *Bound) messageFrame(answer string) []byte {
+	return dataFrame(dify.MessageEvent{
+		EventBase: b.base(dify.EventMessage), ID: b.Binding.MessageID, Answer: answer,
+		FromVariableSelector: json.RawMessage("null"),
+	})
+}
+
+// ZeroUsage is the usage a synthetic message_end reports.
+func ZeroUsage() *dify.Usage {
+	return &dify.Usage{
+		PromptUnitPrice: "0", PromptPriceUnit: "0", PromptPrice: "0",
+		CompletionUnitPrice: "0", CompletionPriceUnit: "0", CompletionPrice: "0",
+		TotalPrice: "0", Currency: "USD",
+	}
+}
+
+func (b *Bound) messageEndFrame() []byte {
+	return dataFrame(dify.MessageEndEvent{
+		EventBase: b.base(dify.EventMessageEnd), ID: b.Binding.MessageID,
+		Metadata: dify.MessageEndMetadata{Usage: ZeroUsage()}, Files: json.RawMessage("null"),
+	})
+}
+
+func dataFrame(v any) []byte {
+	j, err := json.Marshal(v)
+	if err != nil { // cannot happen for these fixed shapes
+		panic(err)
+	}
+	out := make([]byte, 0, len(j)+8)
+	out = append(out, "data: "...)
+	out = append(out, j...)
+	return append(out, '\n', '\n')
+}

@@ -1,0 +1,139 @@
+package mockserver
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/replay"
+)
+
+// turnRef names one recorded turn.
+type turnRef struct {
+	cassette string
+	turn     int
+}
+
+// indexQueries maps every recorded query to its turn, exactly and
+// normalised. Ties go to the earliest turn index, then the cassette name in
+// sort order, so a query that opens a conversation beats the same words as a
+// follow-up.
+func (s *Server) indexQueries() {
+	s.exact, s.loose = map[string]turnRef{}, map[string]turnRef{}
+	var refs []turnRef
+	for _, name := range s.names {
+		for i := range s.scripts[name].Turns {
+			refs = append(refs, turnRef{name, i})
+		}
+	}
+	sort.SliceStable(refs, func(i, j int) bool { return refs[i].turn < refs[j].turn })
+	for _, ref := range refs {
+		q := s.scripts[ref.cassette].Turns[ref.turn].Query
+		if _, ok := s.exact[q]; !ok {
+			s.exact[q] = ref
+		}
+		if n := normalizeQuery(q); n != "" {
+			if _, ok := s.loose[n]; !ok {
+				s.loose[n] = ref
+			}
+		}
+	}
+}
+
+// normalizeQuery folds case and collapses whitespace.
+func normalizeQuery(q string) string {
+	return strings.ToLower(strings.Join(strings.FieldsFunc(q, unicode.IsSpace), " "))
+}
+
+// matchQuery finds a turn by query (exact, then normalised).
+func (s *Server) matchQuery(q string) (turnRef, bool) {
+	if ref, ok := s.exact[q]; ok {
+		return ref, true
+	}
+	ref, ok := s.loose[normalizeQuery(q)]
+	return ref, ok
+}
+
+// matchInCassette finds a turn of one cassette by query, else its first turn.
+func (s *Server) matchInCassette(name, q string) turnRef {
+	turns := s.scripts[name].Turns
+	for i, t := range turns {
+		if t.Query == q {
+			return turnRef{name, i}
+		}
+	}
+	n := normalizeQuery(q)
+	for i, t := range turns {
+		if normalizeQuery(t.Query) == n {
+			return turnRef{name, i}
+		}
+	}
+	return turnRef{name, 0}
+}
+
+// headerCassette returns the cassette the request names, if any.
+func (s *Server) headerCassette(r *http.Request) (string, *apiError) {
+	name := strings.TrimSpace(r.Header.Get(HeaderCassette))
+	if name == "" {
+		return "", nil
+	}
+	name = strings.TrimSuffix(name, ".yaml")
+	if err := cassette.ValidName(name); err != nil {
+		return "", invalidParam(fmt.Sprintf("%s: %v", HeaderCassette, err))
+	}
+	if _, ok := s.scripts[name]; !ok {
+		return "", invalidParam(fmt.Sprintf("%s: no cassette named %q is loaded (loaded: %s)", HeaderCassette, name, strings.Join(s.names, ", ")))
+	}
+	return name, nil
+}
+
+// selectTurn applies the selection rule (docs/mock/running.md):
+//  1. the X-Dify-Mock-Cassette header (within it: the conversation's next
+//     turn when it is the conversation's cassette, else the turn whose query
+//     matches, else its first turn);
+//  2. a follow-up in a conversation: the next unplayed turn of the cassette
+//     the conversation was replaying;
+//  3. the turn whose recorded query equals the query;
+//  4. the turn whose query matches after folding case and whitespace;
+//  5. the default cassette's first turn.
+//
+// convCassette/next describe the conversation ("" for a new one).
+func (s *Server) selectTurn(header, query, convCassette string, next int) turnRef {
+	if header != "" {
+		if header == convCassette && next < len(s.scripts[header].Turns) {
+			return turnRef{header, next}
+		}
+		return s.matchInCassette(header, query)
+	}
+	if convCassette != "" {
+		if sc, ok := s.scripts[convCassette]; ok && next < len(sc.Turns) {
+			return turnRef{convCassette, next}
+		}
+	}
+	if ref, ok := s.matchQuery(query); ok {
+		return ref
+	}
+	return turnRef{s.def, 0}
+}
+
+func (s *Server) turn(ref turnRef) *replay.Turn {
+	return s.scripts[ref.cassette].Turns[ref.turn]
+}
+
+// requestSpeed is X-Dify-Mock-Speed or the configured speed.
+func (s *Server) requestSpeed(r *http.Request) (float64, *apiError) {
+	v := strings.TrimSpace(r.Header.Get(HeaderSpeed))
+	if v == "" {
+		return s.cfg.Speed, nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, invalidParam(HeaderSpeed + " must be a number >= 0 (1 = recorded timing, 0 = no delays)")
+	}
+	return f, nil
+}

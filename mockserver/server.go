@@ -1,0 +1,284 @@
+// Package mockserver is dify-mock: an HTTP server that impersonates the Dify
+// Agent app Service API (../shared/dify-agent-api.md, cited as "API §n"). It
+// replays recorded chat streams with their original per-frame timing and
+// keeps consistent state for every other endpoint. Routes live under /v1.
+package mockserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/difyops/terraform-provider-dify/cassettes"
+	"github.com/difyops/terraform-provider-dify/dify"
+	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/replay"
+	"github.com/difyops/terraform-provider-dify/mockserver/store"
+)
+
+// Defaults for Config's zero values (API §18).
+const (
+	DefaultRunTimeout       = time.Hour
+	DefaultMaxModelRequests = 500
+)
+
+// Request headers that steer the mock per request.
+const (
+	HeaderCassette = "X-Dify-Mock-Cassette"
+	HeaderSpeed    = "X-Dify-Mock-Speed"
+	// HeaderTurn is set on chat responses: the replayed turn's index (from 0).
+	HeaderTurn = "X-Dify-Mock-Turn"
+)
+
+// Config configures a Server. The zero value serves the built-in cassettes
+// with no delays, accepting any "Bearer app-…" key from any origin.
+type Config struct {
+	Cassettes        *cassette.Set    // nil = built-in set (cassettes.FS())
+	Speed            float64          // 1 = recorded timing, 2 = twice as fast, 0 = no delays
+	APIKeys          []string         // empty = accept any "Bearer app-…" key
+	CORSOrigin       string           // "" or "*" = any origin; else a comma-separated list of origins
+	Mode             string           // "agent" (default) or "agent-chat"; "" = the app description's mode
+	DefaultCassette  string           // "" = the set's default
+	RunTimeout       time.Duration    // default 1h
+	MaxModelRequests int              // default 500
+	Logger           *slog.Logger     // nil = discard
+	Now              func() time.Time // optional clock for created_at
+}
+
+// Server is the mock. It is an http.Handler.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	set      *cassette.Set
+	app      *cassette.App
+	mode     string
+	info     []byte // /info body (mode patched when Config.Mode overrides it)
+	form     []formField
+	scripts  map[string]*replay.Script
+	names    []string
+	def      string
+	exact    map[string]turnRef
+	loose    map[string]turnRef
+	store    *store.Store
+	tenantID string
+	appID    string
+	handler  http.Handler
+
+	mu      sync.Mutex
+	closed  bool
+	closing chan struct{}
+	streams sync.WaitGroup
+	tasks   map[string]*task
+}
+
+// task is a live stream that POST /chat-messages/:task_id/stop can end.
+type task struct {
+	owner string
+	stop  chan struct{}
+	once  sync.Once
+}
+
+// New validates cfg and builds the server.
+func New(cfg Config) (*Server, error) {
+	if cfg.Speed < 0 || math.IsNaN(cfg.Speed) || math.IsInf(cfg.Speed, 0) {
+		return nil, fmt.Errorf("speed %v: want a finite number >= 0", cfg.Speed)
+	}
+	if cfg.RunTimeout < 0 {
+		return nil, fmt.Errorf("run timeout %v: want a positive duration", cfg.RunTimeout)
+	}
+	if cfg.RunTimeout == 0 {
+		cfg.RunTimeout = DefaultRunTimeout
+	}
+	if cfg.MaxModelRequests < 0 {
+		return nil, fmt.Errorf("max model requests %d: want a positive number", cfg.MaxModelRequests)
+	}
+	if cfg.MaxModelRequests == 0 {
+		cfg.MaxModelRequests = DefaultMaxModelRequests
+	}
+	switch cfg.Mode {
+	case "", dify.ModeAgent, dify.ModeAgentChat:
+	default:
+		return nil, fmt.Errorf("mode %q: want %q or %q", cfg.Mode, dify.ModeAgent, dify.ModeAgentChat)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	set := cfg.Cassettes
+	if set == nil {
+		var err error
+		if set, err = BuiltinSet(); err != nil {
+			return nil, err
+		}
+	}
+	if len(set.Names) == 0 {
+		return nil, errors.New("the cassette set has no chat cassettes")
+	}
+	app := set.App
+	if app == nil {
+		builtin, err := BuiltinSet()
+		if err != nil {
+			return nil, err
+		}
+		if builtin.App == nil {
+			return nil, errors.New("the built-in cassettes have no app description")
+		}
+		app = builtin.App
+	}
+	s := &Server{
+		cfg: cfg, log: log, set: set, app: app,
+		scripts: map[string]*replay.Script{}, closing: make(chan struct{}), tasks: map[string]*task{},
+		tenantID: replay.NewUUID(), appID: replay.NewUUID(),
+	}
+	s.store = store.New(cfg.Now, replay.NewUUID)
+	s.mode = cfg.Mode
+	if s.mode == "" {
+		s.mode = app.Info.Mode
+		if s.mode != dify.ModeAgentChat {
+			s.mode = dify.ModeAgent
+		}
+	}
+	s.info = patchMode(app.Responses["/info"].Body, app.Info.Mode, s.mode)
+	var err error
+	if s.form, err = parseForm(app.Responses["/parameters"].Body); err != nil {
+		return nil, fmt.Errorf("%s: /parameters user_input_form: %w", app.Path, err)
+	}
+	for _, name := range set.Names {
+		c, _ := set.Get(name)
+		sc, err := replay.Compile(c)
+		if err != nil {
+			return nil, err
+		}
+		s.scripts[name] = sc
+	}
+	s.names = append([]string(nil), set.Names...)
+	sort.Strings(s.names)
+	s.def = set.Default
+	if cfg.DefaultCassette != "" {
+		if _, ok := s.scripts[cfg.DefaultCassette]; !ok {
+			return nil, fmt.Errorf("default cassette %q is not loaded (loaded: %v)", cfg.DefaultCassette, s.names)
+		}
+		s.def = cfg.DefaultCassette
+	}
+	s.indexQueries()
+	s.handler = s.routes()
+	return s, nil
+}
+
+// BuiltinSet loads the embedded cassettes.
+func BuiltinSet() (*cassette.Set, error) {
+	return cassette.LoadFS(cassettes.FS(), "built-in cassettes")
+}
+
+// Mode is the app mode the server impersonates.
+func (s *Server) Mode() string { return s.mode }
+
+// App is the app description being served.
+func (s *Server) App() *cassette.App { return s.app }
+
+// CassetteNames lists the loaded chat cassettes, sorted.
+func (s *Server) CassetteNames() []string { return append([]string(nil), s.names...) }
+
+// DefaultCassette is the cassette served when nothing else matches.
+func (s *Server) DefaultCassette() string { return s.def }
+
+// ServeHTTP serves the API under /v1.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.handler.ServeHTTP(w, r)
+}
+
+// Shutdown ends every in-flight stream: each ends with an `error` frame
+// (code internal_server_error, status 500, ShutdownMessage) after its
+// message is stored, so clients see a clean, terminated stream rather than a
+// cut connection. New chat requests get 503. Shutdown returns when every
+// stream has ended or ctx is done. It does not close listeners: the caller
+// shuts its http.Server down afterwards.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.closing)
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		s.streams.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// beginStream registers a stream; false once shutdown started.
+func (s *Server) beginStream(taskID, owner string) (*task, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, false
+	}
+	s.streams.Add(1)
+	t := &task{owner: owner, stop: make(chan struct{})}
+	s.tasks[taskID] = t
+	return t, true
+}
+
+func (s *Server) endStream(taskID string) {
+	s.mu.Lock()
+	delete(s.tasks, taskID)
+	s.mu.Unlock()
+	s.streams.Done()
+}
+
+// stopTask signals a stream of owner; unknown tasks are ignored (API §3).
+func (s *Server) stopTask(taskID, owner string) bool {
+	s.mu.Lock()
+	t, ok := s.tasks[taskID]
+	s.mu.Unlock()
+	if !ok || t.owner != owner {
+		return false
+	}
+	t.once.Do(func() { close(t.stop) })
+	return true
+}
+
+func (s *Server) routes() http.Handler {
+	r := httprouter.New()
+	r.RedirectFixedPath = false
+	r.HandleMethodNotAllowed = true
+	r.HandleOPTIONS = true
+	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeError(w, errNotFound) })
+	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeError(w, errMethodNotAllowed) })
+	r.GlobalOPTIONS = http.HandlerFunc(s.preflight)
+
+	r.GET("/v1/", s.serverInfo) // no auth (API §1.1)
+	a := func(h httprouter.Handle) httprouter.Handle { return s.authenticate(h) }
+	r.POST("/v1/chat-messages", a(s.chatMessages))
+	r.POST("/v1/chat-messages/:task_id/stop", a(s.stopChat))
+	r.GET("/v1/messages/:message_id/suggested", a(s.suggested))
+	r.GET("/v1/messages", a(s.listMessages))
+	r.GET("/v1/conversations", a(s.listConversations))
+	r.POST("/v1/conversations/:conversation_id/name", a(s.renameConversation))
+	r.DELETE("/v1/conversations/:conversation_id", a(s.deleteConversation))
+	r.POST("/v1/files/upload", a(s.uploadFile))
+	r.GET("/v1/end-users/:end_user_id", a(s.endUser))
+	r.POST("/v1/audio-to-text", a(s.audioToText))
+	r.POST("/v1/text-to-audio", a(s.textToAudio))
+	r.GET("/v1/info", a(s.appResponse("/info")))
+	r.GET("/v1/parameters", a(s.appResponse("/parameters")))
+	r.GET("/v1/meta", a(s.appResponse("/meta")))
+	r.GET("/v1/site", a(s.appResponse("/site")))
+
+	return s.recoverer(s.logRequests(s.cors(r)))
+}

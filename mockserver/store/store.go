@@ -1,0 +1,447 @@
+// Package store is dify-mock's in-memory state: end users, uploaded files,
+// conversations and messages, scoped per end user as Dify scopes them (API
+// §1.3). Every method is safe for concurrent use; values handed out are
+// copies, so callers never share memory with the store.
+package store
+
+import (
+	"errors"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/difyops/terraform-provider-dify/dify"
+)
+
+// DefaultUser is the end user of requests that may omit `user` (API §1.3).
+const DefaultUser = "DEFAULT-USER"
+
+// DefaultConversationName is a conversation's name until it is generated or
+// renamed (API §5; exact Dify string UNCONFIRMED).
+const DefaultConversationName = "New conversation"
+
+// Lookup failures.
+var (
+	ErrConversationNotFound = errors.New("conversation not found")
+	ErrLastNotFound         = errors.New("last conversation not found")
+	ErrFirstNotFound        = errors.New("first message not found")
+	ErrMessageNotFound      = errors.New("message not found")
+	ErrNoMessages           = errors.New("conversation has no messages")
+)
+
+// EndUser is a Dify end user (API §10).
+type EndUser struct {
+	ID        string
+	Session   string
+	Anonymous bool
+	CreatedAt time.Time
+}
+
+// File is an uploaded file (API §9.1).
+type File struct {
+	Result  FileResult
+	OwnerID string // end-user id
+}
+
+// FileResult is the POST /files/upload body. It differs from
+// dify.FileUploadResult only in always sending `reference` (null), as the
+// newest docs do.
+type FileResult struct {
+	ID             string  `json:"id"`
+	Name           string  `json:"name"`
+	Size           int64   `json:"size"`
+	Extension      *string `json:"extension"`
+	MimeType       *string `json:"mime_type"`
+	CreatedBy      *string `json:"created_by"`
+	CreatedAt      int64   `json:"created_at"`
+	PreviewURL     *string `json:"preview_url"`
+	SourceURL      string  `json:"source_url"`
+	OriginalURL    *string `json:"original_url"`
+	UserID         *string `json:"user_id"`
+	TenantID       *string `json:"tenant_id"`
+	ConversationID *string `json:"conversation_id"`
+	FileKey        *string `json:"file_key"`
+	Reference      *string `json:"reference"`
+}
+
+// Conversation is a stored conversation plus the replay bookkeeping.
+type Conversation struct {
+	dify.Conversation
+	OwnerID string
+	// Cassette and NextTurn say which recorded turn a follow-up replays.
+	Cassette string
+	NextTurn int
+	// AutoName: generate the name from the first query when it completes.
+	AutoName bool
+	created  key
+	updated  key
+	deleted  bool
+	messages []*storedMessage
+}
+
+type storedMessage struct {
+	msg        dify.Message
+	cassette   string
+	created    key
+	ownerID    string
+	firstQuery string
+}
+
+// key orders rows: the full-precision time, then insertion order, so rows
+// created in the same second never tie (Dify compares database timestamps
+// with microsecond precision; API §5 paging uses strict inequality).
+type key struct {
+	t   time.Time
+	seq uint64
+}
+
+func (a key) less(b key) bool {
+	if !a.t.Equal(b.t) {
+		return a.t.Before(b.t)
+	}
+	return a.seq < b.seq
+}
+
+// Store holds all state.
+type Store struct {
+	mu       sync.RWMutex
+	now      func() time.Time
+	seq      uint64
+	users    map[string]*EndUser // by session
+	usersID  map[string]*EndUser // by id
+	files    map[string]*File
+	convs    map[string]*Conversation
+	messages map[string]*storedMessage
+	newID    func() string
+}
+
+// New returns an empty store; now may be nil (time.Now), newID generates ids.
+func New(now func() time.Time, newID func() string) *Store {
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{
+		now: now, newID: newID,
+		users: map[string]*EndUser{}, usersID: map[string]*EndUser{},
+		files: map[string]*File{}, convs: map[string]*Conversation{}, messages: map[string]*storedMessage{},
+	}
+}
+
+// Now is the store's clock.
+func (s *Store) Now() time.Time { return s.now() }
+
+func (s *Store) nextKey() key {
+	s.seq++
+	return key{t: s.now(), seq: s.seq}
+}
+
+// EndUser returns the end user for session (creating it on first use, as
+// Dify does); an empty session is the shared default user.
+func (s *Store) EndUser(session string) EndUser {
+	anon := false
+	if session == "" {
+		session, anon = DefaultUser, true
+	}
+	s.mu.RLock()
+	u, ok := s.users[session]
+	s.mu.RUnlock()
+	if ok {
+		return *u
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if u, ok := s.users[session]; ok {
+		return *u
+	}
+	u = &EndUser{ID: s.newID(), Session: session, Anonymous: anon || session == DefaultUser, CreatedAt: s.now()}
+	s.users[session] = u
+	s.usersID[u.ID] = u
+	return *u
+}
+
+// LookupEndUser finds an end user by id (never creates one).
+func (s *Store) LookupEndUser(id string) (EndUser, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	u, ok := s.usersID[id]
+	if !ok {
+		return EndUser{}, false
+	}
+	return *u, true
+}
+
+// AddFile stores an upload.
+func (s *Store) AddFile(f File) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.files[f.Result.ID] = &f
+}
+
+// File returns an upload owned by ownerID.
+func (s *Store) File(id, ownerID string) (File, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	f, ok := s.files[id]
+	if !ok || f.OwnerID != ownerID {
+		return File{}, false
+	}
+	return *f, true
+}
+
+// NewConversation creates a conversation owned by ownerID.
+func (s *Store) NewConversation(ownerID string, inputs map[string]any, introduction *string, autoName bool) Conversation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := s.nextKey()
+	if inputs == nil {
+		inputs = map[string]any{}
+	}
+	c := &Conversation{
+		Conversation: dify.Conversation{
+			ID: s.newID(), Name: DefaultConversationName, Inputs: inputs, Status: "normal",
+			Introduction: introduction, CreatedAt: k.t.Unix(), UpdatedAt: k.t.Unix(),
+		},
+		OwnerID: ownerID, AutoName: autoName, created: k, updated: k,
+	}
+	s.convs[c.ID] = c
+	return c.copy()
+}
+
+func (c *Conversation) copy() Conversation {
+	out := *c
+	out.messages = nil
+	out.Inputs = copyMap(c.Inputs)
+	return out
+}
+
+func copyMap(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// Conversation returns a live conversation owned by ownerID.
+func (s *Store) Conversation(id, ownerID string) (Conversation, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	c, ok := s.convs[id]
+	if !ok || c.deleted || c.OwnerID != ownerID {
+		return Conversation{}, ErrConversationNotFound
+	}
+	return c.copy(), nil
+}
+
+// ClaimTurn picks the recorded turn a follow-up replays: pick receives the
+// conversation's cassette and next turn index and returns the cassette and
+// turn it chose; the conversation then continues after that turn. Claiming
+// under the store's lock keeps concurrent follow-ups on distinct turns.
+func (s *Store) ClaimTurn(id, ownerID string, pick func(cassette string, next int) (string, int)) (Conversation, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.convs[id]
+	if !ok || c.deleted || c.OwnerID != ownerID {
+		return Conversation{}, ErrConversationNotFound
+	}
+	name, turn := pick(c.Cassette, c.NextTurn)
+	c.Cassette, c.NextTurn = name, turn+1
+	return c.copy(), nil
+}
+
+// SetReplay records which cassette turn a conversation played last.
+func (s *Store) SetReplay(id, cassette string, turn int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.convs[id]; ok {
+		c.Cassette, c.NextTurn = cassette, turn+1
+	}
+}
+
+// AddMessage stores a finished (or ended) turn and bumps the conversation's
+// updated_at. When the conversation asked for an automatic name and this is
+// its first message, the name is generated from the query.
+func (s *Store) AddMessage(m dify.Message, cassette string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.convs[m.ConversationID]
+	if !ok || c.deleted {
+		return ErrConversationNotFound
+	}
+	k := s.nextKey()
+	if len(c.messages) > 0 && m.ParentMessageID == nil {
+		p := c.messages[len(c.messages)-1].msg.ID
+		m.ParentMessageID = &p
+	}
+	sm := &storedMessage{msg: m, cassette: cassette, created: k, ownerID: c.OwnerID}
+	c.messages = append(c.messages, sm)
+	s.messages[m.ID] = sm
+	c.updated = k
+	c.UpdatedAt = k.t.Unix()
+	if c.AutoName && len(c.messages) == 1 {
+		c.Name = GenerateName(m.Query)
+	}
+	return nil
+}
+
+// Message returns a message of a live conversation owned by ownerID, with
+// the cassette that produced it.
+func (s *Store) Message(id, ownerID string) (dify.Message, string, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	sm, ok := s.messages[id]
+	if !ok || sm.ownerID != ownerID {
+		return dify.Message{}, "", ErrMessageNotFound
+	}
+	if c, ok := s.convs[sm.msg.ConversationID]; !ok || c.deleted {
+		return dify.Message{}, "", ErrMessageNotFound
+	}
+	return sm.msg, sm.cassette, nil
+}
+
+// Rename sets a conversation's name, or generates it from the first query
+// when autoGenerate is set (API §7).
+func (s *Store) Rename(id, ownerID, name string, autoGenerate bool) (Conversation, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.convs[id]
+	if !ok || c.deleted || c.OwnerID != ownerID {
+		return Conversation{}, ErrConversationNotFound
+	}
+	if autoGenerate {
+		if len(c.messages) == 0 {
+			return Conversation{}, ErrNoMessages
+		}
+		name = GenerateName(c.messages[0].msg.Query)
+	}
+	k := s.nextKey()
+	c.Name = name
+	c.updated = k
+	c.UpdatedAt = k.t.Unix()
+	return c.copy(), nil
+}
+
+// Delete soft-deletes a conversation (API §8).
+func (s *Store) Delete(id, ownerID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.convs[id]
+	if !ok || c.deleted || c.OwnerID != ownerID {
+		return ErrConversationNotFound
+	}
+	c.deleted = true
+	return nil
+}
+
+// ListConversations pages a user's conversations as Dify does (API §5):
+// after the last_id row by strict inequality on the sort field, ordered by
+// it, limit rows; has_more when rows remain beyond the page.
+func (s *Store) ListConversations(ownerID, lastID string, limit int, sortBy string) ([]dify.Conversation, bool, error) {
+	desc := len(sortBy) > 0 && sortBy[0] == '-'
+	byUpdated := sortBy == dify.SortUpdatedAt || sortBy == dify.SortUpdatedAtDesc
+	sortKey := func(c *Conversation) key {
+		if byUpdated {
+			return c.updated
+		}
+		return c.created
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var rows []*Conversation
+	for _, c := range s.convs {
+		if !c.deleted && c.OwnerID == ownerID {
+			rows = append(rows, c)
+		}
+	}
+	if lastID != "" {
+		last, ok := s.convs[lastID]
+		if !ok || last.deleted || last.OwnerID != ownerID {
+			return nil, false, ErrLastNotFound
+		}
+		lk := sortKey(last)
+		kept := rows[:0]
+		for _, c := range rows {
+			k := sortKey(c)
+			if (desc && k.less(lk)) || (!desc && lk.less(k)) {
+				kept = append(kept, c)
+			}
+		}
+		rows = kept
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if desc {
+			return sortKey(rows[j]).less(sortKey(rows[i]))
+		}
+		return sortKey(rows[i]).less(sortKey(rows[j]))
+	})
+	hasMore := len(rows) > limit
+	if hasMore {
+		rows = rows[:limit]
+	}
+	out := make([]dify.Conversation, len(rows))
+	for i, c := range rows {
+		cc := c.copy()
+		out[i] = cc.Conversation
+	}
+	return out, hasMore, nil
+}
+
+// ListMessages pages a conversation's messages (API §6): the newest limit
+// messages older than first_id, returned oldest first.
+func (s *Store) ListMessages(convID, ownerID, firstID string, limit int) ([]dify.Message, bool, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	c, ok := s.convs[convID]
+	if !ok || c.deleted || c.OwnerID != ownerID {
+		return nil, false, ErrConversationNotFound
+	}
+	end := len(c.messages) // messages are appended in creation order
+	if firstID != "" {
+		end = -1
+		for i, m := range c.messages {
+			if m.msg.ID == firstID {
+				end = i
+				break
+			}
+		}
+		if end < 0 {
+			return nil, false, ErrFirstNotFound
+		}
+	}
+	start := end - limit
+	hasMore := start > 0
+	if start < 0 {
+		start = 0
+	}
+	out := make([]dify.Message, 0, end-start)
+	for _, m := range c.messages[start:end] {
+		out = append(out, m.msg)
+	}
+	return out, hasMore, nil
+}
+
+// GenerateName is the mock's stand-in for Dify's LLM-generated conversation
+// title: the first query with whitespace collapsed, cut to 47 characters plus
+// "..." when longer than 50 (a documented assumption).
+func GenerateName(query string) string {
+	var b []rune
+	space := false
+	for _, r := range query {
+		if r == ' ' || r == '\n' || r == '\t' || r == '\r' {
+			space = len(b) > 0
+			continue
+		}
+		if space {
+			b = append(b, ' ')
+			space = false
+		}
+		b = append(b, r)
+	}
+	if len(b) == 0 {
+		return DefaultConversationName
+	}
+	if len(b) > 50 {
+		return string(b[:47]) + "..."
+	}
+	return string(b)
+}

@@ -170,11 +170,11 @@ func TestUsageLenientPrices(t *testing.T) {
 // Unknown fields never break decoding (API §21).
 func TestUnknownFieldsIgnored(t *testing.T) {
 	for name, target := range map[string]any{
-		`{"id":"c","brand_new":{"deep":[1,2]},"name":"n"}`:                               &Conversation{},
-		`{"limit":1,"has_more":false,"data":[],"cursor":"x"}`:                            &ConversationPage{},
+		`{"id":"c","brand_new":{"deep":[1,2]},"name":"n"}`:                                &Conversation{},
+		`{"limit":1,"has_more":false,"data":[],"cursor":"x"}`:                             &ConversationPage{},
 		`{"id":"f","name":"a.png","size":1,"created_at":1,"source_url":"s","shiny":true}`: &FileUploadResult{},
-		`{"text":"hi","lang":"en"}`:                                                      &AudioText{},
-		`{"tool_icons":{},"more":1}`:                                                     &AppMeta{},
+		`{"text":"hi","lang":"en"}`:                                                       &AudioText{},
+		`{"tool_icons":{},"more":1}`:                                                      &AppMeta{},
 	} {
 		if err := json.Unmarshal([]byte(name), target); err != nil {
 			t.Errorf("%T: %v", target, err)

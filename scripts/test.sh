@@ -156,15 +156,32 @@ stage_docs() {
 		skip "docs/ or a //go:generate directive does not exist yet"
 	fi
 	git rev-parse --is-inside-work-tree >/dev/null 2>&1 || skip "not a git work tree; cannot diff docs/"
+	local before after changed
+	before="$(worktree_state)"
 	# tfplugindocs runs offline when a Terraform is first on PATH.
 	PATH="$(dirname "$TF_ACC_TERRAFORM_PATH"):$PATH" go generate ./...
-	local changed
-	changed="$(git status --porcelain -- docs/)"
+	after="$(worktree_state)"
+	changed="$(git status --porcelain -uall -- docs/)"
 	if [[ -n "$changed" ]]; then
 		printf 'docs/ is stale; run `make docs` and commit the result:\n%s\n' "$changed" >&2
-		git --no-pager diff --stat -- docs/ >&2 || true
+		git --no-pager diff --no-color -- docs/ | head -n 80 >&2 || true
 		return 1
 	fi
+	# Other generated files (e.g. built-in cassettes) are their owners' call;
+	# say so loudly without failing the docs check.
+	if [[ "$before" != "$after" ]]; then
+		warn "go generate also changed files outside docs/:"
+		diff <(printf '%s\n' "$before") <(printf '%s\n' "$after") | sed -n 's/^[<>] [^ ]*  //p' | sort -u | sed 's/^/  /' >&2 || true
+	fi
+}
+
+# worktree_state: one line per modified or untracked file with its hash, so
+# two calls show what a command changed even in a dirty work tree.
+worktree_state() {
+	git status --porcelain -uall | cut -c4- | sort |
+		while IFS= read -r f; do
+			if [[ -f "$f" ]]; then sha256sum "$f"; else printf 'deleted  %s\n' "$f"; fi
+		done
 }
 
 # --- hook: `tfplugindocs validate` checks the docs/ layout and front matter.

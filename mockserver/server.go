@@ -187,6 +187,9 @@ func (s *Server) App() *cassette.App { return s.app }
 // CassetteNames lists the loaded chat cassettes, sorted.
 func (s *Server) CassetteNames() []string { return append([]string(nil), s.names...) }
 
+// Cassette returns a loaded chat cassette.
+func (s *Server) Cassette(name string) (*cassette.Cassette, bool) { return s.set.Get(name) }
+
 // DefaultCassette is the cassette served when nothing else matches.
 func (s *Server) DefaultCassette() string { return s.def }
 

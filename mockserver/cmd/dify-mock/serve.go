@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/difyops/terraform-provider-dify/mockserver"
+	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+)
+
+func init() {
+	subcommands["serve"] = subcommand{Summary: "run the mock API server", Run: runServe}
+}
+
+// shutdownGrace bounds how long in-flight streams and connections get to end
+// after SIGINT/SIGTERM.
+const shutdownGrace = 5 * time.Second
+
+// listFlag is a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error {
+	*l = append(*l, v)
+	return nil
+}
+
+// serveOptions are the serve flags after env defaults and parsing.
+type serveOptions struct {
+	addr, cassettes, cors, mode, defaultCassette, logLevel string
+	speed                                                  float64
+	apiKeys                                                listFlag
+	runTimeout                                             time.Duration
+	maxModelRequests                                       int
+}
+
+// envPrefix names the environment variables: --run-timeout ↔ DIFY_MOCK_RUN_TIMEOUT.
+const envPrefix = "DIFY_MOCK_"
+
+func envName(flagName string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+func parseServe(args []string, stderr io.Writer, getenv func(string) string) (*serveOptions, error) {
+	o := &serveOptions{}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:5001", "listen address (host:port; port 0 picks a free port)")
+	fs.StringVar(&o.cassettes, "cassettes", "", "load the cassettes in this folder instead of the built-in set")
+	fs.Float64Var(&o.speed, "speed", 1, "replay speed: 1 = recorded timing, 2 = twice as fast, 0 = no delays")
+	fs.Var(&o.apiKeys, "api-key", "accepted API key (repeatable; env: comma-separated); without any, every \"Bearer app-…\" key is accepted")
+	fs.StringVar(&o.cors, "cors-origin", "*", "allowed CORS origin(s), comma-separated; * = any origin")
+	fs.StringVar(&o.mode, "mode", "", "app mode to impersonate: agent or agent-chat (default: the app description's mode)")
+	fs.StringVar(&o.defaultCassette, "default-cassette", "", "cassette served when no header or query match picks one (default: the set's default)")
+	fs.DurationVar(&o.runTimeout, "run-timeout", mockserver.DefaultRunTimeout, "agent run deadline in recorded time; longer turns end with agent_run_limit_exceeded")
+	fs.IntVar(&o.maxModelRequests, "max-model-requests", mockserver.DefaultMaxModelRequests, "model requests allowed per run (turn); more end with agent_run_limit_exceeded")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: dify-mock [serve] [flags]\n\nStarts the mock Dify Agent app API. Every flag can also be set with an environment variable.\n\nFlags:\n")
+		fs.VisitAll(func(f *flag.Flag) {
+			def := ""
+			if f.DefValue != "" && f.DefValue != "[]" {
+				def = fmt.Sprintf(" (default %s)", f.DefValue)
+			}
+			fmt.Fprintf(stderr, "  --%s\n        %s%s\n        env %s\n", f.Name, f.Usage, def, envName(f.Name))
+		})
+	}
+	// Environment first, so flags on the command line win.
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		v := getenv(envName(f.Name))
+		if v == "" || envErr != nil {
+			return
+		}
+		if f.Name == "api-key" {
+			for _, k := range strings.Split(v, ",") {
+				if k = strings.TrimSpace(k); k != "" {
+					_ = f.Value.Set(k)
+				}
+			}
+			return
+		}
+		if err := f.Value.Set(v); err != nil {
+			envErr = fmt.Errorf("%s=%q: %v", envName(f.Name), v, err)
+		}
+	})
+	if envErr != nil {
+		return nil, envErr
+	}
+	envKeys := len(o.apiKeys)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if len(o.apiKeys) > envKeys && envKeys > 0 {
+		// Keys given on the command line replace the environment's.
+		o.apiKeys = o.apiKeys[envKeys:]
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return o, nil
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	err := l.UnmarshalText([]byte(s))
+	return l, err
+}
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, err := parseServe(args, stderr, os.Getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "dify-mock serve: %v\n", err)
+		return 2
+	}
+	level, err := parseLevel(o.logLevel)
+	if err != nil {
+		fmt.Fprintf(stderr, "dify-mock serve: --log-level %q: want debug, info, warn or error\n", o.logLevel)
+		return 2
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	source := "built-in cassettes"
+	var set *cassette.Set
+	if o.cassettes != "" {
+		if set, err = cassette.LoadDir(o.cassettes); err != nil {
+			fmt.Fprintf(stderr, "dify-mock serve: %v\n", err)
+			return 1
+		}
+		source = o.cassettes
+	}
+	srv, err := mockserver.New(mockserver.Config{
+		Cassettes: set, Speed: o.speed, APIKeys: o.apiKeys, CORSOrigin: o.cors, Mode: o.mode,
+		DefaultCassette: o.defaultCassette, RunTimeout: o.runTimeout, MaxModelRequests: o.maxModelRequests,
+		Logger: logger,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "dify-mock serve: %v\n", err)
+		return 1
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "dify-mock serve: %v\n", err)
+		return 1
+	}
+	printBanner(stdout, srv, source, ln.Addr(), o)
+
+	hs := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	select {
+	case err := <-served:
+		fmt.Fprintf(stderr, "dify-mock serve: %v\n", err)
+		return 1
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(stdout, "dify-mock: shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		logger.Warn("streams did not end in time", "error", err)
+	}
+	if err := hs.Shutdown(sctx); err != nil {
+		_ = hs.Close()
+	}
+	return 0
+}
+
+func printBanner(w io.Writer, srv *mockserver.Server, source string, addr net.Addr, o *serveOptions) {
+	host, port, _ := net.SplitHostPort(addr.String())
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	base := "http://" + net.JoinHostPort(host, port) + "/v1"
+	app := srv.App()
+	fmt.Fprintf(w, "dify-mock: serving %q (mode %s) from %s\n", app.Info.Name, srv.Mode(), source)
+	fmt.Fprintf(w, "  API base URL  %s\n", base)
+	if len(o.apiKeys) == 0 {
+		fmt.Fprintf(w, "  API key       any \"Bearer app-…\" key (e.g. app-mock)\n")
+	} else {
+		fmt.Fprintf(w, "  API keys      %d configured\n", len(o.apiKeys))
+	}
+	speed := strconv.FormatFloat(o.speed, 'g', -1, 64)
+	switch {
+	case o.speed == 0:
+		speed += " (no delays)"
+	case o.speed == 1:
+		speed += " (recorded timing)"
+	}
+	fmt.Fprintf(w, "  speed         %s\n", speed)
+	cors := o.cors
+	if cors == "" || cors == "*" {
+		cors = "any origin"
+	}
+	fmt.Fprintf(w, "  CORS          %s\n", cors)
+	names := srv.CassetteNames()
+	fmt.Fprintf(w, "  cassettes     %d (pick one with the X-Dify-Mock-Cassette header)\n", len(names))
+	width := 0
+	for _, n := range names {
+		width = max(width, len(n))
+	}
+	for _, n := range names {
+		c, _ := srv.Cassette(n)
+		mark := " "
+		if n == srv.DefaultCassette() {
+			mark = "*"
+		}
+		desc := c.Meta.Description
+		if len(c.Turns) > 1 {
+			desc = fmt.Sprintf("%s [%d turns]", desc, len(c.Turns))
+		}
+		fmt.Fprintf(w, "    %s %-*s  %s\n", mark, width, n, desc)
+	}
+	fmt.Fprintf(w, "  (* = default)  Ctrl-C stops the server.\n")
+}

@@ -358,7 +358,8 @@ func (r *fileResource) Create(ctx context.Context, req resource.CreateRequest, r
 	defer rc.Close()
 	h := sha256.New()
 	user := r.data.userOr(plan.User.ValueString())
-	res, err := r.data.client.UploadFile(ctx, dify.Upload{Filename: p.filename, Reader: io.TeeReader(rc, h), User: user})
+	body := &sizedReader{r: io.TeeReader(rc, h), n: p.size}
+	res, err := r.data.client.UploadFile(ctx, dify.Upload{Filename: p.filename, Reader: body, User: user})
 	if err != nil {
 		r.data.redact.addError(&resp.Diagnostics, "Unable to upload file", err,
 			fmt.Sprintf("Uploading %q (%s) as user %q failed; nothing was recorded in state.", p.filename, humanSize(p.size), user))
@@ -421,3 +422,13 @@ func (r *fileResource) Delete(ctx context.Context, req resource.DeleteRequest, r
 			"It stays in the app's storage until Dify's own cleanup removes it; conversations that used it keep their reference.",
 			state.ID.ValueString(), strings.TrimSpace(state.Name.ValueString())))
 }
+
+// sizedReader announces its length so the upload carries a Content-Length
+// instead of a chunked body, which some Dify deployments' servers reject.
+type sizedReader struct {
+	r io.Reader
+	n int64
+}
+
+func (s *sizedReader) Read(p []byte) (int, error) { return s.r.Read(p) }
+func (s *sizedReader) Len() int                   { return int(s.n) }

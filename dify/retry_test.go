@@ -294,14 +294,15 @@ func TestRetryWaitRespectsContext(t *testing.T) {
 	})
 
 	t.Run("cancelled while waiting", func(t *testing.T) {
-		rec := &recorder{}
-		ctx, cancel := context.WithCancel(context.Background())
-		rec.respond = func(w http.ResponseWriter, r *http.Request, n int) {
+		rec := &recorder{respond: func(w http.ResponseWriter, r *http.Request, n int) {
 			w.Header().Set("Retry-After", "3600")
 			unavailable(w, r, n)
-			time.AfterFunc(20*time.Millisecond, cancel)
-		}
-		c := newTestClient(t, rec, WithRetryPolicy(slow))
+		}}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		// The retry log line comes right before the hour-long wait.
+		cancelOnRetry := func(context.Context, string, map[string]any) { cancel() }
+		c := newTestClient(t, rec, WithRetryPolicy(slow), WithLogger(cancelOnRetry))
 		start := time.Now()
 		_, err := c.AppInfo(ctx)
 		if !errors.Is(err, context.Canceled) {

@@ -48,7 +48,7 @@ type FrameReader struct {
 
 // NewFrameReader returns a FrameReader reading r.
 func NewFrameReader(r io.Reader) *FrameReader {
-	return &FrameReader{br: bufio.NewReaderSize(r, 64<<10), max: MaxFrameSize}
+	return &FrameReader{br: bufio.NewReaderSize(r, 8<<10), max: MaxFrameSize}
 }
 
 // Next returns the next frame or io.EOF at a clean end of input. A partial

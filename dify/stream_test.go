@@ -160,13 +160,18 @@ func TestChatStreamMalformedFrame(t *testing.T) {
 // blockingBody serves its frames, then blocks until closed, like a live
 // connection waiting for the next event.
 type blockingBody struct {
-	r      io.Reader
-	closed chan struct{}
+	r       io.Reader
+	closed  chan struct{}
+	waiting chan struct{} // optional: signalled once a Read starts blocking
 }
 
 func (b *blockingBody) Read(p []byte) (int, error) {
 	if n, err := b.r.Read(p); err != io.EOF {
 		return n, err
+	}
+	if b.waiting != nil {
+		close(b.waiting)
+		b.waiting = nil
 	}
 	<-b.closed
 	return 0, errors.New("read on closed body")
@@ -175,7 +180,8 @@ func (b *blockingBody) Read(p []byte) (int, error) {
 func (b *blockingBody) Close() error { close(b.closed); return nil }
 
 func TestChatStreamCloseAbortsNext(t *testing.T) {
-	body := &blockingBody{r: strings.NewReader(`data: {"event":"agent_message","answer":"a"}` + "\n\n"), closed: make(chan struct{})}
+	waiting := make(chan struct{})
+	body := &blockingBody{r: strings.NewReader(`data: {"event":"agent_message","answer":"a"}` + "\n\n"), closed: make(chan struct{}), waiting: waiting}
 	s := NewChatStream(body)
 	if _, err := s.Next(); err != nil {
 		t.Fatal(err)
@@ -185,7 +191,11 @@ func TestChatStreamCloseAbortsNext(t *testing.T) {
 		_, err := s.Next()
 		done <- err
 	}()
-	time.Sleep(10 * time.Millisecond) // let Next block; the assertion does not depend on it
+	select {
+	case <-waiting: // Next is blocked reading the body
+	case <-time.After(10 * time.Second):
+		t.Fatal("Next never reached the body")
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -33,6 +33,13 @@ const tokenFieldNames = `(?:x[_-]?)?api[_-]?key|(?:access|refresh|id|auth|sessio
 	`(?:client[_-]?)?secret|(?:aws[_-]?)?secret[_-]?(?:access[_-]?)?key|access[_-]?key|private[_-]?key|` +
 	`password|passwd|authorization|proxy[_-]?authorization|cookie|set[_-]?cookie`
 
+var credentialNameRE = regexp.MustCompile(`(?i)^(?:` + tokenFieldNames + `)$`)
+
+// IsCredentialName reports whether a JSON field, form field or query
+// parameter name conventionally holds a credential ("api_key",
+// "accessToken", "password", …).
+func IsCredentialName(name string) bool { return credentialNameRE.MatchString(name) }
+
 // SecretPatterns are the built-in patterns, shared by the recorder's scrubber
 // and the save-time/lint checks.
 var SecretPatterns = []SecretPattern{

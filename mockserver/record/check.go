@@ -1,0 +1,180 @@
+package record
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	vcr "github.com/dnaeon/go-vcr/v2/cassette"
+
+	"github.com/difyops/terraform-provider-dify/dify"
+	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+)
+
+// SaveRefusedError is returned (and logged) when a cassette about to be
+// written still contains a secret, or would not load. Nothing was written.
+type SaveRefusedError struct {
+	Cassette string
+	// Findings name the pattern and where it was found, never the secret.
+	Findings []string
+}
+
+func (e *SaveRefusedError) Error() string {
+	const show = 5
+	list := e.Findings
+	more := ""
+	if len(list) > show {
+		more = fmt.Sprintf("; and %d more", len(list)-show)
+		list = list[:show]
+	}
+	return fmt.Sprintf("refusing to save cassette %s: %s%s; nothing was written (add a --redact rule or fix the upstream data, then record again)",
+		e.Cassette, strings.Join(list, "; "), more)
+}
+
+// check is the save-time gate. data is the exact encoding about to be
+// written. It is decoded again and every recorded string is scanned (this
+// sees through YAML quoting), the answer deltas of each streamed turn are
+// scanned joined together (a key split across frames), and the raw bytes
+// are scanned as a last net. The upstream key is searched for literally,
+// case-insensitively.
+func (r *Recorder) check(name string, data []byte, kind string) error {
+	refuse := func(findings ...string) error {
+		return &SaveRefusedError{Cassette: name, Findings: findings}
+	}
+	f, err := cassette.Decode(name, data)
+	if err != nil {
+		return refuse(fmt.Sprintf("the encoded cassette does not decode: %v", err))
+	}
+	switch kind {
+	case cassette.KindChat:
+		_, err = cassette.ParseChat(name, name, f)
+	case cassette.KindApp:
+		_, err = cassette.ParseApp(name, name, f)
+	}
+	if err != nil {
+		return refuse(fmt.Sprintf("the cassette would not load: %v", err))
+	}
+	var findings []string
+	scan := func(where, text string) {
+		for _, fd := range cassette.ScanSecrets([]byte(text), r.scrub.enforced...) {
+			findings = append(findings, fmt.Sprintf("%s in %s", fd.Pattern, where))
+		}
+	}
+	scan("the cassette description", f.Meta.Description)
+	for i, in := range f.Interactions {
+		at := fmt.Sprintf("interaction %d (%s %s)", i, in.Request.Method, pathOf(in.Request.URL))
+		scan(at+" request URL", in.Request.URL)
+		scan(at+" request body", in.Request.Body)
+		scanHeader(scan, at+" request header", in.Request.Headers)
+		for k, vs := range in.Request.Form {
+			scan(at+" request form field name", k)
+			for _, v := range vs {
+				scan(at+" request form field "+k, v)
+			}
+		}
+		scanHeader(scan, at+" response header", in.Response.Headers)
+		frames, _ := cassette.DecodeFrames(frameValues(in), in.Response.Body)
+		if len(frames) == 0 {
+			scan(at+" response body", in.Response.Body)
+			continue
+		}
+		for j, fr := range frames {
+			scan(fmt.Sprintf("%s response body, frame %d", at, j), string(fr.Raw))
+		}
+		answer, spans := joinedAnswer(frames)
+		for _, fd := range cassette.ScanSecrets([]byte(answer), r.scrub.enforced...) {
+			k := sort.Search(len(spans), func(k int) bool { return spans[k].end > fd.Offset })
+			if k < len(spans) {
+				findings = append(findings, fmt.Sprintf("%s in %s answer streamed across frames from frame %d (split over several deltas, which per-frame scrubbing cannot see)", fd.Pattern, at, spans[k].frame))
+			}
+		}
+	}
+	if len(findings) == 0 {
+		for _, fd := range cassette.ScanSecrets(data, r.scrub.enforced...) {
+			findings = append(findings, fmt.Sprintf("%s at line %d, column %d of the encoded file", fd.Pattern, fd.Line, fd.Column))
+		}
+	}
+	if len(findings) > 0 {
+		return refuse(dedupe(findings)...)
+	}
+	return nil
+}
+
+func scanHeader(scan func(where, text string), where string, h map[string][]string) {
+	for k, vs := range h {
+		scan(where+" name", k)
+		for _, v := range vs {
+			scan(where+" "+k, v)
+		}
+	}
+}
+
+func frameValues(in *vcr.Interaction) []string {
+	for k, v := range in.Response.Headers {
+		if strings.EqualFold(k, cassette.FramesHeader) {
+			return v
+		}
+	}
+	return nil
+}
+
+func pathOf(rawURL string) string {
+	p, err := cassette.APIPath(rawURL)
+	if err != nil {
+		return "?"
+	}
+	return p
+}
+
+type answerSpan struct{ frame, end int }
+
+// joinedAnswer concatenates the answer deltas of a turn (agent_message, and
+// message for apps that stream it as deltas; API §2.5) and says which frame
+// each byte came from.
+func joinedAnswer(frames []cassette.Frame) (string, []answerSpan) {
+	var b strings.Builder
+	var spans []answerSpan
+	for i, fr := range frames {
+		ev := parseFrameFields(fr.Raw)
+		if ev.Event != "agent_message" && ev.Event != "message" {
+			continue
+		}
+		b.WriteString(ev.Answer)
+		spans = append(spans, answerSpan{frame: i, end: b.Len()})
+	}
+	return b.String(), spans
+}
+
+// frameFields are the envelope fields the recorder reads from an SSE frame.
+type frameFields struct {
+	Event          string `json:"event"`
+	ConversationID string `json:"conversation_id"`
+	MessageID      string `json:"message_id"`
+	TaskID         string `json:"task_id"`
+	Answer         string `json:"answer"`
+}
+
+// parseFrameFields reads the JSON of a frame's data lines; a frame that is
+// not JSON gives zero values.
+func parseFrameFields(raw []byte) frameFields {
+	var f frameFields
+	fr, _ := dify.NewFrameReader(bytes.NewReader(raw)).Next()
+	if fr.Data != nil {
+		_ = json.Unmarshal(fr.Data, &f)
+	}
+	return f
+}
+
+func dedupe(list []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range list {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,522 @@
+// Package record is dify-mock's record (proxy) mode: an http.Handler that
+// forwards every request to a real Dify with the recorder's own API key,
+// answers the client with the real response while it streams, and writes
+// what it saw as cassettes (see mockserver/cassette and
+// docs/mock/recording.md).
+//
+// Chat turns (POST /chat-messages) are proxied frame by frame: each SSE
+// frame is written and flushed to the client as soon as it arrives, and its
+// exact bytes and offset from the request start are kept. Every other
+// request goes through go-vcr's recorder. The app description (API §13–§16)
+// is fetched once at start and written as app.yaml.
+//
+// Secrets never reach a file: credentials headers are dropped and bodies are
+// scrubbed at capture, and every cassette is scanned again, as the exact
+// bytes about to be written, before it is saved; a cassette in which a
+// secret survives is refused (SaveRefusedError) and nothing is written.
+package record
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	vcr "github.com/dnaeon/go-vcr/v2/cassette"
+	"github.com/dnaeon/go-vcr/v2/recorder"
+
+	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+)
+
+// CassetteHeader names the cassette a request records into. The recorder
+// also sets it on chat responses to say which cassette the turn went to.
+const CassetteHeader = "X-Dify-Mock-Cassette"
+
+// Request body limits: chat bodies are small JSON; uploads go up to Dify's
+// largest per-type limit (video, 100 MB; API §9.1).
+const (
+	maxChatBody  = 10 << 20
+	maxOtherBody = 128 << 20
+	maxJSONReply = 64 << 20
+)
+
+// Config configures a Recorder.
+type Config struct {
+	// Upstream is the Dify API base URL as clients use it, e.g.
+	// https://api.dify.ai/v1. An empty path means "/v1".
+	Upstream string
+	// UpstreamKey is the app API key sent upstream. Clients never see it.
+	UpstreamKey string
+	// Dir is the cassette folder written to.
+	Dir string
+	// Rules are extra redactions applied after the built-in scrubbing.
+	Rules []Rule
+	// Transport carries upstream requests; nil means a fresh
+	// http.Transport (proxy from the environment, transparent gzip).
+	Transport http.RoundTripper
+	// Logf receives one line per notable event; nil discards. Lines never
+	// contain the upstream key.
+	Logf func(format string, args ...any)
+}
+
+// Recorder is the record-mode http.Handler.
+type Recorder struct {
+	upstream  *url.URL
+	host      string // upstream host for provenance
+	dir       string
+	key       string
+	transport http.RoundTripper
+	scrub     *scrubber
+	logf      func(string, ...any)
+	mode      string // app mode from GET /info
+
+	mu             sync.Mutex
+	closed         bool
+	reserved       map[string]*session // chosen cassette names
+	byRequested    map[string]*session // X-Dify-Mock-Cassette values
+	byConversation map[string]*session
+	byTask         map[string]*session
+	byMessage      map[string]*session
+	lastByUser     map[string]*session
+	pending        map[string][]*vcr.Interaction // by user, not yet claimed by a session
+	sessions       []*session
+	refused        []error
+	written        map[string]bool
+}
+
+// New checks cfg, fetches the app description from the upstream and writes
+// it as app.yaml (unless the folder already describes the same app).
+func New(ctx context.Context, cfg Config) (*Recorder, error) {
+	u, err := parseUpstream(cfg.Upstream)
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(cfg.UpstreamKey) == "" {
+		return nil, errors.New("no upstream API key: set DIFY_MOCK_UPSTREAM_KEY or pass --upstream-key")
+	}
+	if cfg.Dir == "" {
+		return nil, errors.New("no cassette folder: pass --cassettes DIR")
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("cassette folder: %w", err)
+	}
+	t := cfg.Transport
+	if t == nil {
+		t = newTransport()
+	}
+	logf := cfg.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	r := &Recorder{
+		upstream:       u,
+		host:           u.Host,
+		dir:            cfg.Dir,
+		key:            cfg.UpstreamKey,
+		transport:      t,
+		scrub:          newScrubber(cfg.UpstreamKey, cfg.Rules),
+		logf:           logf,
+		reserved:       map[string]*session{},
+		byRequested:    map[string]*session{},
+		byConversation: map[string]*session{},
+		byTask:         map[string]*session{},
+		byMessage:      map[string]*session{},
+		lastByUser:     map[string]*session{},
+		pending:        map[string][]*vcr.Interaction{},
+		written:        map[string]bool{},
+	}
+	if err := r.recordApp(ctx); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func parseUpstream(raw string) (*url.URL, error) {
+	if raw == "" {
+		return nil, errors.New("no upstream: pass --upstream URL (the Dify API base, e.g. https://api.dify.ai/v1)")
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("upstream %q: want http(s)://host[:port][/v1]", raw)
+	}
+	if u.User != nil {
+		return nil, errors.New("upstream URL must not contain credentials; the API key goes in --upstream-key or DIFY_MOCK_UPSTREAM_KEY")
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("upstream %q: must not have a query or fragment", raw)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	if u.Path == "" {
+		u.Path = "/v1"
+	}
+	u.RawPath = ""
+	return u, nil
+}
+
+func newTransport() http.RoundTripper {
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          100,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+}
+
+// apiPath maps a client path to the API path below /v1: "/v1/info" and
+// "/info" both give "/info".
+func apiPath(p string) string {
+	if p == "/v1" || strings.HasPrefix(p, "/v1/") {
+		p = p[len("/v1"):]
+	}
+	if p == "" {
+		p = "/"
+	}
+	return p
+}
+
+func isAppPath(p string) bool {
+	for _, a := range cassette.AppPaths {
+		if p == a {
+			return true
+		}
+	}
+	return false
+}
+
+// ServeHTTP proxies one request and records it.
+func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	r.mu.Lock()
+	closed := r.closed
+	r.mu.Unlock()
+	if closed {
+		writeError(w, http.StatusServiceUnavailable, "service_unavailable", "dify-mock record is shutting down.")
+		return
+	}
+	p := apiPath(req.URL.Path)
+	if req.Method == http.MethodOptions {
+		// CORS preflights carry no credentials; pass them through
+		// unrecorded so browsers see the upstream's own policy.
+		r.passThrough(w, req, p)
+		return
+	}
+	if !(p == "/" && req.Method == http.MethodGet) && !r.authorized(w, req) {
+		return
+	}
+	switch {
+	case p == "/chat-messages" && req.Method == http.MethodPost:
+		r.serveChat(w, req, p)
+	default:
+		r.serveOther(w, req, p)
+	}
+}
+
+// authorized mirrors Dify's bearer checks (API §1.2) so a client that
+// forgets its key fails here as it would against Dify, although the recorder
+// replaces whatever key it sends.
+func (r *Recorder) authorized(w http.ResponseWriter, req *http.Request) bool {
+	h := req.Header.Get("Authorization")
+	scheme, token, ok := strings.Cut(h, " ")
+	switch {
+	case h == "" || !ok:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="api"`)
+		writeError(w, http.StatusUnauthorized, "unauthorized", "Authorization header must be provided and start with 'Bearer'")
+		return false
+	case !strings.EqualFold(scheme, "bearer") || strings.TrimSpace(token) == "":
+		w.Header().Set("WWW-Authenticate", `Bearer realm="api"`)
+		writeError(w, http.StatusUnauthorized, "unauthorized", "Authorization scheme must be 'Bearer'")
+		return false
+	}
+	return true
+}
+
+func writeError(w http.ResponseWriter, status int, code, message string) {
+	body, _ := json.Marshal(map[string]any{"code": code, "message": message, "status": status})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Del("Content-Length")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// readBody reads the client's body up to limit bytes.
+func readBody(w http.ResponseWriter, req *http.Request, limit int64) ([]byte, bool) {
+	if req.Body == nil {
+		return nil, true
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, limit))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			writeError(w, http.StatusRequestEntityTooLarge, "request_entity_too_large", "The data value transmitted exceeds the capacity limit.")
+		} else {
+			writeError(w, http.StatusBadRequest, "bad_request", "dify-mock record: reading the request body failed: "+err.Error())
+		}
+		return nil, false
+	}
+	return body, true
+}
+
+// outbound builds the upstream request: same method, path below the
+// upstream base, query and headers, with the client's credentials replaced
+// by the upstream key.
+func (r *Recorder) outbound(ctx context.Context, req *http.Request, p string, body []byte) (*http.Request, error) {
+	u := *r.upstream
+	u.Path = r.upstream.Path + p
+	if p == "/" {
+		u.Path = r.upstream.Path + "/"
+	}
+	u.RawQuery = req.URL.RawQuery
+	var rd io.Reader
+	if len(body) > 0 {
+		rd = bytes.NewReader(body)
+	}
+	out, err := http.NewRequestWithContext(ctx, req.Method, u.String(), rd)
+	if err != nil {
+		return nil, err
+	}
+	for k, vs := range req.Header {
+		ck := http.CanonicalHeaderKey(k)
+		if isHopByHop(ck) || isCredentialHeader(ck) || strings.HasPrefix(ck, cassette.HeaderPrefix) ||
+			ck == "Accept-Encoding" || ck == "Host" || ck == "Content-Length" {
+			// Accept-Encoding is left to the transport so responses
+			// arrive decompressed and SSE frames can be split.
+			continue
+		}
+		out.Header[ck] = append([]string(nil), vs...)
+	}
+	out.Header.Set("Authorization", "Bearer "+r.key)
+	return out, nil
+}
+
+// copyResponseHeader copies upstream response headers to the client, minus
+// hop-by-hop headers and a length that no longer applies.
+func copyResponseHeader(dst, src http.Header) {
+	for k, vs := range src {
+		ck := http.CanonicalHeaderKey(k)
+		if isHopByHop(ck) || ck == "Content-Length" {
+			continue
+		}
+		dst[ck] = append([]string(nil), vs...)
+	}
+}
+
+func (r *Recorder) upstreamFailed(w http.ResponseWriter, req *http.Request, err error) {
+	if req.Context().Err() != nil {
+		return // the client left; nobody to answer
+	}
+	r.logf("upstream %s %s failed: %v", req.Method, apiPath(req.URL.Path), err)
+	writeError(w, http.StatusBadGateway, "bad_gateway", "dify-mock record: the upstream Dify did not answer: "+err.Error())
+}
+
+func (r *Recorder) passThrough(w http.ResponseWriter, req *http.Request, p string) {
+	out, err := r.outbound(req.Context(), req, p, nil)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
+		return
+	}
+	out.Header.Del("Authorization")
+	resp, err := r.transport.RoundTrip(out)
+	if err != nil {
+		r.upstreamFailed(w, req, err)
+		return
+	}
+	defer resp.Body.Close()
+	copyResponseHeader(w.Header(), resp.Header)
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(w, resp.Body)
+}
+
+// roundTripVCR sends out through a go-vcr recorder and returns the response
+// together with a scrubbed copy of the recorded interaction. The recorder is
+// used as a recording transport only: it is never stopped, so go-vcr itself
+// never writes (or appends to) a file; cassettes are written by this package
+// with cassette.WriteNew after the secret check.
+func (r *Recorder) roundTripVCR(out *http.Request) (*http.Response, *vcr.Interaction, error) {
+	// go-vcr stats "<name>.yaml" to decide between loading and recording;
+	// the name points into a folder that is never created.
+	rec, err := recorder.NewAsMode(filepath.Join(r.dir, ".dify-mock-record.unused", "scratch"), recorder.ModeRecording, r.transport)
+	if err != nil {
+		return nil, nil, err
+	}
+	// go-vcr would otherwise sleep for the recorded duration a second time.
+	rec.SkipRequestLatency = true
+	var captured *vcr.Interaction
+	rec.AddFilter(func(in *vcr.Interaction) error {
+		// The interaction also feeds the response the client gets, so the
+		// scrubbing happens on a copy.
+		captured = r.scrub.interaction(in)
+		return nil
+	})
+	resp, err := rec.RoundTrip(out)
+	if err != nil {
+		return nil, nil, err
+	}
+	if captured == nil {
+		resp.Body.Close()
+		return nil, nil, errors.New("go-vcr recorder returned no interaction")
+	}
+	return resp, captured, nil
+}
+
+// requestIDs are the values that tie a non-chat request to a session.
+type requestIDs struct {
+	conversation, task, message, user string
+}
+
+func idsOf(req *http.Request, p string, body []byte) requestIDs {
+	var ids requestIDs
+	seg := strings.Split(strings.Trim(p, "/"), "/")
+	switch {
+	case len(seg) >= 2 && seg[0] == "conversations":
+		ids.conversation = seg[1]
+	case len(seg) == 3 && seg[0] == "chat-messages" && seg[2] == "stop":
+		ids.task = seg[1]
+	case len(seg) >= 2 && seg[0] == "messages":
+		ids.message = seg[1]
+	}
+	q := req.URL.Query()
+	if ids.conversation == "" {
+		ids.conversation = q.Get("conversation_id")
+	}
+	ids.user = q.Get("user")
+	ct, params, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
+	switch {
+	case ct == "application/json" || strings.HasSuffix(ct, "+json"):
+		var b struct {
+			User           any `json:"user"`
+			ConversationID any `json:"conversation_id"`
+		}
+		if json.Unmarshal(body, &b) == nil {
+			if s, ok := b.User.(string); ok && ids.user == "" {
+				ids.user = s
+			}
+			if s, ok := b.ConversationID.(string); ok && ids.conversation == "" {
+				ids.conversation = strings.TrimSpace(s)
+			}
+		}
+	case ct == "multipart/form-data" && params["boundary"] != "":
+		mr := multipart.NewReader(bytes.NewReader(body), params["boundary"])
+		for {
+			part, err := mr.NextPart()
+			if err != nil {
+				break
+			}
+			if part.FormName() == "user" && part.FileName() == "" && ids.user == "" {
+				v, _ := io.ReadAll(io.LimitReader(part, 4096))
+				ids.user = string(v)
+			}
+			part.Close()
+		}
+	}
+	return ids
+}
+
+// serveOther proxies any non-chat request through go-vcr and files the
+// interaction under the session it belongs to.
+func (r *Recorder) serveOther(w http.ResponseWriter, req *http.Request, p string) {
+	body, ok := readBody(w, req, maxOtherBody)
+	if !ok {
+		return
+	}
+	requested := req.Header.Get(CassetteHeader)
+	if requested != "" {
+		if err := checkRequestedName(requested); err != nil {
+			writeError(w, http.StatusBadRequest, "invalid_param", err.Error())
+			return
+		}
+	}
+	out, err := r.outbound(req.Context(), req, p, body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
+		return
+	}
+	resp, in, err := r.roundTripVCR(out)
+	if err != nil {
+		r.upstreamFailed(w, req, err)
+		return
+	}
+	defer resp.Body.Close()
+	copyResponseHeader(w.Header(), resp.Header)
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(w, resp.Body)
+
+	if isAppPath(p) && req.Method == http.MethodGet {
+		// The app description was recorded at start (app.yaml).
+		return
+	}
+	r.file(in, requested, idsOf(req, p, body), p == "/files/upload")
+}
+
+// file attaches a non-chat interaction to its session: the one named by
+// X-Dify-Mock-Cassette, else the one that owns its conversation, task or
+// message id, else (uploads always, others when the user has no session yet)
+// it waits for the user's next chat turn.
+func (r *Recorder) file(in *vcr.Interaction, requested string, ids requestIDs, upload bool) {
+	r.mu.Lock()
+	var s *session
+	switch {
+	case requested != "":
+		s = r.byRequested[requested]
+		if s == nil {
+			s = r.newSessionLocked(requested, requested, ids.user)
+		}
+	case ids.conversation != "" && r.byConversation[ids.conversation] != nil:
+		s = r.byConversation[ids.conversation]
+	case ids.task != "" && r.byTask[ids.task] != nil:
+		s = r.byTask[ids.task]
+	case ids.message != "" && r.byMessage[ids.message] != nil:
+		s = r.byMessage[ids.message]
+	case !upload && r.lastByUser[ids.user] != nil:
+		s = r.lastByUser[ids.user]
+	}
+	if s == nil {
+		r.pending[ids.user] = append(r.pending[ids.user], in)
+		r.mu.Unlock()
+		return
+	}
+	r.mu.Unlock()
+	r.save(s, func(s *session) { s.interactions = append(s.interactions, in) })
+}
+
+// Close stops recording: later requests get 503. It reports interactions no
+// chat session claimed and returns every refused save.
+func (r *Recorder) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	n := 0
+	for _, list := range r.pending {
+		n += len(list)
+	}
+	if n > 0 {
+		r.logf("%d interaction(s) were not saved: no chat turn of the same user followed them", n)
+	}
+	return errors.Join(r.refused...)
+}
+
+// Written lists the cassette files written so far (app.yaml included).
+func (r *Recorder) Written() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for p := range r.written {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}

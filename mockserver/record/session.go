@@ -1,0 +1,257 @@
+package record
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	vcr "github.com/dnaeon/go-vcr/v2/cassette"
+
+	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+)
+
+// session is one chat cassette being recorded: a conversation's turns and
+// the other requests that belong to it.
+type session struct {
+	mu           sync.Mutex
+	name         string // chosen cassette name (file name without .yaml)
+	startedAt    time.Time
+	firstQuery   string // scrubbed
+	turns        int
+	interactions []*vcr.Interaction
+	path         string      // file written, "" before the first write
+	written      os.FileInfo // what we left on disk, to detect edits
+	failed       error       // a refused save; the session is not written again
+}
+
+// maxNameTries bounds the name-2, name-3… search.
+const maxNameTries = 1000
+
+// checkRequestedName validates an X-Dify-Mock-Cassette value.
+func checkRequestedName(name string) error {
+	name = strings.TrimSuffix(name, ".yaml")
+	if err := cassette.ValidName(name); err != nil {
+		return fmt.Errorf("%s: %v", CassetteHeader, err)
+	}
+	if name == cassette.AppName {
+		return fmt.Errorf("%s: %q is reserved for the app description", CassetteHeader, name)
+	}
+	return nil
+}
+
+// slug turns a query into a cassette name: lower-case ASCII letters and
+// digits, other runs become '-', at most 40 characters cut at a word
+// boundary. Queries without such characters give "chat".
+func slug(q string) string {
+	var b strings.Builder
+	dash := false
+	for _, c := range strings.ToLower(q) {
+		if (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') {
+			b.WriteRune(c)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	s := strings.Trim(b.String(), "-")
+	if len(s) > 40 {
+		s = s[:40]
+		if i := strings.LastIndexByte(s, '-'); i >= 20 {
+			s = s[:i]
+		}
+		s = strings.Trim(s, "-")
+	}
+	if s == "" || s == cassette.AppName {
+		return "chat"
+	}
+	return s
+}
+
+func candidateName(base string, n int) string {
+	if n == 1 {
+		return base
+	}
+	return base + "-" + strconv.Itoa(n)
+}
+
+// nameFreeLocked reports whether name is neither taken by a session of this
+// run nor by a file in the folder.
+func (r *Recorder) nameFreeLocked(name string) bool {
+	if r.reserved[name] != nil {
+		return false
+	}
+	_, err := os.Lstat(filepath.Join(r.dir, name+".yaml"))
+	return errors.Is(err, fs.ErrNotExist)
+}
+
+// newSessionLocked creates a session named base, or base-2, base-3… when
+// base is taken. requested is the X-Dify-Mock-Cassette value, if any.
+func (r *Recorder) newSessionLocked(base, requested, user string) *session {
+	base = strings.TrimSuffix(base, ".yaml")
+	s := &session{startedAt: time.Now()}
+	for n := 1; ; n++ {
+		name := candidateName(base, n)
+		if n > maxNameTries || r.nameFreeLocked(name) {
+			// Past the bound, WriteNew still refuses to overwrite; the
+			// save will report the clash.
+			s.name = name
+			break
+		}
+	}
+	if s.name != base {
+		r.logf("cassette %s.yaml exists; recording into %s.yaml", base, s.name)
+	}
+	r.reserved[s.name] = s
+	if requested != "" {
+		r.byRequested[strings.TrimSuffix(requested, ".yaml")] = s
+	}
+	r.sessions = append(r.sessions, s)
+	r.lastByUser[user] = s
+	return s
+}
+
+// save applies change to s and writes the session's cassette when it holds
+// at least one chat turn. A refused save marks the session failed: it is
+// not written again (its file, if any, keeps the last good version).
+func (r *Recorder) save(s *session, change func(*session)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failed != nil {
+		r.logf("cassette %s: not saved (an earlier save was refused)", s.name)
+		return
+	}
+	change(s)
+	if s.turns == 0 {
+		return
+	}
+	f := &cassette.File{Meta: r.chatMeta(s), Interactions: s.interactions}
+	data, err := cassette.Encode(f)
+	if err == nil {
+		err = r.check(s.name, data, cassette.KindChat)
+	}
+	if err != nil {
+		r.refuse(s, err)
+		return
+	}
+	if err := r.writeSession(s, data); err != nil {
+		r.refuse(s, fmt.Errorf("cassette %s: %w", s.name, err))
+		return
+	}
+	r.logf("saved %s (%d turn(s), %d interaction(s))", s.path, s.turns, len(s.interactions))
+}
+
+// refuse marks s failed (s.mu held) and reports err.
+func (r *Recorder) refuse(s *session, err error) {
+	s.failed = err
+	r.mu.Lock()
+	r.refused = append(r.refused, err)
+	r.mu.Unlock()
+	r.logf("%v", err)
+}
+
+func (r *Recorder) chatMeta(s *session) cassette.Meta {
+	q := s.firstQuery
+	if utf8.RuneCountInString(q) > 80 {
+		q = string([]rune(q)[:80]) + "…"
+	}
+	return cassette.Meta{
+		Format:      cassette.FormatVersion,
+		Kind:        cassette.KindChat,
+		Description: fmt.Sprintf("Recorded chat session, %d turn(s); first query: %q", s.turns, q),
+		Provenance:  cassette.ProvenanceRecorded,
+		Source:      "recorded by dify-mock record from " + r.host,
+		RecordedAt:  s.startedAt.UTC().Format(time.RFC3339),
+		Mode:        r.mode,
+	}
+}
+
+// writeSession writes data as the session's cassette. The first write
+// claims a new file with cassette.WriteNew (never replacing anything);
+// later writes atomically replace that same file, but only if it is still
+// the file this recorder wrote. Either way readers never see half a file.
+func (r *Recorder) writeSession(s *session, data []byte) error {
+	if s.path != "" {
+		st, err := os.Stat(s.path)
+		if err == nil && os.SameFile(st, s.written) && st.ModTime().Equal(s.written.ModTime()) && st.Size() == s.written.Size() {
+			return r.replaceOwn(s, data)
+		}
+		r.logf("%s changed on disk since it was written; continuing in a new file", s.path)
+		s.path = ""
+	}
+	base := s.name
+	for n := 1; n <= maxNameTries; n++ {
+		name := candidateName(base, n)
+		r.mu.Lock()
+		if owner := r.reserved[name]; owner != nil && owner != s {
+			r.mu.Unlock()
+			continue
+		}
+		r.mu.Unlock()
+		path, err := cassette.WriteNew(r.dir, name, data)
+		if errors.Is(err, cassette.ErrExists) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		st, err := os.Stat(path)
+		if err != nil {
+			return err
+		}
+		r.mu.Lock()
+		if name != s.name {
+			r.logf("cassette %s.yaml appeared meanwhile; recording into %s.yaml", s.name, name)
+			delete(r.reserved, s.name)
+			r.reserved[name] = s
+			s.name = name
+		}
+		r.written[path] = true
+		r.mu.Unlock()
+		s.path, s.written = path, st
+		return nil
+	}
+	return fmt.Errorf("no free name from %s.yaml to %s.yaml", base, candidateName(base, maxNameTries))
+}
+
+func (r *Recorder) replaceOwn(s *session, data []byte) error {
+	tmp, err := os.CreateTemp(r.dir, "."+s.name+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), s.path); err != nil {
+		return err
+	}
+	st, err := os.Stat(s.path)
+	if err != nil {
+		return err
+	}
+	s.written = st
+	return nil
+}
+
+// claimPendingLocked moves the user's waiting interactions to s.
+func (r *Recorder) claimPendingLocked(user string) []*vcr.Interaction {
+	list := r.pending[user]
+	delete(r.pending, user)
+	return list
+}

@@ -1,0 +1,239 @@
+package record
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	vcr "github.com/dnaeon/go-vcr/v2/cassette"
+
+	"github.com/difyops/terraform-provider-dify/dify"
+	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+)
+
+// chatBody is what the recorder reads from a POST /chat-messages body
+// (API §2.1); fields are loose so odd bodies still get forwarded.
+type chatBody struct {
+	Query          any `json:"query"`
+	User           any `json:"user"`
+	ConversationID any `json:"conversation_id"`
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// serveChat proxies one chat turn. The response is relayed frame by frame,
+// each frame flushed as soon as it is complete, so the client sees Dify's
+// real cadence; the frames and their offsets from the request start are
+// kept and the turn is written once the stream ends.
+func (r *Recorder) serveChat(w http.ResponseWriter, req *http.Request, p string) {
+	start := time.Now()
+	body, ok := readBody(w, req, maxChatBody)
+	if !ok {
+		return
+	}
+	requested := strings.TrimSuffix(req.Header.Get(CassetteHeader), ".yaml")
+	if requested != "" {
+		if err := checkRequestedName(requested); err != nil {
+			writeError(w, http.StatusBadRequest, "invalid_param", err.Error())
+			return
+		}
+	}
+	var cb chatBody
+	parseErr := json.Unmarshal(body, &cb)
+	query, user, conv := str(cb.Query), str(cb.User), strings.TrimSpace(str(cb.ConversationID))
+
+	r.mu.Lock()
+	var s *session
+	switch {
+	case requested != "" && r.byRequested[requested] != nil:
+		s = r.byRequested[requested]
+	case requested != "":
+		s = r.newSessionLocked(requested, requested, user)
+	case conv != "" && r.byConversation[conv] != nil:
+		s = r.byConversation[conv]
+	default:
+		s = r.newSessionLocked(slug(r.scrub.string(query)), "", user)
+	}
+	r.lastByUser[user] = s
+	w.Header().Set(CassetteHeader, s.name)
+	r.mu.Unlock()
+
+	out, err := r.outbound(req.Context(), req, p, body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
+		return
+	}
+	resp, err := r.transport.RoundTrip(out)
+	if err != nil {
+		r.upstreamFailed(w, req, err)
+		return
+	}
+	defer resp.Body.Close()
+	headersAt := time.Since(start)
+	copyResponseHeader(w.Header(), resp.Header)
+	w.WriteHeader(resp.StatusCode)
+	rc := http.NewResponseController(w)
+
+	var (
+		frames    []cassette.Frame
+		streamErr error
+		clientErr error
+	)
+	relay := func(raw []byte) {
+		if clientErr != nil {
+			return
+		}
+		if _, err := w.Write(raw); err != nil {
+			clientErr = err
+			return
+		}
+		if err := rc.Flush(); err != nil {
+			clientErr = err
+		}
+	}
+	if resp.StatusCode == http.StatusOK && isEventStream(resp.Header) {
+		_ = rc.Flush() // the client gets the headers before the first frame
+		fr := dify.NewFrameReader(resp.Body)
+		seen := map[string]bool{}
+		for {
+			f, err := fr.Next()
+			if len(f.Raw) > 0 {
+				off := time.Since(start)
+				relay(f.Raw)
+				frames = append(frames, cassette.Frame{Offset: off, Raw: f.Raw})
+				r.learnIDs(s, f.Data, seen)
+			}
+			if err != nil {
+				if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+					streamErr = err
+				}
+				break
+			}
+		}
+	} else {
+		// A pre-stream error (API §2.3) or a blocking JSON answer.
+		data, err := io.ReadAll(io.LimitReader(resp.Body, maxJSONReply))
+		if err != nil {
+			streamErr = err
+		}
+		relay(data)
+		if len(data) > 0 {
+			frames = []cassette.Frame{{Offset: time.Since(start), Raw: data}}
+		}
+	}
+
+	switch {
+	case req.Context().Err() != nil || clientErr != nil:
+		r.logf("cassette %s: turn not recorded: the client disconnected before the stream ended", s.name)
+		return
+	case parseErr != nil || cb.Query == nil:
+		r.logf("cassette %s: turn not recorded: the request body is not a chat request (upstream answered HTTP %d)", s.name, resp.StatusCode)
+		return
+	case len(frames) == 0:
+		r.logf("cassette %s: turn not recorded: HTTP %d with an empty body", s.name, resp.StatusCode)
+		return
+	case streamErr != nil:
+		r.logf("cassette %s: the upstream stream broke after %d frame(s) (%v); recorded as a truncated stream", s.name, len(frames), streamErr)
+	}
+	in, err := r.turnInteraction(out, body, resp, frames, headersAt)
+	if err != nil {
+		s.mu.Lock()
+		r.refuse(s, &SaveRefusedError{Cassette: s.name, Findings: []string{err.Error()}})
+		s.mu.Unlock()
+		return
+	}
+	r.save(s, func(s *session) {
+		r.mu.Lock()
+		waiting := r.claimPendingLocked(user)
+		r.mu.Unlock()
+		s.interactions = append(s.interactions, waiting...)
+		s.interactions = append(s.interactions, in)
+		s.turns++
+		if s.turns == 1 {
+			s.firstQuery = r.scrub.string(query)
+		}
+	})
+}
+
+func isEventStream(h http.Header) bool {
+	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+	return mt == "text/event-stream"
+}
+
+// learnIDs ties the conversation, message and task ids a stream reveals to
+// its session, so follow-up turns, stop requests and other calls about them
+// land in the same cassette. It runs while the stream is live (a stop
+// request arrives before the turn ends).
+func (r *Recorder) learnIDs(s *session, data []byte, seen map[string]bool) {
+	if len(data) == 0 {
+		return
+	}
+	var f frameFields
+	if json.Unmarshal(data, &f) != nil {
+		return
+	}
+	for _, id := range []struct {
+		m map[string]*session
+		v string
+	}{{r.byConversation, f.ConversationID}, {r.byMessage, f.MessageID}, {r.byTask, f.TaskID}} {
+		if id.v == "" || seen[id.v] {
+			continue
+		}
+		seen[id.v] = true
+		r.mu.Lock()
+		id.m[id.v] = s
+		r.mu.Unlock()
+	}
+}
+
+// turnInteraction builds the scrubbed interaction of a chat turn. Frames
+// are scrubbed one by one (lengths are recomputed by EncodeFrames); a
+// redaction that removes the blank line ending a frame is an error, since
+// the frame would swallow its successor on replay.
+func (r *Recorder) turnInteraction(out *http.Request, body []byte, resp *http.Response, frames []cassette.Frame, headersAt time.Duration) (*vcr.Interaction, error) {
+	in := &vcr.Interaction{
+		Request: vcr.Request{
+			Body:    r.scrub.string(string(body)),
+			Form:    url.Values{},
+			Headers: r.scrub.header(out.Header),
+			URL:     r.scrub.url(out.URL.String()),
+			Method:  out.Method,
+		},
+		Response: vcr.Response{
+			Headers:  r.scrub.header(resp.Header),
+			Status:   resp.Status,
+			Code:     resp.StatusCode,
+			Duration: headersAt,
+		},
+	}
+	if resp.StatusCode != http.StatusOK {
+		in.Response.Body = r.scrub.string(string(frames[0].Raw))
+		return in, nil
+	}
+	clean := make([]cassette.Frame, len(frames))
+	for i, f := range frames {
+		raw := r.scrub.bytes(f.Raw)
+		if endsFrame(f.Raw) && !endsFrame(raw) {
+			return nil, fmt.Errorf("a redaction rule removed the blank line that ends frame %d", i)
+		}
+		clean[i] = cassette.Frame{Offset: f.Offset, Raw: raw}
+	}
+	values, encoded := cassette.EncodeFrames(clean)
+	in.Response.Headers[cassette.FramesHeader] = values
+	in.Response.Body = encoded
+	return in, nil
+}
+
+func endsFrame(raw []byte) bool {
+	return bytes.HasSuffix(raw, []byte("\n\n")) || bytes.HasSuffix(raw, []byte("\n\r\n"))
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -262,4 +263,14 @@ func hclString(s string) string {
 	b, _ := json.Marshal(s)
 	q := strings.ReplaceAll(string(b), "${", "$${")
 	return strings.ReplaceAll(q, "%{", "%%{")
+}
+
+// errRE matches the parts in order, anywhere in Terraform's output. Spaces in
+// a part match any whitespace, because Terraform wraps diagnostic text.
+func errRE(parts ...string) *regexp.Regexp {
+	quoted := make([]string, len(parts))
+	for i, p := range parts {
+		quoted[i] = strings.ReplaceAll(regexp.QuoteMeta(p), " ", `\s+`)
+	}
+	return regexp.MustCompile(`(?s)` + strings.Join(quoted, ".*"))
 }

@@ -157,10 +157,16 @@ func (jsonBody) readErr() error                    { return nil }
 // 2xx response (the caller closes its body) or an error: *APIError for an
 // HTTP error status, a wrapped transport error otherwise.
 func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("dify: %s %s: nil context", r.method, r.path)
+	}
 	for attempt := 1; ; attempt++ {
 		resp, err := c.attempt(ctx, r)
 		status, retry, hint := 0, false, time.Duration(0)
+		var local *localError
 		switch {
+		case errors.As(err, &local):
+			return nil, fmt.Errorf("dify: %s %s: %w", r.method, r.path, local.err)
 		case err != nil:
 			if r.body != nil {
 				if rerr := r.body.readErr(); rerr != nil {
@@ -210,12 +216,12 @@ func (c *Client) attempt(ctx context.Context, r *request) (*http.Response, error
 	if r.body != nil {
 		var err error
 		if body, length, err = r.body.open(); err != nil {
-			return nil, err
+			return nil, &localError{err}
 		}
 	}
 	req, err := http.NewRequestWithContext(ctx, r.method, target, body)
 	if err != nil {
-		return nil, err
+		return nil, &localError{err}
 	}
 	if r.body != nil {
 		req.ContentLength = length
@@ -232,6 +238,12 @@ func (c *Client) attempt(ctx context.Context, r *request) (*http.Response, error
 	}
 	return c.httpClient.Do(req)
 }
+
+// localError is a failure to build a request: nothing was sent and a retry
+// would fail the same way.
+type localError struct{ err error }
+
+func (e *localError) Error() string { return e.err.Error() }
 
 // transportError names the operation and drops url.Error's copy of the URL
 // (the operation already says where; the query may hold user ids).

@@ -1,6 +1,7 @@
 package dify
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -161,5 +162,23 @@ func TestTransportErrorNamesOperation(t *testing.T) {
 	}
 	if _, ok := AsAPIError(err); ok {
 		t.Error("a transport failure became an APIError")
+	}
+}
+
+func TestLocalErrorsAreNotRetried(t *testing.T) {
+	rec := &recorder{respond: jsonReply(200, `{}`)}
+	logs := &logSink{}
+	c := newTestClient(t, rec, WithLogger(logs.logf))
+	var nilCtx context.Context
+	if _, err := c.AppInfo(nilCtx); err == nil || !strings.Contains(err.Error(), "nil context") {
+		t.Errorf("nil context: %v", err)
+	}
+	// A request that cannot be built fails once, without a retry.
+	_, err := c.send(testContext(t), &request{method: "BAD METHOD", path: "/info"})
+	if err == nil || !strings.HasPrefix(err.Error(), "dify: BAD METHOD /info: ") {
+		t.Errorf("bad method: %v", err)
+	}
+	if rec.count() != 0 || len(logs.lines) != 0 {
+		t.Errorf("requests = %d, retries logged = %d", rec.count(), len(logs.lines))
 	}
 }

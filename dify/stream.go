@@ -71,6 +71,10 @@ func (s *ChatStream) StatusCode() int {
 func (s *ChatStream) Next() (Event, error) {
 	for s.err == nil {
 		f, rerr := s.fr.Next()
+		if errors.Is(rerr, ErrFrameTooLarge) {
+			s.finish(rerr) // the frame is incomplete and must not be decoded
+			break
+		}
 		ev, derr := DecodeEvent(f)
 		if rerr != nil {
 			s.finish(rerr)

@@ -271,3 +271,13 @@ func TestSendChatMessageContextCancel(t *testing.T) {
 		t.Errorf("Next after cancel = %v", err)
 	}
 }
+
+func TestChatStreamOversizedFrame(t *testing.T) {
+	big := `data: {"event":"agent_message","answer":"` + strings.Repeat("x", 200) + `"}` + "\n\n"
+	s := NewChatStream(strings.NewReader(`data: {"event":"agent_message","answer":"a"}` + "\n\n" + big))
+	s.fr.max = 100
+	names, err := eventNames(s)
+	if len(names) != 1 || !errors.Is(err, ErrTruncatedStream) || !errors.Is(err, ErrFrameTooLarge) {
+		t.Errorf("events %v, err %v", names, err)
+	}
+}

@@ -113,6 +113,14 @@ func TestServerInfo(t *testing.T) {
 	if got.Header.Get("User-Agent") != DefaultUserAgent() {
 		t.Errorf("User-Agent = %q", got.Header.Get("User-Agent"))
 	}
+
+	custom, _ := NewClient(c.BaseURL(), testKey, WithUserAgent("my-tool/2.0"))
+	if _, err := custom.ServerInfo(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	if ua := rec.last(t).Header.Get("User-Agent"); ua != "my-tool/2.0" {
+		t.Errorf("overridden User-Agent = %q", ua)
+	}
 }
 
 func TestAppEndpoints(t *testing.T) {

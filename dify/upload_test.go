@@ -64,8 +64,9 @@ const uploadReply = `{"id":"f-1","name":"a.png","size":5,"extension":"png","mime
 func TestUploadFile(t *testing.T) {
 	var seen multipartSeen
 	srv := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != "POST" || r.URL.Path != "/v1/files/upload" || r.Header.Get("Authorization") != "Bearer "+testKey {
-			t.Errorf("request %s %s auth=%q", r.Method, r.URL.Path, r.Header.Get("Authorization"))
+		if r.Method != "POST" || r.URL.Path != "/v1/files/upload" || r.Header.Get("Authorization") != "Bearer "+testKey ||
+			r.Header.Get("User-Agent") != DefaultUserAgent() {
+			t.Errorf("request %s %s auth=%q ua=%q", r.Method, r.URL.Path, r.Header.Get("Authorization"), r.Header.Get("User-Agent"))
 		}
 		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "multipart/form-data" {
 			t.Errorf("Content-Type = %q", r.Header.Get("Content-Type"))
@@ -130,8 +131,9 @@ func TestUploadFile(t *testing.T) {
 func TestAudioToText(t *testing.T) {
 	var seen multipartSeen
 	srv := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/audio-to-text" {
-			t.Errorf("path %s", r.URL.Path)
+		if r.Method != "POST" || r.URL.Path != "/v1/audio-to-text" || r.Header.Get("Authorization") != "Bearer "+testKey ||
+			r.Header.Get("User-Agent") != DefaultUserAgent() {
+			t.Errorf("request %s %s auth=%q ua=%q", r.Method, r.URL.Path, r.Header.Get("Authorization"), r.Header.Get("User-Agent"))
 		}
 		seen = parseUpload(t, r)
 		jsonReply(200, `{"text":"hello world"}`)(w, r, 0)

@@ -9,10 +9,8 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -42,16 +40,10 @@ type multiFlag []string
 func (m *multiFlag) String() string     { return strings.Join(*m, ", ") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
-// Main runs `dify-mock record` until SIGINT or SIGTERM and returns the exit
-// code: 0 on success, 1 when recording failed or a save was refused, 2 for
-// bad usage.
-func Main(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return Run(ctx, args, stdout, stderr)
-}
-
-// Run is Main with the stop signal supplied by ctx.
+// Run is `dify-mock record`: it records until ctx is cancelled (the CLI
+// cancels it on SIGINT or SIGTERM), lets streams in flight finish for up to
+// 30 s, and returns the exit code: 0 on success, 1 when recording failed or
+// a save was refused, 2 for bad usage.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dify-mock record", flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -320,7 +320,8 @@ func TestRecordNeverOverwrites(t *testing.T) {
 	if got := resp.Header.Get(record.CassetteHeader); got != "hello-3" {
 		t.Errorf("named session recorded into %q, want hello-3", got)
 	}
-	// A follow-up turn rewrites hello-2 (its own file) in place.
+	// A follow-up turn (the fake reuses one conversation id, last learned
+	// by hello-3) rewrites hello-3, the recorder's own file, in place.
 	chat(t, srv.URL, nil, chatBody("More", convID))
 	if err := rec.Close(); err != nil {
 		t.Fatalf("%v\n%s", err, logs)
@@ -332,19 +333,48 @@ func TestRecordNeverOverwrites(t *testing.T) {
 	if len(fs) != 4 {
 		t.Errorf("files %v, want hello, hello-2, hello-3 and app", keys(fs))
 	}
-	// the follow-up (conversation convID) went to the session that learned
-	// it last, hello-3, which also started with convID from the fake.
-	for _, n := range []string{"hello-2.yaml", "hello-3.yaml"} {
+	for n, turns := range map[string]int{"hello-2.yaml": 1, "hello-3.yaml": 2} {
 		f, err := cassette.Decode(n, fs[n])
 		if err != nil {
 			t.Fatalf("%s: %v", n, err)
 		}
-		if len(f.Interactions) == 0 {
-			t.Errorf("%s is empty", n)
+		c, err := cassette.ParseChat(n, n, f)
+		if err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+		if len(c.Turns) != turns {
+			t.Errorf("%s has %d turns, want %d", n, len(c.Turns), turns)
 		}
 	}
 	if !strings.Contains(logs.String(), "hello.yaml exists; recording into hello-2.yaml") {
 		t.Errorf("the rename is not logged:\n%s", logs)
+	}
+}
+
+// TestRecordDoesNotReplaceAnEditedFile: once someone edits a cassette the
+// recorder wrote, the session's next turn goes to a new file.
+func TestRecordDoesNotReplaceAnEditedFile(t *testing.T) {
+	up := newFakeDify(t, agentTurn("Hi ", "there."))
+	rec, srv, dir, logs := recorderFor(t, up, "")
+	chat(t, srv.URL, http.Header{record.CassetteHeader: {"edit-me"}}, chatBody("Hello", ""))
+	edited := []byte("# edited by hand\n")
+	if err := os.WriteFile(filepath.Join(dir, "edit-me.yaml"), edited, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	chat(t, srv.URL, nil, chatBody("More", convID))
+	if err := rec.Close(); err != nil {
+		t.Fatalf("%v\n%s", err, logs)
+	}
+	fs := files(t, dir)
+	if !bytes.Equal(fs["edit-me.yaml"], edited) {
+		t.Errorf("the edited file was replaced")
+	}
+	f, err := cassette.Decode("edit-me-2", fs["edit-me-2.yaml"])
+	if err != nil {
+		t.Fatalf("edit-me-2.yaml: %v (files %v)", err, keys(fs))
+	}
+	if c, err := cassette.ParseChat("edit-me-2", "edit-me-2", f); err != nil || len(c.Turns) != 2 {
+		t.Errorf("edit-me-2.yaml should hold the whole session: %v", err)
 	}
 }
 

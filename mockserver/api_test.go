@@ -1,0 +1,276 @@
+package mockserver_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/difyops/terraform-provider-dify/dify"
+	"github.com/difyops/terraform-provider-dify/mockserver"
+)
+
+func TestAuth(t *testing.T) {
+	anyKey := newEnv(t, mockserver.Config{})
+	keyed := newEnv(t, mockserver.Config{APIKeys: []string{"app-one", "app-two"}})
+	cases := []struct {
+		env    *env
+		header string
+		status int
+		msg    string
+	}{
+		{anyKey, "", 401, "Authorization header must be provided and start with 'Bearer'"},
+		{anyKey, "Bearer", 401, "Authorization header must be provided and start with 'Bearer'"},
+		{anyKey, "Basic dXNlcjpwYXNz", 401, "Authorization scheme must be 'Bearer'"},
+		{anyKey, "Bearer sk-123", 401, "Access token is invalid"},
+		{anyKey, "Bearer app-", 401, "Access token is invalid"},
+		{anyKey, "Bearer app-anything", 200, ""},
+		{anyKey, "bEaReR app-anything", 200, ""},
+		{keyed, "Bearer app-anything", 401, "Access token is invalid"},
+		{keyed, "Bearer app-two", 200, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.header, func(t *testing.T) {
+			c.env.t = t
+			resp, body := c.env.do(http.MethodGet, "/info", nil, "Authorization", c.header)
+			if c.status == 200 {
+				if resp.StatusCode != 200 {
+					t.Fatalf("%d %s", resp.StatusCode, body)
+				}
+				return
+			}
+			c.env.wantError(resp, body, 401, "unauthorized", c.msg)
+			if got := resp.Header.Get("WWW-Authenticate"); got != `Bearer realm="api"` {
+				t.Errorf("WWW-Authenticate %q", got)
+			}
+		})
+	}
+	anyKey.t = t
+	// Auth comes before validation: a bad body without a key is a 401.
+	resp, body := anyKey.do(http.MethodPost, "/chat-messages", "{", "Authorization", "")
+	anyKey.wantError(resp, body, 401, "unauthorized", "*")
+	// GET /v1/ needs no key (API §1.1).
+	resp, body = anyKey.do(http.MethodGet, "/", nil, "Authorization", "")
+	if resp.StatusCode != 200 || string(body) != testRoot {
+		t.Fatalf("GET /v1/: %d %s", resp.StatusCode, body)
+	}
+}
+
+func TestAppDescriptionIsServedAsRecorded(t *testing.T) {
+	e := newEnv(t, mockserver.Config{})
+	for path, want := range map[string]string{"/info": testInfo, "/parameters": testParams, "/meta": testMeta, "/site": testSite} {
+		resp, body := e.do(http.MethodGet, path+"?user=x", nil)
+		if resp.StatusCode != 200 || string(body) != want || resp.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("%s: %d %q\n got %s\nwant %s", path, resp.StatusCode, resp.Header.Get("Content-Type"), body, want)
+		}
+	}
+	legacy := newEnv(t, mockserver.Config{Mode: dify.ModeAgentChat})
+	_, body := legacy.do(http.MethodGet, "/info", nil)
+	if want := strings.Replace(testInfo, `"mode":"agent"`, `"mode":"agent-chat"`, 1); string(body) != want {
+		t.Errorf("--mode agent-chat /info: %s", body)
+	}
+	// The built-in set serves with zero configuration.
+	srv, err := mockserver.New(mockserver.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if srv.Mode() != dify.ModeAgent || len(srv.CassetteNames()) == 0 || srv.DefaultCassette() == "" {
+		t.Errorf("built-in: mode %s cassettes %v default %q", srv.Mode(), srv.CassetteNames(), srv.DefaultCassette())
+	}
+}
+
+func TestRoutingErrors(t *testing.T) {
+	e := newEnv(t, mockserver.Config{})
+	resp, body := e.do(http.MethodGet, "/nope", nil)
+	e.wantError(resp, body, 404, "not_found", "The requested URL was not found on the server. If you entered the URL manually please check your spelling and try again.")
+	resp, body = e.do(http.MethodGet, "/chat-messages", nil)
+	e.wantError(resp, body, 405, "method_not_allowed", "The method is not allowed for the requested URL.")
+	if allow := resp.Header.Get("Allow"); !strings.Contains(allow, "POST") {
+		t.Errorf("Allow %q", allow)
+	}
+	resp, body = e.do(http.MethodPut, "/conversations/"+recConv, nil)
+	e.wantError(resp, body, 405, "method_not_allowed", "*")
+	resp, body = e.do(http.MethodPost, "/conversations/not-a-uuid/name", map[string]any{"name": "x"})
+	e.wantError(resp, body, 404, "not_found", "*")
+	resp, err := e.hc.Get(e.ts.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	e.wantError(resp, body, 404, "not_found", "*")
+}
+
+func TestCORS(t *testing.T) {
+	e := newEnv(t, mockserver.Config{})
+	req, _ := http.NewRequest(http.MethodOptions, e.url("/chat-messages"), nil)
+	req.Header.Set("Origin", "http://localhost:3000")
+	req.Header.Set("Access-Control-Request-Method", "POST")
+	req.Header.Set("Access-Control-Request-Headers", "authorization, content-type, x-dify-mock-speed, x-dify-mock-fault")
+	resp, err := e.hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	h := resp.Header
+	if resp.StatusCode != 204 || h.Get("Access-Control-Allow-Origin") != "*" || !strings.Contains(h.Get("Access-Control-Allow-Methods"), "POST") {
+		t.Fatalf("preflight: %d %v", resp.StatusCode, h)
+	}
+	for _, want := range []string{"Authorization", "Content-Type", "X-Dify-Mock-Cassette", "X-Dify-Mock-Speed", "x-dify-mock-fault"} {
+		if !strings.Contains(h.Get("Access-Control-Allow-Headers"), want) {
+			t.Errorf("Allow-Headers %q lacks %s", h.Get("Access-Control-Allow-Headers"), want)
+		}
+	}
+	// Errors carry CORS headers too, so a browser can read them.
+	resp, _ = e.do(http.MethodGet, "/info", nil, "Authorization", "", "Origin", "http://localhost:3000")
+	if resp.StatusCode != 401 || resp.Header.Get("Access-Control-Allow-Origin") != "*" ||
+		!strings.Contains(resp.Header.Get("Access-Control-Expose-Headers"), "X-Dify-Mock-Cassette") {
+		t.Errorf("401 without CORS headers: %v", resp.Header)
+	}
+
+	only := newEnv(t, mockserver.Config{CORSOrigin: "http://app.test, http://localhost:5173"})
+	resp, _ = only.do(http.MethodGet, "/info", nil, "Origin", "http://localhost:5173")
+	if resp.Header.Get("Access-Control-Allow-Origin") != "http://localhost:5173" || resp.Header.Get("Vary") != "Origin" {
+		t.Errorf("listed origin: %v", resp.Header)
+	}
+	resp, _ = only.do(http.MethodGet, "/info", nil, "Origin", "http://evil.test")
+	if resp.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("unlisted origin allowed: %v", resp.Header)
+	}
+}
+
+func TestChatValidation(t *testing.T) {
+	e := newEnv(t, mockserver.Config{})
+	legacy := newEnv(t, mockserver.Config{Mode: dify.ModeAgentChat})
+	big := `{"user":"u","inputs":{},"query":"` + strings.Repeat("x", 5<<20) + `"}`
+	cases := []struct {
+		name    string
+		env     *env
+		body    any
+		hdr     []string
+		status  int
+		code    string
+		message string
+	}{
+		{"empty body", e, "", nil, 400, "bad_request", "Invalid JSON payload received or JSON payload is empty."},
+		{"malformed JSON", e, `{"query":`, nil, 400, "bad_request", "Invalid JSON payload received or JSON payload is empty."},
+		{"not an object", e, `[1,2]`, nil, 400, "bad_request", "Invalid JSON payload received or JSON payload is empty."},
+		{"oversize body", e, big, nil, 413, "request_entity_too_large", "*"},
+		{"missing user", e, map[string]any{"query": "q", "inputs": map[string]any{"city": "x"}}, nil, 400, "invalid_param", "Arg user must be provided."},
+		{"user of the wrong type", e, map[string]any{"query": "q", "user": 5, "inputs": map[string]any{}}, nil, 400, "invalid_param", "user: Input should be a valid string"},
+		{"missing query", e, map[string]any{"user": "u", "inputs": map[string]any{}}, nil, 400, "invalid_param", "query is required"},
+		{"query of the wrong type", e, map[string]any{"user": "u", "query": []int{1}, "inputs": map[string]any{}}, nil, 400, "invalid_param", "query: Input should be a valid string"},
+		{"missing inputs", e, map[string]any{"user": "u", "query": "q"}, nil, 400, "invalid_param", "inputs: Field required"},
+		{"inputs not an object", e, map[string]any{"user": "u", "query": "q", "inputs": "x"}, nil, 400, "invalid_param", "inputs: Input should be a valid dictionary"},
+		{"blocking on agent", e, chatBody("q", "u", "response_mode", "blocking"), nil, 400, "bad_request", "Agent App only supports streaming response mode."},
+		{"blocking on agent-chat", legacy, chatBody("q", "u", "response_mode", "blocking"), nil, 400, "invalid_param", "Agent Chat App does not support blocking mode"},
+		{"omitted mode on agent-chat", legacy, map[string]any{"user": "u", "query": "q", "inputs": map[string]any{"city": "x"}}, nil, 400, "invalid_param", "Agent Chat App does not support blocking mode"},
+		{"unknown response_mode", e, chatBody("q", "u", "response_mode", "fast"), nil, 400, "invalid_param", "*"},
+		{"bad conversation id", e, chatBody("q", "u", "conversation_id", "123"), nil, 400, "invalid_param", "conversation_id must be a valid UUID"},
+		{"unknown conversation", e, chatBody("q", "u", "conversation_id", recConv), nil, 404, "not_found", "Conversation Not Exists."},
+		{"required input missing", e, chatBody("q", "u", "inputs", map[string]any{}), nil, 400, "invalid_param", "city is required in input form"},
+		{"input too long", e, chatBody("q", "u", "inputs", map[string]any{"city": "Llanfairpwllgwyngyll"}), nil, 400, "invalid_param", "city in input form must be less than 10 characters"},
+		{"input not a string", e, chatBody("q", "u", "inputs", map[string]any{"city": 3}), nil, 400, "invalid_param", "city in input form must be a string"},
+		{"select outside its options", e, chatBody("q", "u", "inputs", map[string]any{"city": "x", "budget": "mid"}), nil, 400, "invalid_param", "budget in input form must be one of the following: ['low', 'high']"},
+		{"files not a list", e, chatBody("q", "u", "files", "x"), nil, 400, "invalid_param", "*"},
+		{"file type unknown", e, chatBody("q", "u", "files", []map[string]any{{"type": "pdf", "transfer_method": "remote_url", "url": "http://x/a.pdf"}}), nil, 400, "invalid_param", "*"},
+		{"remote file without url", e, chatBody("q", "u", "files", []map[string]any{{"type": "image", "transfer_method": "remote_url"}}), nil, 400, "invalid_param", "Missing file url"},
+		{"unknown upload", e, chatBody("q", "u", "files", []map[string]any{{"type": "image", "transfer_method": "local_file", "upload_file_id": recConv}}), nil, 400, "invalid_param", "Invalid upload file"},
+		{"bad transfer method", e, chatBody("q", "u", "files", []map[string]any{{"type": "image", "transfer_method": "ftp"}}), nil, 400, "invalid_param", "*"},
+		{"unknown cassette header", e, chatBody("q", "u"), []string{mockserver.HeaderCassette, "missing"}, 400, "invalid_param", "*"},
+		{"cassette header escaping the folder", e, chatBody("q", "u"), []string{mockserver.HeaderCassette, "../app"}, 400, "invalid_param", "*"},
+		{"bad speed header", e, chatBody("q", "u"), []string{mockserver.HeaderSpeed, "-1"}, 400, "invalid_param", "*"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.env.t = t
+			resp, body := c.env.do(http.MethodPost, "/chat-messages", c.body, c.hdr...)
+			c.env.wantError(resp, body, c.status, c.code, c.message)
+		})
+	}
+	e.t = t
+	// Omitted response_mode streams on a New Agent app (API §2.1).
+	resp := e.send(http.MethodPost, "/chat-messages", map[string]any{"user": "u", "query": "Count to three", "inputs": map[string]any{"city": "x"}})
+	frames := readFrames(t, resp.Body, time.Now(), nil)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(frames) == 0 || frames[len(frames)-1].event() != "message_end" {
+		t.Fatalf("omitted response_mode: %d %d frames", resp.StatusCode, len(frames))
+	}
+}
+
+func TestConversationPaging(t *testing.T) {
+	tick := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	// A clock that never advances: paging must still be stable (ties are
+	// broken by creation order, not skipped).
+	e := newEnv(t, mockserver.Config{Now: func() time.Time { return tick }})
+	var ids []string
+	for i := 0; i < 5; i++ {
+		_, fr := e.chat(chatBody(fmt.Sprintf("question %d", i), "pat"))
+		ids = append(ids, fr[0].str("conversation_id"))
+	}
+	// Renaming the oldest makes it the most recently updated.
+	e.do(http.MethodPost, "/conversations/"+ids[0]+"/name", map[string]any{"name": "renamed", "user": "pat"})
+
+	collect := func(sortBy string) []string {
+		var got []string
+		last := ""
+		for page := 0; page < 10; page++ {
+			q := "/conversations?user=pat&limit=2&sort_by=" + sortBy
+			if last != "" {
+				q += "&last_id=" + last
+			}
+			resp, body := e.do(http.MethodGet, q, nil)
+			if resp.StatusCode != 200 {
+				t.Fatalf("%s: %d %s", q, resp.StatusCode, body)
+			}
+			p := decode[dify.ConversationPage](t, body)
+			if p.Limit != 2 {
+				t.Fatalf("limit echo %d", p.Limit)
+			}
+			for _, c := range p.Data {
+				got = append(got, c.ID)
+			}
+			if !p.HasMore {
+				return got
+			}
+			last = p.Data[len(p.Data)-1].ID
+		}
+		t.Fatalf("%s: paging never ended", sortBy)
+		return nil
+	}
+	want := map[string][]string{
+		"created_at":  {ids[0], ids[1], ids[2], ids[3], ids[4]},
+		"-created_at": {ids[4], ids[3], ids[2], ids[1], ids[0]},
+		"updated_at":  {ids[1], ids[2], ids[3], ids[4], ids[0]},
+		"-updated_at": {ids[0], ids[4], ids[3], ids[2], ids[1]},
+	}
+	for sortBy, w := range want {
+		if got := collect(sortBy); strings.Join(got, ",") != strings.Join(w, ",") {
+			t.Errorf("sort_by=%s:\n got %v\nwant %v", sortBy, got, w)
+		}
+	}
+	// Default is -updated_at; has_more is false on an exactly full last page.
+	_, body := e.do(http.MethodGet, "/conversations?user=pat&limit=5", nil)
+	if p := decode[dify.ConversationPage](t, body); len(p.Data) != 5 || p.HasMore || p.Data[0].ID != ids[0] {
+		t.Errorf("limit=5: %s", body)
+	}
+	for q, code := range map[string]string{
+		"limit=0": "invalid_param", "limit=101": "invalid_param", "limit=x": "invalid_param",
+		"sort_by=name": "invalid_param", "last_id=nope": "invalid_param",
+	} {
+		resp, body := e.do(http.MethodGet, "/conversations?user=pat&"+q, nil)
+		e.wantError(resp, body, 400, code, "*")
+	}
+	resp, body := e.do(http.MethodGet, "/conversations?user=other&last_id="+ids[0], nil)
+	e.wantError(resp, body, 404, "not_found", "Last Conversation Not Exists.")
+	resp, body = e.do(http.MethodGet, "/messages?user=pat", nil)
+	e.wantError(resp, body, 400, "invalid_param", "*")
+	resp, body = e.do(http.MethodGet, "/messages?user=pat&limit=101&conversation_id="+ids[0], nil)
+	e.wantError(resp, body, 400, "invalid_param", "*")
+	// Unknown query parameters are ignored (dify-client sends first_id, pinned).
+	if resp, _ := e.do(http.MethodGet, "/conversations?user=pat&first_id=&pinned=false", nil); resp.StatusCode != 200 {
+		t.Errorf("unknown params: %d", resp.StatusCode)
+	}
+}

@@ -433,7 +433,7 @@ func (r *Recorder) serveOther(w http.ResponseWriter, req *http.Request, p string
 	if !ok {
 		return
 	}
-	requested := req.Header.Get(CassetteHeader)
+	requested := strings.TrimSuffix(req.Header.Get(CassetteHeader), ".yaml")
 	if requested != "" {
 		if err := checkRequestedName(requested); err != nil {
 			writeError(w, http.StatusBadRequest, "invalid_param", err.Error())

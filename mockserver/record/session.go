@@ -31,6 +31,14 @@ type session struct {
 	failed       error       // a refused save; the session is not written again
 }
 
+// nameOf reads a session's current name (it changes, under both locks, when
+// a clash is found at write time).
+func (r *Recorder) nameOf(s *session) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return s.name
+}
+
 // maxNameTries bounds the name-2, name-3… search.
 const maxNameTries = 1000
 

@@ -134,16 +134,16 @@ func (r *Recorder) serveChat(w http.ResponseWriter, req *http.Request, p string)
 
 	switch {
 	case req.Context().Err() != nil || clientErr != nil:
-		r.logf("cassette %s: turn not recorded: the client disconnected before the stream ended", s.name)
+		r.logf("cassette %s: turn not recorded: the client disconnected before the stream ended", r.nameOf(s))
 		return
 	case parseErr != nil || cb.Query == nil:
-		r.logf("cassette %s: turn not recorded: the request body is not a chat request (upstream answered HTTP %d)", s.name, resp.StatusCode)
+		r.logf("cassette %s: turn not recorded: the request body is not a chat request (upstream answered HTTP %d)", r.nameOf(s), resp.StatusCode)
 		return
 	case len(frames) == 0:
-		r.logf("cassette %s: turn not recorded: HTTP %d with an empty body", s.name, resp.StatusCode)
+		r.logf("cassette %s: turn not recorded: HTTP %d with an empty body", r.nameOf(s), resp.StatusCode)
 		return
 	case streamErr != nil:
-		r.logf("cassette %s: the upstream stream broke after %d frame(s) (%v); recorded as a truncated stream", s.name, len(frames), streamErr)
+		r.logf("cassette %s: the upstream stream broke after %d frame(s) (%v); recorded as a truncated stream", r.nameOf(s), len(frames), streamErr)
 	}
 	in, err := r.turnInteraction(out, body, resp, frames, headersAt)
 	if err != nil {

@@ -1,0 +1,5 @@
+data "dify_server" "this" {}
+
+output "dify_version" {
+  value = data.dify_server.this.server_version
+}

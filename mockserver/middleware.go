@@ -2,6 +2,7 @@ package mockserver
 
 import (
 	"crypto/subtle"
+	"log/slog"
 	"net/http"
 	"runtime/debug"
 	"strings"
@@ -34,14 +35,9 @@ func (w *recordingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// Unwrap lets http.ResponseController reach the connection's writer (its
+// FlushError reports a gone client).
 func (w *recordingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// Flush keeps the writer an http.Flusher for code that type-asserts.
-func (w *recordingWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
 
 // recoverer turns a panic into Dify's 500 envelope (API §1.4). The log line
 // carries the method, path and stack, never headers (which hold API keys).
@@ -65,6 +61,10 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 
 func (s *Server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.log.Enabled(r.Context(), slog.LevelInfo) {
+			next.ServeHTTP(w, r)
+			return
+		}
 		start := time.Now()
 		next.ServeHTTP(w, r)
 		status := 0

@@ -97,7 +97,7 @@ func (b *Bound) planCut(opt Options) *cut {
 		for i := 0; i < end; i++ {
 			if t.Frames[i].Offset > opt.RunTimeout {
 				if best == nil || i < best.at || (i == best.at && opt.RunTimeout < best.offset) {
-					best = &cut{at: i, offset: opt.RunTimeout, message: fmt.Sprintf("Agent run exceeded the wall-clock deadline of %s", fmtDuration(opt.RunTimeout))}
+					best = &cut{at: i, offset: opt.RunTimeout, message: fmt.Sprintf("Agent run exceeded its wall-clock deadline of %s", fmtDuration(opt.RunTimeout))}
 				}
 				break
 			}
@@ -117,7 +117,7 @@ func frameOffset(t *Turn, i int) time.Duration {
 }
 
 func modelLimitMessage(n int) string {
-	return fmt.Sprintf("Agent run exceeded the limit of %d model requests", n)
+	return fmt.Sprintf("Agent run exceeded its limit of %d model requests", n)
 }
 
 func fmtDuration(d time.Duration) string {

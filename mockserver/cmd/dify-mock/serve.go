@@ -224,6 +224,9 @@ func printBanner(w io.Writer, srv *mockserver.Server, source string, addr net.Ad
 			mark = "*"
 		}
 		desc := c.Meta.Description
+		if r := []rune(desc); len(r) > 72 {
+			desc = string(r[:71]) + "…"
+		}
 		if len(c.Turns) > 1 {
 			desc = fmt.Sprintf("%s [%d turns]", desc, len(c.Turns))
 		}

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 )
 
 func TestSlug(t *testing.T) {
@@ -21,6 +23,18 @@ func TestSlug(t *testing.T) {
 			t.Errorf("slug(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+func FuzzSlug(f *testing.F) {
+	f.Add("Plan a weekend in Seoul")
+	f.Add("서울 여행")
+	f.Add("---app---")
+	f.Fuzz(func(t *testing.T, q string) {
+		s := slug(q)
+		if err := cassette.ValidName(s); err != nil || s == cassette.AppName {
+			t.Fatalf("slug(%q) = %q: %v", q, s, err)
+		}
+	})
 }
 
 func TestParseRule(t *testing.T) {

@@ -2,6 +2,8 @@ package record_test
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -13,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 	"github.com/difyops/terraform-provider-dify/mockserver/record"
@@ -54,7 +57,7 @@ func TestRecordThenReplay(t *testing.T) {
 		t.Fatalf("client got %d frames, want %d", len(got), len(up.turns[0]))
 	}
 	_, _ = chat(t, srv.URL, nil, chatBody("And on Sunday?", convID))
-	if err := rec.Close(); err != nil {
+	if err := stop(srv, rec); err != nil {
 		t.Fatalf("Close: %v\nlog:\n%s", err, logs)
 	}
 
@@ -171,7 +174,7 @@ func TestRecordStreamsProgressively(t *testing.T) {
 		t.Errorf("first frame arrived after %v; the last frame is due at %v", firstAt, last)
 	}
 	t.Logf("first frame after %v", firstAt)
-	if err := rec.Close(); err != nil {
+	if err := stop(srv, rec); err != nil {
 		t.Fatalf("%v\n%s", err, logs)
 	}
 }
@@ -206,7 +209,7 @@ func TestRecordKeepsSecretsOutOfFiles(t *testing.T) {
 	if code, _ := do(t, http.MethodGet, srv.URL+"/v1/conversations?user=tester&api_key="+upstreamKey, "", ""); code != 200 {
 		t.Fatalf("GET /conversations: %d", code)
 	}
-	if err := rec.Close(); err != nil {
+	if err := stop(srv, rec); err != nil {
 		t.Fatalf("Close: %v\n%s", err, logs)
 	}
 
@@ -260,7 +263,7 @@ func TestRecordRefusesCustomRuleLeavingAKey(t *testing.T) {
 	if resp.StatusCode != 200 || len(got) != 5 {
 		t.Fatalf("the client still gets its answer: %d, %d frames", resp.StatusCode, len(got))
 	}
-	err = rec.Close()
+	err = stop(srv, rec)
 	var refused *record.SaveRefusedError
 	if !errors.As(err, &refused) {
 		t.Fatalf("Close = %v, want a SaveRefusedError", err)
@@ -286,7 +289,7 @@ func TestRecordRefusesKeySplitAcrossFrames(t *testing.T) {
 	up := newFakeDify(t, agentTurn("key: "+upstreamKey[:12], upstreamKey[12:]+" done"))
 	rec, srv, dir, _ := recorderFor(t, up, "")
 	chat(t, srv.URL, nil, chatBody("What is the key", ""))
-	err := rec.Close()
+	err := stop(srv, rec)
 	var refused *record.SaveRefusedError
 	if !errors.As(err, &refused) {
 		t.Fatalf("Close = %v, want a SaveRefusedError", err)
@@ -323,7 +326,7 @@ func TestRecordNeverOverwrites(t *testing.T) {
 	// A follow-up turn (the fake reuses one conversation id, last learned
 	// by hello-3) rewrites hello-3, the recorder's own file, in place.
 	chat(t, srv.URL, nil, chatBody("More", convID))
-	if err := rec.Close(); err != nil {
+	if err := stop(srv, rec); err != nil {
 		t.Fatalf("%v\n%s", err, logs)
 	}
 	fs := files(t, dir)
@@ -362,7 +365,7 @@ func TestRecordDoesNotReplaceAnEditedFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	chat(t, srv.URL, nil, chatBody("More", convID))
-	if err := rec.Close(); err != nil {
+	if err := stop(srv, rec); err != nil {
 		t.Fatalf("%v\n%s", err, logs)
 	}
 	fs := files(t, dir)
@@ -395,7 +398,7 @@ func TestRecordFilesRelatedRequests(t *testing.T) {
 	if code, _ := do(t, http.MethodPost, srv.URL+"/v1/conversations/"+convID+"/name", "application/json", `{"name":"Weekend","user":"tester"}`); code != 200 {
 		t.Fatalf("rename: %d", code)
 	}
-	if err := rec.Close(); err != nil {
+	if err := stop(srv, rec); err != nil {
 		t.Fatalf("%v\n%s", err, logs)
 	}
 	set, err := cassette.LoadDir(dir)
@@ -411,6 +414,63 @@ func TestRecordFilesRelatedRequests(t *testing.T) {
 	want := []string{"POST /files/upload", "POST /chat-messages/" + taskID + "/stop", "POST /conversations/" + convID + "/name"}
 	if strings.Join(paths, ",") != strings.Join(want, ",") {
 		t.Errorf("other interactions %v, want %v", paths, want)
+	}
+}
+
+// TestRecordPreStreamError: a JSON error instead of a stream (API §2.3) is
+// relayed and recorded as such.
+func TestRecordPreStreamError(t *testing.T) {
+	up := newFakeDify(t, agentTurn("a", "b"))
+	rec, srv, dir, logs := recorderFor(t, up, "")
+	resp, _ := chat(t, srv.URL, nil, chatBody("please-fail now", ""))
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "7" {
+		t.Fatalf("client got %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if err := stop(srv, rec); err != nil {
+		t.Fatalf("%v\n%s", err, logs)
+	}
+	set, err := cassette.LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := set.Get("please-fail-now")
+	if !ok || len(c.Turns) != 1 {
+		t.Fatalf("cassettes %v\n%s", set.Names, logs)
+	}
+	turn := c.Turns[0]
+	if turn.Status != 429 || turn.Header.Get("Retry-After") != "7" || !strings.Contains(string(turn.Frames[0].Raw), `"code":"too_many_requests"`) {
+		t.Errorf("recorded %d %v %q", turn.Status, turn.Header, turn.Frames[0].Raw)
+	}
+}
+
+// TestRecordDropsTurnWhenClientLeaves: a turn the client abandoned is not
+// recorded (its stream would look like a server-side truncation).
+func TestRecordDropsTurnWhenClientLeaves(t *testing.T) {
+	up := newFakeDify(t, agentTurn("a", "b"))
+	up.gate = make(chan struct{}) // never opened: the stream stalls before its last frame
+	rec, srv, dir, logs := recorderFor(t, up, "")
+	b, _ := json.Marshal(chatBody("Leave early", ""))
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1/chat-messages", bytes.NewReader(b))
+	req.Header.Set("Authorization", "Bearer "+clientKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dify.NewFrameReader(resp.Body).Next(); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	resp.Body.Close()
+	if err := stop(srv, rec); err != nil {
+		t.Fatal(err)
+	}
+	if fs := files(t, dir); len(fs) != 1 {
+		t.Errorf("files %v, want only app.yaml", keys(fs))
+	}
+	if !strings.Contains(logs.String(), "turn not recorded: the client disconnected") {
+		t.Errorf("log:\n%s", logs)
 	}
 }
 
@@ -463,6 +523,13 @@ func TestNewRefusesAnotherAppsFolder(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "HTTP 401") || strings.Contains(err.Error(), "WrongWrong") {
 		t.Fatalf("wrong key: %v", err)
 	}
+}
+
+// stop ends the recorder as the CLI does: the HTTP server first (which
+// waits for handlers, and so for their saves), then the recorder.
+func stop(srv *httptest.Server, rec *record.Recorder) error {
+	srv.Close()
+	return rec.Close()
 }
 
 func keys(m map[string][]byte) []string {

@@ -65,7 +65,7 @@ func (r *Recorder) serveChat(w http.ResponseWriter, req *http.Request, p string)
 		s = r.newSessionLocked(slug(r.scrub.string(query)), "", user)
 	}
 	r.lastByUser[user] = s
-	w.Header().Set(CassetteHeader, s.name)
+	name := s.name
 	r.mu.Unlock()
 
 	out, err := r.outbound(req.Context(), req, p, body)
@@ -81,6 +81,7 @@ func (r *Recorder) serveChat(w http.ResponseWriter, req *http.Request, p string)
 	defer resp.Body.Close()
 	headersAt := time.Since(start)
 	copyResponseHeader(w.Header(), resp.Header)
+	w.Header().Set(CassetteHeader, name)
 	w.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(w)
 
@@ -133,7 +134,9 @@ func (r *Recorder) serveChat(w http.ResponseWriter, req *http.Request, p string)
 	}
 
 	switch {
-	case req.Context().Err() != nil || clientErr != nil:
+	case clientErr != nil || (streamErr != nil && req.Context().Err() != nil):
+		// Only a stream cut short counts: a client that closes the
+		// connection after the last byte has seen the whole turn.
 		r.logf("cassette %s: turn not recorded: the client disconnected before the stream ended", r.nameOf(s))
 		return
 	case parseErr != nil || cb.Query == nil:

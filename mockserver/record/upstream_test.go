@@ -127,6 +127,13 @@ func (f *fakeDify) serve(w http.ResponseWriter, r *http.Request) {
 func (f *fakeDify) chat(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	body, _ := io.ReadAll(r.Body)
+	if strings.Contains(string(body), "please-fail") {
+		w.Header().Set("Retry-After", "7")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(429)
+		io.WriteString(w, `{"code":"too_many_requests","message":"Too many requests. Please try again later.","status":429}`)
+		return
+	}
 	f.mu.Lock()
 	f.chatBodies = append(f.chatBodies, string(body))
 	i := f.served
@@ -240,6 +247,8 @@ func chatWith(t *testing.T, baseURL string, header http.Header, body map[string]
 	defer resp.Body.Close()
 	var got []receivedFrame
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		// Read to the end: the body ends when the handler returns.
+		_, _ = io.Copy(io.Discard, resp.Body)
 		return resp, nil
 	}
 	fr := dify.NewFrameReader(resp.Body)

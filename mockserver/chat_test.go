@@ -10,6 +10,7 @@ import (
 
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver"
+	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 )
 
 var createdAtRE = regexp.MustCompile(`"created_at":([0-9]+)`)
@@ -324,4 +325,67 @@ func TestUploadedFileFlowsIntoTheTurn(t *testing.T) {
 	if resp, _ := e.chat(chatBody("Count to three", "frank", "files", nil)); resp.StatusCode != 200 {
 		t.Fatal("files:null refused")
 	}
+}
+
+// TestBuiltinCassettesReplay: every built-in cassette replays through the
+// server, ends with message_end or error, and GET /messages holds the
+// answer the stream accumulated (API §2.5: deltas append, `message` and
+// `message_replace` replace).
+func TestBuiltinCassettesReplay(t *testing.T) {
+	e := newEnv(t, mockserver.Config{Cassettes: mustBuiltin(t)})
+	for _, name := range e.srv.CassetteNames() {
+		c, _ := e.srv.Cassette(name)
+		conv := ""
+		for ti := range c.Turns {
+			if c.Turns[ti].Status != http.StatusOK {
+				continue
+			}
+			body := chatBody(c.Turns[ti].Request.Query, "builtin")
+			if conv != "" {
+				body["conversation_id"] = conv
+			}
+			resp, frames := e.chat(body, mockserver.HeaderCassette, name)
+			if got := resp.Header.Get(mockserver.HeaderTurn); got != fmt.Sprint(ti) {
+				t.Errorf("%s: replayed turn %s, want %d", name, got, ti)
+			}
+			last := frames[len(frames)-1]
+			var answer strings.Builder
+			final := ""
+			for _, f := range frames {
+				switch f.event() {
+				case "agent_message":
+					answer.WriteString(f.str("answer"))
+				case "message", "message_replace":
+					final = f.str("answer")
+					answer.Reset()
+					answer.WriteString(final)
+				}
+			}
+			conv = frames[0].str("conversation_id")
+			_, page := e.do(http.MethodGet, "/messages?user=builtin&conversation_id="+conv, nil)
+			msgs := decode[dify.MessagePage](t, page).Data
+			m := msgs[len(msgs)-1]
+			switch last.event() {
+			case "message_end":
+				if m.Status != "normal" || m.Answer != answer.String() {
+					t.Errorf("%s turn %d: stored %q (%s), streamed %q", name, ti, m.Answer, m.Status, answer.String())
+				}
+			case "error":
+				if m.Status != "error" || m.Error == nil || *m.Error != last.str("message") {
+					t.Errorf("%s turn %d: stored %s %v for error %s", name, ti, m.Status, m.Error, last.raw)
+				}
+			default:
+				t.Errorf("%s turn %d ends with %s", name, ti, last.event())
+			}
+		}
+	}
+}
+
+func mustBuiltin(t testing.TB) *cassette.Set {
+	t.Helper()
+	set, err := mockserver.BuiltinSet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
 }

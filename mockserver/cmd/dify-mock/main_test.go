@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer safe for the server goroutine and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestHelpListsSubcommands(t *testing.T) {
+	subcommands["zz-test"] = subcommand{Summary: "a test subcommand", Run: func(context.Context, []string, io.Writer, io.Writer) int { return 7 }}
+	defer delete(subcommands, "zz-test")
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}} {
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), args, &out, &errOut); code != 0 {
+			t.Fatalf("%v: exit %d", args, code)
+		}
+		if !strings.Contains(out.String(), "serve    run the mock API server (default)") || !strings.Contains(out.String(), "zz-test  a test subcommand") {
+			t.Errorf("%v:\n%s", args, out.String())
+		}
+	}
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"zz-test", "x"}, &out, &errOut); code != 7 {
+		t.Errorf("dispatch: exit %d", code)
+	}
+	if code := run(context.Background(), []string{"nope"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), `unknown subcommand "nope"`) {
+		t.Errorf("unknown: exit %d %s", code, errOut.String())
+	}
+	errOut.Reset()
+	if code := run(context.Background(), []string{"help", "serve"}, &out, &errOut); code != 0 || !strings.Contains(errOut.String(), "DIFY_MOCK_MAX_MODEL_REQUESTS") {
+		t.Errorf("help serve: exit %d\n%s", code, errOut.String())
+	}
+}
+
+func TestServeFlagsAndEnv(t *testing.T) {
+	env := map[string]string{
+		"DIFY_MOCK_SPEED": "2.5", "DIFY_MOCK_API_KEY": "app-a, app-b", "DIFY_MOCK_RUN_TIMEOUT": "90s",
+		"DIFY_MOCK_MODE": "agent-chat", "DIFY_MOCK_CORS_ORIGIN": "http://localhost:3000",
+	}
+	o, err := parseServe([]string{"--max-model-requests", "7", "--mode", "agent"}, io.Discard, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.speed != 2.5 || strings.Join(o.apiKeys, ",") != "app-a,app-b" || o.runTimeout != 90*time.Second ||
+		o.maxModelRequests != 7 || o.mode != "agent" || o.cors != "http://localhost:3000" || o.addr != "127.0.0.1:5001" {
+		t.Errorf("%+v", o)
+	}
+	// Keys on the command line replace the environment's.
+	o, _ = parseServe([]string{"--api-key", "app-c", "--api-key", "app-d"}, io.Discard, func(k string) string { return env[k] })
+	if strings.Join(o.apiKeys, ",") != "app-c,app-d" {
+		t.Errorf("keys %v", o.apiKeys)
+	}
+	if _, err := parseServe(nil, io.Discard, func(k string) string {
+		if k == "DIFY_MOCK_SPEED" {
+			return "fast"
+		}
+		return ""
+	}); err == nil || !strings.Contains(err.Error(), "DIFY_MOCK_SPEED") {
+		t.Errorf("bad env: %v", err)
+	}
+	if _, err := parseServe([]string{"extra"}, io.Discard, func(string) string { return "" }); err == nil {
+		t.Error("stray argument accepted")
+	}
+}
+
+// TestServeStartsAndStops runs the default subcommand on a free port, talks
+// to it, and stops it the way SIGINT does (context cancellation).
+func TestServeStartsAndStops(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"--addr", "127.0.0.1:0", "--speed", "0", "--log-level", "warn"}, &out, &errOut)
+	}()
+	re := regexp.MustCompile(`API base URL  (http://127\.0\.0\.1:\d+/v1)`)
+	var base string
+	for deadline := time.Now().Add(10 * time.Second); base == ""; {
+		if m := re.FindStringSubmatch(out.String()); m != nil {
+			base = m[1]
+			break
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("exited %d: %s %s", code, out.String(), errOut.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no banner: %s", out.String())
+		}
+	}
+	banner := out.String()
+	for _, want := range []string{`serving "`, "(mode agent)", "built-in cassettes", "(* = default)"} {
+		if !strings.Contains(banner, want) {
+			t.Errorf("banner lacks %q:\n%s", want, banner)
+		}
+	}
+	resp, err := http.Get(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "Dify OpenAPI") {
+		t.Fatalf("GET /v1/: %d %s", resp.StatusCode, body)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	if _, err := http.Get(base + "/"); err == nil {
+		t.Error("still serving after shutdown")
+	}
+}
+
+func TestServeReportsBadCassetteFolder(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"--cassettes", t.TempDir() + "/missing"}, &out, &errOut)
+	if code != 1 || !strings.Contains(errOut.String(), "cassette folder") {
+		t.Errorf("exit %d: %s", code, errOut.String())
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	vcr "github.com/dnaeon/go-vcr/v2/cassette"
 	"gopkg.in/yaml.v3"
@@ -27,6 +28,9 @@ import (
 // BaseURL is the API root recorded in generated interactions: the address
 // dify-mock serves by default. The mock matches on the path only.
 const BaseURL = "http://127.0.0.1:5001/v1"
+
+// maxTurnLength is the longest offset the cassette format accepts.
+const maxTurnLength = 24 * time.Hour
 
 // turnSpacing separates the created_at of consecutive turns, in seconds.
 const turnSpacing = 60
@@ -80,6 +84,9 @@ func Generate(s *Scenario, opt Options) (*cassette.File, error) {
 			createdAt: s.CreatedAt + int64(i*turnSpacing),
 		}
 		frames := b.build(t)
+		if last := frames[len(frames)-1].Offset; last > maxTurnLength {
+			return nil, fmt.Errorf("turn %d lasts %s; a cassette turn lasts at most %s", i+1, last, maxTurnLength)
+		}
 		body, err := requestBody(s.Name, i, t, convID)
 		if err != nil {
 			return nil, fmt.Errorf("turn %d: %v", i+1, err)

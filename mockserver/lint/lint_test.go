@@ -1,0 +1,187 @@
+package lint_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/lint"
+)
+
+func problems(r *lint.Report) []string {
+	var out []string
+	for _, p := range r.Problems {
+		out = append(out, p.String())
+	}
+	return out
+}
+
+func TestValidCassetteHasNoProblems(t *testing.T) {
+	r := lint.Paths([]string{"testdata/valid.yaml"})
+	if !r.OK() || r.Files != 1 || r.Chats != 1 {
+		t.Fatalf("report %+v, problems:\n%s", r, strings.Join(problems(r), "\n"))
+	}
+}
+
+// Each broken file yields exactly these problems, in this order.
+func TestBrokenCassettesReportPreciseProblems(t *testing.T) {
+	cases := map[string][]string{
+		"after-error": {
+			"testdata/broken/after-error.yaml:10: interaction 0: frame 2: ping after the terminal error event (frame 1); nothing follows an error",
+		},
+		"app-mode": {
+			`testdata/broken/app-mode.yaml:24: interaction 1: GET /info mode is "chat"; dify-mock impersonates "agent" (New Agent) or "agent-chat" apps`,
+		},
+		"event-after-end": {
+			"testdata/broken/event-after-end.yaml:10: interaction 0: frame 4: agent_message after message_end (frame 3); only tts_message, tts_message_end and ping may follow it",
+		},
+		"follow-up": {
+			`testdata/broken/follow-up.yaml:26: interaction 1: request continues conversation "conv-unknown", which no earlier turn of this cassette started`,
+		},
+		"frame-syntax": {
+			`testdata/broken/frame-syntax.yaml:10: interaction 0: frame 1: frame does not end with a blank line (SSE frames end with "\n\n", API §2.4)`,
+			"testdata/broken/frame-syntax.yaml:10: interaction 0: frame 2: frame holds more than one SSE frame; each recorded frame must be exactly one",
+		},
+		"ids": {
+			`testdata/broken/ids.yaml:10: interaction 0: frame 1: message_id "msg-2" differs from "msg-1" (frame 0); one turn keeps one message_id`,
+			`testdata/broken/ids.yaml:10: interaction 0: frame 2: agent_message id "other" is not its message_id "msg-1" (API §2.5)`,
+			`testdata/broken/ids.yaml:10: interaction 0: frame 3: agent_thought position 1 has id "th-9", but earlier frames gave it "th-1"; a row keeps its id when re-emitted`,
+		},
+		"missing-field": {
+			`testdata/broken/missing-field.yaml:10: interaction 0: frame 0: agent_thought lacks "position" (API §2.5)`,
+		},
+		"no-event-name": {
+			`testdata/broken/no-event-name.yaml:10: interaction 0: frame 1: data has no "event" string; Dify names the event inside the JSON (API §2.4)`,
+		},
+		"no-terminal": {
+			"testdata/broken/no-terminal.yaml:10: interaction 0: stream ends without message_end or error (a stream ends with exactly one of them, API §2.6)",
+		},
+		"not-a-cassette": {
+			"testdata/broken/not-a-cassette.yaml: missing dify_mock block (format, kind, provenance)",
+		},
+		"offsets": {
+			"testdata/broken/offsets.yaml:10: interaction 0: frame 2: offset 400ms is before the previous frame's 500ms",
+		},
+		"retriever-resources": {
+			"testdata/broken/retriever-resources.yaml:10: interaction 0: frame 3: message_end carries retriever_resources, which New Agent (mode agent) never sends (API §2.5)",
+		},
+		"secret-in-meta": {
+			"testdata/broken/secret-in-meta.yaml:9: column 30: a Dify API key (app-…) is stored in the file (remove it; secrets never belong in a cassette)",
+		},
+		"secrets": {
+			"testdata/broken/secrets.yaml:10: interaction 0: request header Authorization is stored; credentials must be dropped when recording",
+			"testdata/broken/secrets.yaml:10: interaction 0: request header Authorization holds a Dify API key (app-…) (remove it; secrets never belong in a cassette)",
+			"testdata/broken/secrets.yaml:10: interaction 0: frame 1: holds a Dify API key (app-…) (remove it; secrets never belong in a cassette)",
+			"testdata/broken/secrets.yaml:10: interaction 0: frame 2: holds a Dify API key (app-…) (remove it; secrets never belong in a cassette)",
+		},
+		"two-frames-in-one": {
+			"testdata/broken/two-frames-in-one.yaml:10: interaction 0: frame 0: frame holds more than one SSE frame; each recorded frame must be exactly one",
+		},
+		"two-messages": {
+			"testdata/broken/two-messages.yaml:10: interaction 0: frame 3: second message event (frame 2 already sent the full answer; New Agent sends it once, API §2.6)",
+		},
+		"usage": {
+			`testdata/broken/usage.yaml:10: interaction 0: frame 3: message_end metadata.usage lacks "total_price" (API §2.5)`,
+		},
+		"wrong-type": {
+			`testdata/broken/wrong-type.yaml:10: interaction 0: frame 0: agent_thought field "created_at" is a string, want an integer`,
+		},
+	}
+	files, _ := filepath.Glob("testdata/broken/*.yaml")
+	if len(files) != len(cases) {
+		t.Errorf("%d files in testdata/broken, %d cases: every broken file needs its expected problems", len(files), len(cases))
+	}
+	for name, want := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := lint.Paths([]string{"testdata/broken/" + name + ".yaml"})
+			got := problems(r)
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		})
+	}
+}
+
+func TestFolderChecks(t *testing.T) {
+	got := problems(lint.Paths([]string{"testdata/folder"}))
+	want := []string{
+		"testdata/folder/Bad Name.yaml: file name: the mock loads NAME.yaml files where NAME uses lower-case letters, digits, '.', '_' and '-'",
+		`testdata/folder/b.yaml: query "hello world" is also a query of a.yaml; the mock picks by query, so one of them is only reachable with X-Dify-Mock-Cassette`,
+		"testdata/folder: more than one cassette is marked default: a.yaml, b.yaml",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestBuiltinCassettesPass(t *testing.T) {
+	r := lint.Paths([]string{"../../cassettes"})
+	if !r.OK() {
+		t.Fatalf("built-in cassettes:\n%s", strings.Join(problems(r), "\n"))
+	}
+	if r.Apps != 1 || r.Chats < 8 {
+		t.Errorf("checked %d app descriptions and %d chat cassettes, want 1 and at least 8", r.Apps, r.Chats)
+	}
+}
+
+func TestMainExitStatus(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := lint.Main([]string{"../../cassettes"}, &out, &errOut); code != 0 {
+		t.Errorf("clean folder: exit %d, stdout %q stderr %q", code, out.String(), errOut.String())
+	}
+	if !strings.HasPrefix(out.String(), "ok: ") {
+		t.Errorf("clean folder: stdout %q", out.String())
+	}
+	out.Reset()
+	errOut.Reset()
+	if code := lint.Main([]string{"testdata/valid.yaml", "testdata/broken/usage.yaml", "testdata/broken/ids.yaml"}, &out, &errOut); code != 1 {
+		t.Errorf("broken files: exit %d", code)
+	}
+	if n := strings.Count(out.String(), "\n"); n != 4 {
+		t.Errorf("want all 4 problems listed, got %d lines:\n%s", n, out.String())
+	}
+	if !strings.Contains(errOut.String(), "4 problem(s) in 3 file(s)") {
+		t.Errorf("stderr %q", errOut.String())
+	}
+	if code := lint.Main(nil, &out, &errOut); code != 2 {
+		t.Errorf("no arguments: exit %d, want 2", code)
+	}
+	if code := lint.Main([]string{"testdata/does-not-exist"}, &out, &errOut); code != 1 {
+		t.Errorf("missing path: exit %d, want 1", code)
+	}
+}
+
+// FuzzBytes: any input yields problems or none, never a panic, and a
+// cassette that lints clean is one the mock's loader accepts.
+func FuzzBytes(f *testing.F) {
+	// Small seeds: the fuzzer minimizes every interesting input, which is
+	// slow for the 10+ kB built-in cassettes.
+	seeds := []string{"testdata/valid.yaml", "testdata/broken/ids.yaml", "testdata/broken/follow-up.yaml",
+		"testdata/broken/after-error.yaml", "testdata/broken/secrets.yaml", "../../cassettes/plain-answer.yaml"}
+	for _, s := range seeds {
+		data, err := os.ReadFile(s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte("version: 1\ndify_mock: {format: 1, kind: chat, provenance: recorded}\ninteractions: [null]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		probs := lint.Bytes("fuzz.yaml", data)
+		if len(probs) > 0 {
+			return
+		}
+		doc, err := cassette.Decode("fuzz.yaml", data)
+		if err != nil {
+			t.Fatalf("lint passed but Decode fails: %v", err)
+		}
+		if doc.Meta.Kind == cassette.KindChat {
+			if _, err := cassette.ParseChat("fuzz", "fuzz.yaml", doc); err != nil {
+				t.Fatalf("lint passed but ParseChat fails: %v", err)
+			}
+		}
+	})
+}

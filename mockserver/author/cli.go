@@ -114,6 +114,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			dir, file = *out, name+".yaml"
 		}
 		target, err := writeCassette(dir, strings.TrimSuffix(file, ".yaml"), encoded, *force)
+		if errors.Is(err, cassette.ErrExists) {
+			fmt.Fprintf(stderr, "dify-mock author: %v; pass --force to replace it\n", err)
+			status = 1
+			continue
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "dify-mock author: %s: %v\n", path, err)
 			status = 1

@@ -277,9 +277,6 @@ func readBody(w http.ResponseWriter, req *http.Request, limit int64) ([]byte, bo
 func (r *Recorder) outbound(ctx context.Context, req *http.Request, p string, body []byte) (*http.Request, error) {
 	u := *r.upstream
 	u.Path = r.upstream.Path + p
-	if p == "/" {
-		u.Path = r.upstream.Path + "/"
-	}
 	u.RawQuery = req.URL.RawQuery
 	var rd io.Reader
 	if len(body) > 0 {
@@ -400,8 +397,12 @@ func idsOf(req *http.Request, p string, body []byte) requestIDs {
 		var b struct {
 			User           any `json:"user"`
 			ConversationID any `json:"conversation_id"`
+			MessageID      any `json:"message_id"` // POST /text-to-audio
 		}
 		if json.Unmarshal(body, &b) == nil {
+			if s, ok := b.MessageID.(string); ok && ids.message == "" {
+				ids.message = s
+			}
 			if s, ok := b.User.(string); ok && ids.user == "" {
 				ids.user = s
 			}

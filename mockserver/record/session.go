@@ -210,6 +210,10 @@ func (r *Recorder) writeSession(s *session, data []byte) error {
 		if err != nil {
 			return err
 		}
+		// Temporary files are created 0600; a cassette is meant to be shared.
+		if err := os.Chmod(path, 0o644); err != nil {
+			return err
+		}
 		st, err := os.Stat(path)
 		if err != nil {
 			return err
@@ -236,6 +240,10 @@ func (r *Recorder) replaceOwn(s *session, data []byte) error {
 	}
 	defer os.Remove(tmp.Name())
 	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
 		tmp.Close()
 		return err
 	}

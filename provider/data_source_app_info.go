@@ -29,7 +29,7 @@ func (d *appInfoDataSource) Metadata(_ context.Context, req datasource.MetadataR
 
 func (d *appInfoDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "Basic information about the app the provider's API key belongs to (`GET /info`, API §13). Takes no arguments.",
+		MarkdownDescription: "Basic information about the app the provider's API key belongs to (`GET /info`). Takes no arguments.",
 		Attributes: map[string]schema.Attribute{
 			"name":        schema.StringAttribute{Computed: true, MarkdownDescription: "App name."},
 			"description": schema.StringAttribute{Computed: true, MarkdownDescription: "App description."},

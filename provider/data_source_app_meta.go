@@ -30,7 +30,7 @@ func (d *appMetaDataSource) Metadata(_ context.Context, req datasource.MetadataR
 
 func (d *appMetaDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "Tool icons of the app (`GET /meta`, API §15). The map is empty for New Agent apps. Takes no arguments.",
+		MarkdownDescription: "Tool icons of the app (`GET /meta`). The map is empty for New Agent apps. Takes no arguments.",
 		Attributes: map[string]schema.Attribute{
 			"tool_icons": schema.MapNestedAttribute{
 				Computed:            true,

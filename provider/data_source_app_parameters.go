@@ -102,7 +102,7 @@ func (d *appParametersDataSource) Schema(_ context.Context, _ datasource.SchemaR
 		return schema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: desc}
 	}
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "The app's chat settings (`GET /parameters`, API §14): opening statement, feature toggles, the " +
+		MarkdownDescription: "The app's chat settings (`GET /parameters`): opening statement, feature toggles, the " +
 			"input form the `inputs` of a `dify_conversation` must follow, and upload settings and size limits. Takes no arguments. " +
 			"Features a server does not report read as disabled.",
 		Attributes: map[string]schema.Attribute{
@@ -173,7 +173,7 @@ func (d *appParametersDataSource) Schema(_ context.Context, _ datasource.SchemaR
 			},
 			"system_parameters": schema.SingleNestedAttribute{
 				Computed:            true,
-				MarkdownDescription: "Upload size limits in MB (API §9.1); `dify_file` checks these at plan time.",
+				MarkdownDescription: "Upload size limits in MB; `dify_file` checks these at plan time.",
 				Attributes: map[string]schema.Attribute{
 					"image_file_size_limit":      num("Image upload limit, MB (Dify default 10)."),
 					"video_file_size_limit":      num("Video upload limit, MB (Dify default 100)."),

@@ -45,7 +45,7 @@ func (d *appSiteDataSource) Schema(_ context.Context, _ datasource.SchemaRequest
 		return schema.BoolAttribute{Computed: true, MarkdownDescription: desc}
 	}
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "The app's WebApp settings (`GET /site`, API §16). Takes no arguments. String settings Dify leaves unset are null.",
+		MarkdownDescription: "The app's WebApp settings (`GET /site`). Takes no arguments. String settings Dify leaves unset are null.",
 		Attributes: map[string]schema.Attribute{
 			"title":                     str("WebApp title."),
 			"description":               str("WebApp description."),

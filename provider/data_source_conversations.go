@@ -46,7 +46,7 @@ func (d *conversationsDataSource) Metadata(_ context.Context, req datasource.Met
 
 func (d *conversationsDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "Conversations of one end user (`GET /conversations`, API §5), read page by page.",
+		MarkdownDescription: "Conversations of one end user (`GET /conversations`), read page by page.",
 		Attributes: map[string]schema.Attribute{
 			"user": schema.StringAttribute{Optional: true, Computed: true,
 				MarkdownDescription: "End user whose conversations to list. Defaults to the provider's `user` (`" + EnvUser + "`, then `" + DefaultUser + "`).",

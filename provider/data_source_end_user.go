@@ -40,7 +40,7 @@ func (d *endUserDataSource) Schema(_ context.Context, _ datasource.SchemaRequest
 		return schema.StringAttribute{Computed: true, MarkdownDescription: desc}
 	}
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "An end user of the app by its Dify id (`GET /end-users/{id}`, API §10), for example the " +
+		MarkdownDescription: "An end user of the app by its Dify id (`GET /end-users/{id}`), for example the " +
 			"`created_by` of a `dify_file`. Newer Dify servers only (the endpoint appeared around 1.13).",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{Required: true, MarkdownDescription: "The end user's Dify id (a UUID), not the `user` string you chose.",

@@ -87,7 +87,7 @@ func (d *messagesDataSource) Schema(_ context.Context, _ datasource.SchemaReques
 	}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "The message history of one conversation, oldest first, with each turn's agent thoughts " +
-			"(`GET /messages`, API §6). Reads at most 10 000 messages.",
+			"(`GET /messages`). Reads at most 10 000 messages.",
 		Attributes: map[string]schema.Attribute{
 			"conversation_id": schema.StringAttribute{Required: true, MarkdownDescription: "Conversation to read, e.g. `dify_conversation.example.id`.",
 				Validators: []validator.String{stringvalidator.LengthAtLeast(1)}},

@@ -27,7 +27,7 @@ func (d *serverDataSource) Metadata(_ context.Context, req datasource.MetadataRe
 
 func (d *serverDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "The Dify server's version (`GET /`, API §1.1). This call is not authenticated; use it to " +
+		MarkdownDescription: "The Dify server's version (`GET /`). This call is not authenticated; use it to " +
 			"check which Dify release serves `base_url`. Takes no arguments.",
 		Attributes: map[string]schema.Attribute{
 			"welcome":        schema.StringAttribute{Computed: true, MarkdownDescription: "Welcome text, `Dify OpenAPI` on real servers."},

@@ -60,7 +60,7 @@ func (p *difyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp 
 			"user": schema.StringAttribute{
 				Optional: true,
 				MarkdownDescription: "Default end-user identifier for resources and data sources that do not set `user` " +
-					"(API §1.3: conversations and files are scoped to an end user). " +
+					"(conversations and files are scoped to an end user). " +
 					"Defaults to the `" + EnvUser + "` environment variable, then to `" + DefaultUser + "`.",
 			},
 			"retry_max_attempts": schema.Int64Attribute{

@@ -93,7 +93,7 @@ func (r *conversationResource) Schema(ctx context.Context, _ resource.SchemaRequ
 	keep := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "A conversation with the Dify Agent app. Creating it sends the first chat message " +
-			"(`POST /chat-messages`, streaming, API §2) and waits for the reply to finish (`message_end`); the answer, " +
+			"(`POST /chat-messages`, streaming) and waits for the reply to finish (`message_end`); the answer, " +
 			"the agent's thoughts and the token usage are recorded. Renaming updates in place " +
 			"(`POST /conversations/{id}/name`); every first-message argument forces a new conversation; destroy deletes it.\n\n" +
 			"**Failures during create.** If Dify reports an error inside the stream (for example `agent_run_limit_exceeded`), " +
@@ -113,7 +113,7 @@ func (r *conversationResource) Schema(ctx context.Context, _ resource.SchemaRequ
 				MarkdownDescription: "The conversation id (a UUID) Dify assigned."},
 			"user": schema.StringAttribute{
 				Optional: true, Computed: true,
-				MarkdownDescription: "End user the conversation belongs to (API §1.3). Defaults to the provider's `user` " +
+				MarkdownDescription: "End user the conversation belongs to. Defaults to the provider's `user` " +
 					"(`" + EnvUser + "`, then `" + DefaultUser + "`) at creation; changing it forces a new conversation, while a " +
 					"later change of the provider default does not move existing conversations. Files in `files` must belong to the same user.",
 				Validators:    []validator.String{stringvalidator.LengthAtLeast(1)},
@@ -147,7 +147,7 @@ func (r *conversationResource) Schema(ctx context.Context, _ resource.SchemaRequ
 			},
 			"auto_generate_name": schema.BoolAttribute{
 				Optional: true, Computed: true,
-				MarkdownDescription: "Whether Dify generates the conversation's name from the first message (API §2.1). " +
+				MarkdownDescription: "Whether Dify generates the conversation's name from the first message. " +
 					"Defaults to `true` when `name` is not set and to `false` when it is, so Dify's generated title never " +
 					"races the configured name. Changing it forces a new conversation.",
 				PlanModifiers: []planmodifier.Bool{
@@ -168,7 +168,7 @@ func (r *conversationResource) Schema(ctx context.Context, _ resource.SchemaRequ
 				MarkdownDescription: "Id of the first message."},
 			"answer": schema.StringAttribute{Computed: true, PlanModifiers: keep,
 				MarkdownDescription: "The agent's final answer to the first message: the closing `message` event when Dify sends one, " +
-					"otherwise the streamed deltas with moderation replacements applied (API §2.5)."},
+					"otherwise the streamed deltas with moderation replacements applied."},
 			"agent_thoughts": schema.ListNestedAttribute{
 				Computed:            true,
 				PlanModifiers:       []planmodifier.List{listplanmodifier.UseStateForUnknown()},
@@ -379,7 +379,7 @@ func (r *conversationResource) failCreate(ctx context.Context, diags *diag.Diagn
 		stillRunning = false
 		what = fmt.Sprintf("Dify reported an error inside the reply stream (status %d, code %q): %s", apiErr.Status, apiErr.Code, apiErr.Message)
 		if apiErr.Code == "agent_run_limit_exceeded" {
-			what += "\n\nThe agent run hit Dify's per-run limits (wall-clock deadline or model-request steps, API §18). Simplify the query or raise the limits on the Dify server."
+			what += "\n\nThe agent run hit Dify's per-run limits (wall-clock deadline or model-request steps). Simplify the query or raise the limits on the Dify server."
 		}
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
 		what = fmt.Sprintf("The reply did not finish within the create timeout of %s. Raise it with timeouts { create = \"...\" } if the agent legitimately needs longer.", limit)

@@ -68,7 +68,7 @@ func (r *fileResource) Schema(_ context.Context, _ resource.SchemaRequest, resp 
 			PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}}
 	}
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "Uploads a file to the Dify app (`POST /files/upload`, API §9.1) so a " +
+		MarkdownDescription: "Uploads a file to the Dify app (`POST /files/upload`) so a " +
 			"`dify_conversation` can reference it in `files`.\n\n" +
 			"Give exactly one of `source` (a local path), `content` (UTF-8 text) or `content_base64` (binary); " +
 			"`filename` names the upload and is required with `content`/`content_base64`. " +
@@ -113,7 +113,7 @@ func (r *fileResource) Schema(_ context.Context, _ resource.SchemaRequest, resp 
 			"user": schema.StringAttribute{
 				Optional: true,
 				Computed: true,
-				MarkdownDescription: "End user the file belongs to; a conversation can only use files of its own user (API §2.1). " +
+				MarkdownDescription: "End user the file belongs to; a conversation can only use files of its own user. " +
 					"Defaults to the provider's `user` (`" + EnvUser + "`, then `" + DefaultUser + "`).",
 				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
 				PlanModifiers: []planmodifier.String{
@@ -163,7 +163,7 @@ func (r *fileResource) ValidateConfig(ctx context.Context, req resource.Validate
 	if inline && cfg.Filename.IsNull() {
 		resp.Diagnostics.AddAttributeError(path.Root("filename"), "Missing filename",
 			"A dify_file with content or content_base64 needs filename, for example \"notes.md\": Dify requires a file name "+
-				"and uses its extension to pick the size limit and file type (API §9.1).")
+				"and uses its extension to pick the size limit and file type.")
 	}
 	if !cfg.ContentBase64.IsNull() && !cfg.ContentBase64.IsUnknown() {
 		if _, err := base64.StdEncoding.DecodeString(cfg.ContentBase64.ValueString()); err != nil {

@@ -64,7 +64,7 @@ func uploadCategory(filename string, p dify.SystemParameters) (string, int64) {
 func checkUploadSize(filename string, size int64, p dify.SystemParameters) error {
 	cat, limit := uploadCategory(filename, p)
 	if size > limit {
-		return fmt.Errorf("%q is %s, over Dify's %s limit of %d MB for %s files (API §9.1; the server would answer 413 file_too_large)",
+		return fmt.Errorf("%q is %s, over Dify's %s limit of %d MB for %s files (the server would answer 413 file_too_large)",
 			filename, humanSize(size), cat, limit/mb, cat)
 	}
 	return nil

@@ -36,7 +36,7 @@ func TestPanicBecomesA500Envelope(t *testing.T) {
 }
 
 func TestNewRejectsBadConfig(t *testing.T) {
-	for _, cfg := range []Config{{Speed: -1}, {Mode: "chat"}, {RunTimeout: -1}, {MaxModelRequests: -1}} {
+	for _, cfg := range []Config{{Speed: -1}, {Speed: 1e-9}, {Speed: 1e9}, {Mode: "chat"}, {RunTimeout: -1}, {MaxModelRequests: -1}} {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("%+v accepted", cfg)
 		}

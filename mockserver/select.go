@@ -2,7 +2,6 @@ package mockserver
 
 import (
 	"fmt"
-	"math"
 	"net/http"
 	"sort"
 	"strconv"
@@ -132,8 +131,8 @@ func (s *Server) requestSpeed(r *http.Request) (float64, *apiError) {
 		return s.cfg.Speed, nil
 	}
 	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, invalidParam(HeaderSpeed + " must be a number >= 0 (1 = recorded timing, 0 = no delays)")
+	if err != nil || !validSpeed(f) {
+		return 0, invalidParam(fmt.Sprintf("%s must be 0 (no delays) or a number from %v to %v (1 = recorded timing)", HeaderSpeed, minSpeed, maxSpeed))
 	}
 	return f, nil
 }

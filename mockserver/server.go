@@ -88,8 +88,8 @@ type task struct {
 
 // New validates cfg and builds the server.
 func New(cfg Config) (*Server, error) {
-	if cfg.Speed < 0 || math.IsNaN(cfg.Speed) || math.IsInf(cfg.Speed, 0) {
-		return nil, fmt.Errorf("speed %v: want a finite number >= 0", cfg.Speed)
+	if !validSpeed(cfg.Speed) {
+		return nil, fmt.Errorf("speed %v: want 0 (no delays) or a number from %v to %v", cfg.Speed, minSpeed, maxSpeed)
 	}
 	if cfg.RunTimeout < 0 {
 		return nil, fmt.Errorf("run timeout %v: want a positive duration", cfg.RunTimeout)
@@ -171,6 +171,16 @@ func New(cfg Config) (*Server, error) {
 	s.indexQueries()
 	s.handler = s.routes()
 	return s, nil
+}
+
+// Speeds outside this range would overflow offset arithmetic or be useless.
+const (
+	minSpeed = 0.001
+	maxSpeed = 1e6
+)
+
+func validSpeed(f float64) bool {
+	return f == 0 || (f >= minSpeed && f <= maxSpeed && !math.IsNaN(f))
 }
 
 // BuiltinSet loads the embedded cassettes.

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	vcr "github.com/dnaeon/go-vcr/v2/cassette"
+
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver/author"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
@@ -566,6 +568,21 @@ func TestBuiltinCassettesAreUpToDate(t *testing.T) {
 	}
 	if set.Default != "plain-answer" || set.App == nil || set.App.Info.Mode != dify.ModeAgent {
 		t.Errorf("default %q, app %+v", set.Default, set.App)
+	}
+}
+
+// docs/mock/cassette-format.md promises go-vcr reads the files unchanged.
+func TestBuiltinCassettesLoadWithGoVCR(t *testing.T) {
+	paths, _ := filepath.Glob("../../cassettes/*.yaml")
+	for _, p := range paths {
+		c, err := vcr.Load(strings.TrimSuffix(p, ".yaml"))
+		if err != nil {
+			t.Errorf("%s: %v", p, err)
+			continue
+		}
+		if len(c.Interactions) == 0 || c.Interactions[0].Response.Body == "" {
+			t.Errorf("%s: go-vcr sees no interactions", p)
+		}
 	}
 }
 

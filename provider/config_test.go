@@ -156,3 +156,16 @@ func TestResolveSettingsInvalidValues(t *testing.T) {
 		})
 	}
 }
+
+func TestUserAgentNamesProviderAndTerraform(t *testing.T) {
+	p := &difyProvider{version: "1.2.3"}
+	got := p.userAgent("1.11.4")
+	for _, want := range []string{"terraform-provider-dify/1.2.3", dify.ProjectURL, "terraform/1.11.4"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("User-Agent %q lacks %q", got, want)
+		}
+	}
+	if strings.Contains(p.userAgent(""), "terraform/") {
+		t.Errorf("empty Terraform version rendered: %q", p.userAgent(""))
+	}
+}

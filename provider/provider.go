@@ -109,8 +109,10 @@ func (p *difyProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 	resp.ResourceData = data
 }
 
+// userAgent names the provider release and the Terraform CLI driving it,
+// e.g. "terraform-provider-dify/1.2.0 (+https://github.com/...) terraform/1.11.4".
 func (p *difyProvider) userAgent(terraformVersion string) string {
-	ua := "terraform-provider-dify/" + p.version
+	ua := "terraform-provider-dify/" + p.version + " (+" + dify.ProjectURL + ")"
 	if terraformVersion != "" {
 		ua += " terraform/" + terraformVersion
 	}

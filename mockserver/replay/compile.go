@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"regexp"
 	"sort"
 	"strconv"
@@ -60,7 +61,7 @@ type Turn struct {
 	Mode     string // the cassette's app mode ("agent" when unset)
 	Query    string
 	Status   int // recorded HTTP status; non-200 turns are pre-stream errors
-	Header   map[string][]string
+	Header   http.Header
 	Body     []byte // the recorded body of a non-200 turn
 	Frames   []Frame
 	Slots    []Slot

@@ -225,7 +225,7 @@ func (b *Bound) Play(ctx context.Context, sink Sink, opt Options, sig Signals, s
 				}
 				return rep
 			}
-			return b.interrupted(o, i, rep, finish, settle, sink)
+			return b.interrupted(o, i, rep, finish, settle)
 		}
 		if i == t.terminal && !settled {
 			// The recorded end: record the turn, then let the client see it.
@@ -252,7 +252,7 @@ func (b *Bound) Play(ctx context.Context, sink Sink, opt Options, sig Signals, s
 	}
 	if c != nil {
 		if o := wait(c.offset); o >= 0 {
-			return b.interrupted(o, end, rep, finish, settle, sink)
+			return b.interrupted(o, end, rep, finish, settle)
 		}
 		rep.Sent = end
 		rep.Result = b.Fold(end)
@@ -272,7 +272,7 @@ func (b *Bound) Play(ctx context.Context, sink Sink, opt Options, sig Signals, s
 }
 
 // interrupted ends a replay that a signal cut before frame i.
-func (b *Bound) interrupted(o Outcome, i int, rep *Report, finish func(Outcome, [][]byte) *Report, settle func(*Report), sink Sink) *Report {
+func (b *Bound) interrupted(o Outcome, i int, rep *Report, finish func(Outcome, [][]byte) *Report, settle func(*Report)) *Report {
 	rep.Sent = i
 	rep.Result = b.Fold(i)
 	switch o {

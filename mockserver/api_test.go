@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver"
+	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 )
 
 func TestAuth(t *testing.T) {
@@ -272,5 +275,28 @@ func TestConversationPaging(t *testing.T) {
 	// Unknown query parameters are ignored (dify-client sends first_id, pinned).
 	if resp, _ := e.do(http.MethodGet, "/conversations?user=pat&first_id=&pinned=false", nil); resp.StatusCode != 200 {
 		t.Errorf("unknown params: %d", resp.StatusCode)
+	}
+}
+
+// TestSetWithoutAppFallsBackToTheBuiltinApp: a folder with chat cassettes
+// only is served with the built-in app description.
+func TestSetWithoutAppFallsBackToTheBuiltinApp(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "only.yaml"), chatFile(t, cassette.Meta{Mode: "agent"},
+		turn{query: "hi", frames: []frame{delta(0, recMsg, "hey"), end(ms(1), recMsg)}}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	set, err := cassette.LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, mockserver.Config{Cassettes: set})
+	builtin := mustBuiltin(t)
+	_, body := e.do(http.MethodGet, "/info", nil)
+	if string(body) != string(builtin.App.Responses["/info"].Body) {
+		t.Errorf("/info %s", body)
+	}
+	if _, frames := e.chat(map[string]any{"query": "hi", "user": "u", "inputs": map[string]any{}}); frames[0].str("answer") != "hey" {
+		t.Errorf("%v", frames)
 	}
 }

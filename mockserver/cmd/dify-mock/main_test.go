@@ -38,7 +38,8 @@ func TestHelpListsSubcommands(t *testing.T) {
 		if code := run(context.Background(), args, &out, &errOut); code != 0 {
 			t.Fatalf("%v: exit %d", args, code)
 		}
-		if !strings.Contains(out.String(), "serve    run the mock API server (default)") || !strings.Contains(out.String(), "zz-test  a test subcommand") {
+		if !regexp.MustCompile(`\n  serve +run the mock API server \(default\)\n`).MatchString(out.String()) ||
+			!regexp.MustCompile(`\n  zz-test +a test subcommand\n`).MatchString(out.String()) {
 			t.Errorf("%v:\n%s", args, out.String())
 		}
 	}

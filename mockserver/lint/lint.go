@@ -415,7 +415,9 @@ func (l *linter) chat(f *cassette.File, located []int) []string {
 			if req.ResponseMode == dify.ResponseModeBlocking {
 				l.add(i, -1, "request asks for blocking mode; agent apps only stream (API §2.2)")
 			}
-			if req.ConversationID != "" && !conversations[req.ConversationID] {
+			// A cassette's first turn may continue a conversation recorded
+			// elsewhere; a later turn must continue this cassette's own.
+			if req.ConversationID != "" && turns > 1 && !conversations[req.ConversationID] {
 				l.add(i, -1, "request continues conversation %q, which no earlier turn of this cassette started", req.ConversationID)
 			}
 		}

@@ -65,6 +65,9 @@ func TestBrokenCassettesReportPreciseProblems(t *testing.T) {
 		"offsets": {
 			"testdata/broken/offsets.yaml:10: interaction 0: frame 2: offset 400ms is before the previous frame's 500ms",
 		},
+		"other-interaction-secret": {
+			"testdata/broken/other-interaction-secret.yaml:26: interaction 1: response header Set-Cookie is stored; credentials must be dropped when recording",
+		},
 		"retriever-resources": {
 			"testdata/broken/retriever-resources.yaml:10: interaction 0: frame 3: message_end carries retriever_resources, which New Agent (mode agent) never sends (API §2.5)",
 		},

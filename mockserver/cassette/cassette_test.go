@@ -120,3 +120,17 @@ func TestLoadDirReportsLocation(t *testing.T) {
 		}
 	}
 }
+
+func TestWriteNewMakesShareableFiles(t *testing.T) {
+	p, err := cassette.WriteNew(t.TempDir(), "shared", []byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o644 {
+		t.Fatalf("mode %v, want 0644", st.Mode().Perm())
+	}
+}

@@ -153,6 +153,11 @@ func WriteNew(dir, name string, data []byte) (string, error) {
 		tmp.Close()
 		return "", err
 	}
+	// CreateTemp makes the file 0600; cassettes are meant to be shared and committed.
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return "", err
+	}
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()
 		return "", err

@@ -91,9 +91,6 @@ func (r *Recorder) recordApp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := os.Chmod(written, 0o644); err != nil {
-		return err
-	}
 	r.written[written] = true
 	r.logf("saved %s (%q, mode %s)", written, info.Name, info.Mode)
 	return nil

@@ -210,10 +210,6 @@ func (r *Recorder) writeSession(s *session, data []byte) error {
 		if err != nil {
 			return err
 		}
-		// Temporary files are created 0600; a cassette is meant to be shared.
-		if err := os.Chmod(path, 0o644); err != nil {
-			return err
-		}
 		st, err := os.Stat(path)
 		if err != nil {
 			return err

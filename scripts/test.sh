@@ -22,6 +22,8 @@
 #   FAIL_FAST=1                  stop at the first failing stage
 #   VERBOSE=1                    show every line of `go test -v` output
 #   UNIT_TIMEOUT (20m), ACC_TIMEOUT (30m), FUZZ_SHORT_TIME (5s)
+#   PREFETCH=0                   do not prepare Terraform/GoReleaser in the
+#                                background while the first stages run
 #   TF_ACC_TERRAFORM_PATH, TF_FORCE_BUILD  see scripts/ensure-terraform.sh
 #
 # Exported to every stage (and so to the tests):
@@ -41,7 +43,15 @@ ACC_TIMEOUT="${ACC_TIMEOUT:-30m}"
 FUZZ_SHORT_TIME="${FUZZ_SHORT_TIME:-5s}"
 
 WORK_DIR="$(mktemp -d "${TMPDIR:-/tmp}/tf-dify-test.XXXXXX")"
-trap 'rm -rf "$WORK_DIR"' EXIT
+declare -A PREFETCH_PID=()
+cleanup() {
+	local pid
+	for pid in "${PREFETCH_PID[@]}"; do
+		kill -TERM -- "-$pid" 2>/dev/null || true
+	done
+	rm -rf "$WORK_DIR"
+}
+trap cleanup EXIT
 
 # A real, empty CLI config: Terraform then ignores ~/.terraformrc and any
 # TF_CLI_CONFIG_FILE that points at a missing file (which only warns).
@@ -99,6 +109,36 @@ skip() {
 	exit 99
 }
 
+# Tools that take minutes to build the first time (Terraform, GoReleaser) are
+# prepared in the background, at the lowest CPU priority so the tests keep the
+# CPU, while the earlier stages run; their stages wait for them and then find
+# them in the cache. PREFETCH=0 turns this off.
+prefetch() {
+	local name="$1" script="$2"
+	[[ "${PREFETCH:-1}" == 1 ]] || return 0
+	command -v setsid >/dev/null 2>&1 || return 0
+	# Its own process group, so cleanup can stop the whole build.
+	setsid nice -n 19 "$script" >"$WORK_DIR/prefetch-$name.out" 2>"$WORK_DIR/prefetch-$name.log" </dev/null &
+	PREFETCH_PID[$name]=$!
+}
+
+# await_prefetch NAME: waits for NAME's background job and shows its log.
+# Runs in the main shell (stages are subshells and cannot wait for it). If
+# the job failed, the stage runs the script again in the foreground, which
+# retries and shows the error.
+await_prefetch() {
+	local name="$1" pid="${PREFETCH_PID[$1]:-}"
+	[[ -n "$pid" ]] || return 0
+	if kill -0 "$pid" 2>/dev/null; then
+		log "waiting for $name, being prepared in the background since the start..."
+	fi
+	local rc=0
+	wait "$pid" || rc=$?
+	unset "PREFETCH_PID[$name]"
+	grep -v '^go: downloading' "$WORK_DIR/prefetch-$name.log" >&2 || true
+	((rc == 0)) || warn "background preparation of $name exited $rc; retrying in the foreground"
+}
+
 # ---------------------------------------------------------------------------
 # stages (one function each; a stage fails when any command in it fails)
 
@@ -152,8 +192,12 @@ stage_acceptance() {
 # becomes active as soon as a //go:generate directive and docs/ exist.
 stage_docs() {
 	require_terraform
-	if [[ ! -d docs ]] || ! grep -rqs --include='*.go' '^//go:generate' .; then
-		skip "docs/ or a //go:generate directive does not exist yet"
+	if ! grep -rqs --include='*.go' '^//go:generate.*tfplugindocs' .; then
+		skip "no //go:generate directive runs tfplugindocs yet"
+	fi
+	if [[ ! -d docs ]]; then
+		warn "docs/ does not exist yet: run \`make docs\` and commit docs/ to enable this check"
+		skip "docs/ not generated yet"
 	fi
 	git rev-parse --is-inside-work-tree >/dev/null 2>&1 || skip "not a git work tree; cannot diff docs/"
 	local before after changed
@@ -269,6 +313,7 @@ run_stage() {
 	local name="$1" idx="$2" total="$3" start=$SECONDS rc=0
 	printf '\n%s==> [%d/%d] %s%s  (%s)\n' "$_c_bold" "$idx" "$total" "$name" "$_c_reset" "$(date +%H:%M:%S)" >&2
 	rm -f "$WORK_DIR/skip-reason"
+	await_prefetch "$name"
 	# A subshell outside any `if`, so `set -e` really applies inside the stage.
 	set +e
 	(
@@ -319,6 +364,13 @@ main() {
 
 	local total_start=$SECONDS i=0
 	log "go $(go env GOVERSION), repo $REPO_ROOT, tool cache $CACHE_DIR"
+	for s in "${stages[@]}"; do
+		[[ " ${TEST_SKIP:-} " == *" $s "* ]] && continue
+		case "$s" in
+		terraform) prefetch terraform "$REPO_ROOT/scripts/ensure-terraform.sh" ;;
+		goreleaser) prefetch goreleaser "$REPO_ROOT/scripts/ensure-goreleaser.sh" ;;
+		esac
+	done
 	for s in "${stages[@]}"; do
 		i=$((i + 1))
 		if [[ " ${TEST_SKIP:-} " == *" $s "* ]]; then

@@ -128,6 +128,12 @@ func TestAccConversationResource(t *testing.T) {
 				ImportStateVerifyIgnore: []string{"auto_generate_name", "usage", "timeouts"},
 			},
 			{
+				ResourceName:  convAddr,
+				ImportState:   true,
+				ImportStateId: "alice/",
+				ExpectError:   errRE("Invalid import id", "USER/CONVERSATION_ID"),
+			},
+			{
 				Config: conversationConfig(env, `query = `+hclString(rec.Request.Query)+"\nname = \"Lisbon, renamed\""),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(convAddr, plancheck.ResourceActionUpdate),
@@ -328,8 +334,6 @@ func TestAccConversationResource_validation(t *testing.T) {
 				ExpectError: regexp.MustCompile(`(?s)files.*string length must be at least 1`)},
 			{Config: conversationConfig(env, "query = \"Hello\"\ntimeouts {\n create = \"soon\"\n}"), PlanOnly: true,
 				ExpectError: regexp.MustCompile(`(?is)invalid.*duration.*"soon"`)},
-			{Config: conversationConfig(env, `query = "Hello"`), ResourceName: convAddr, ImportState: true, ImportStateId: "alice/",
-				ExpectError: regexp.MustCompile(`Invalid import id`)},
 		},
 	})
 }

@@ -1,0 +1,266 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Targets from issue 7.
+const (
+	targetLateP99At5k    = 10 * time.Millisecond
+	targetLateMaxAt5k    = 50 * time.Millisecond
+	targetLateP99At1     = 2 * time.Millisecond
+	targetRSSAt10kMiB    = 400
+	targetRPS            = 5000
+	targetHTTPP99        = 20 * time.Millisecond
+	targetStreamsLarge   = 5000
+	targetStreamsLargest = 10000
+)
+
+type reportInput struct {
+	streams  []streamsResult
+	http     []httpResult
+	provider []providerResult
+}
+
+func readResults(r io.Reader) (*reportInput, error) {
+	in := &reportInput{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := sc.Bytes()
+		if len(strings.TrimSpace(string(b))) == 0 {
+			continue
+		}
+		var kind struct{ Kind string }
+		if err := json.Unmarshal(b, &kind); err != nil {
+			return nil, fmt.Errorf("line %d: %v", line, err)
+		}
+		var err error
+		switch kind.Kind {
+		case "streams":
+			var v streamsResult
+			err = json.Unmarshal(b, &v)
+			in.streams = append(in.streams, v)
+		case "http":
+			var v httpResult
+			err = json.Unmarshal(b, &v)
+			in.http = append(in.http, v)
+		case "provider":
+			var v providerResult
+			err = json.Unmarshal(b, &v)
+			in.provider = append(in.provider, v)
+		default:
+			err = fmt.Errorf("unknown kind %q", kind.Kind)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %v", line, err)
+		}
+	}
+	return in, sc.Err()
+}
+
+func runReport(_ context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	inPath := fs.String("in", "", "results file written by the other subcommands (required)")
+	outPath := fs.String("out", "", "also write the markdown here (e.g. bench/results.md)")
+	var notes, profiles listFlag
+	fs.Var(&notes, "note", "a line for the header, e.g. \"Commit: abc123\" (repeatable)")
+	fs.Var(&profiles, "profile-summary", "TITLE=FILE: a `go tool pprof -top` excerpt to include (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *inPath == "" {
+		return errors.New("--in is required")
+	}
+	f, err := os.Open(*inPath)
+	if err != nil {
+		return err
+	}
+	in, err := readResults(f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("%s: %w", *inPath, err)
+	}
+	var ps []profileSummary
+	for _, p := range profiles {
+		title, file, ok := strings.Cut(p, "=")
+		if !ok {
+			return fmt.Errorf("--profile-summary %q: want TITLE=FILE", p)
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		ps = append(ps, profileSummary{title, string(b)})
+	}
+	md := renderReport(in, describeMachine(runtime.NumCPU(), runtime.Version()), notes, ps)
+	fmt.Print(md)
+	if *outPath != "" {
+		return os.WriteFile(*outPath, []byte(md), 0o644)
+	}
+	return nil
+}
+
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ", ") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+type profileSummary struct{ title, text string }
+
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%.2f", float64(d)/float64(time.Millisecond))
+}
+
+func mib(kib int64) string {
+	if kib == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f", float64(kib)/1024)
+}
+
+func orDash(n int) string {
+	if n == 0 {
+		return "–"
+	}
+	return fmt.Sprint(n)
+}
+
+func check(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "**missed**"
+}
+
+func renderReport(in *reportInput, m machine, notes []string, profiles []profileSummary) string {
+	var b strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	w("# Benchmark results\n\n")
+	w("Written by `make bench` (scripts/bench.sh); how to read and reproduce it: [README.md](README.md).\n\n")
+	w("| Machine | |\n|---|---|\n")
+	w("| CPU | %s, %d logical CPUs (nproc) |\n| Memory | %s GiB |\n| OS | %s |\n| Go | %s |\n", m.CPUModel, m.CPUs, m.MemoryGiB, m.Kernel, m.GoVersion)
+	for _, n := range notes {
+		k, v, ok := strings.Cut(n, ":")
+		if !ok {
+			k, v = n, ""
+		}
+		w("| %s | %s |\n", strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	w("\n")
+
+	if len(in.streams) > 0 {
+		s0 := in.streams[0]
+		w("## Replay fidelity and scale\n\n")
+		w("`%s` replayed at speed %g (%d frames over %.1f s per stream), N streams at once, each on its own connection, from the separate load process. "+
+			"Lateness: every frame's arrival against its recorded offset, relative to the stream's own start (README: how it is measured). "+
+			"TTFE: request sent (connection set-up included) to the first complete frame, whose recorded offset is %.0f ms. RSS: the server's peak VmRSS while sampling (250 ms). "+
+			"Goroutines/threads: peak while sampling.\n\n", s0.Cassette, s0.Speed, s0.Frames, s0.RecordedSeconds, s0.FirstFrameSeconds*1000)
+		w("| Streams | Completed | Peak live | Ramp s | Lateness p50 ms | p99 ms | max ms | TTFE p50 ms | TTFE p99 ms | Server RSS MiB | Goroutines | Threads | Throughput KiB/s |\n")
+		w("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, r := range in.streams {
+			w("| %d | %d | %d | %.1f | %s | %s | %s | %s | %s | %s | %s | %s | %.0f |\n",
+				r.Streams, r.Completed, r.PeakConcurrent, r.RampSeconds, ms(r.Lateness.P50), ms(r.Lateness.P99), ms(r.Lateness.Max),
+				ms(r.TTFE.P50), ms(r.TTFE.P99), mib(r.Server.PeakRSSKiB), orDash(r.Server.PeakGoroutines), orDash(r.Server.PeakThreads), r.BytesPerSec/1024)
+		}
+		for _, r := range in.streams {
+			if r.Failed > 0 {
+				w("\n%d of %d streams failed at N=%d; first errors: %s\n", r.Failed, r.Streams, r.Streams, strings.Join(r.Errors, "; "))
+			}
+		}
+		w("\n")
+	}
+
+	if len(in.http) > 0 {
+		h0 := in.http[0]
+		w("## Non-streaming endpoints\n\n")
+		w("Closed loop, %d requests in flight over keep-alive connections, %.0f s measured after a warm-up.\n\n", h0.Concurrency, h0.Seconds)
+		w("| Route | Requests/s | p50 ms | p99 ms | max ms | Errors |\n|---|---:|---:|---:|---:|---:|\n")
+		for _, r := range in.http {
+			w("| `%s` | %.0f | %s | %s | %s | %d |\n", r.Route, r.RPS, ms(r.Latency.P50), ms(r.Latency.P99), ms(r.Latency.Max), r.Errors)
+		}
+		for _, r := range in.http {
+			if r.Errors > 0 {
+				w("\n`%s`: %d errors, first: %s\n", r.Route, r.Errors, r.FirstError)
+			}
+		}
+		w("\n")
+	}
+
+	if len(in.provider) > 0 {
+		w("## Provider: `terraform plan` (refresh)\n\n")
+		w("N `dify_conversation` resources in state (created by `terraform apply` first), then `terraform plan -detailed-exitcode` (no changes); requests counted by a proxy in front of the mock. %s.\n\n", in.provider[0].Terraform)
+		w("| Conversations | Plan wall time s | Requests | Requests by route | Apply wall time s | Apply requests |\n|---:|---:|---:|---|---:|---:|\n")
+		for _, r := range in.provider {
+			w("| %d | %.2f | %d | %s | %.2f | %d |\n", r.Conversations, r.PlanSeconds, r.PlanRequests, routes(r.PlanByRoute), r.ApplySeconds, r.ApplyRequests)
+		}
+		w("\n")
+	}
+
+	if rows := targetRows(in); len(rows) > 0 {
+		w("## Targets (issue 7)\n\n| Target | Measured | |\n|---|---|---|\n")
+		for _, r := range rows {
+			w("| %s | %s | %s |\n", r[0], r[1], r[2])
+		}
+		w("\n")
+	}
+
+	for _, p := range profiles {
+		w("## CPU profile: %s\n\n```\n%s\n```\n\n", p.title, strings.TrimRight(p.text, "\n"))
+	}
+	return b.String()
+}
+
+// targetRows compares the results with the issue's targets.
+func targetRows(in *reportInput) [][3]string {
+	var rows [][3]string
+	byN := map[int]streamsResult{}
+	for _, r := range in.streams {
+		byN[r.Streams] = r
+	}
+	if r, ok := byN[1]; ok {
+		rows = append(rows, [3]string{"Lateness p99 ≤ 2 ms at 1 stream", ms(r.Lateness.P99) + " ms", check(r.Lateness.P99 <= targetLateP99At1 && r.Failed == 0)})
+	}
+	if r, ok := byN[targetStreamsLarge]; ok {
+		rows = append(rows,
+			[3]string{"Lateness p99 ≤ 10 ms at 5,000 streams", ms(r.Lateness.P99) + " ms", check(r.Lateness.P99 <= targetLateP99At5k && r.Failed == 0)},
+			[3]string{"Lateness max ≤ 50 ms at 5,000 streams", ms(r.Lateness.Max) + " ms", check(r.Lateness.Max <= targetLateMaxAt5k && r.Failed == 0)})
+	}
+	if r, ok := byN[targetStreamsLargest]; ok {
+		rows = append(rows, [3]string{"10,000 streams in ≤ 400 MB RSS", fmt.Sprintf("%s MiB, %d of %d completed", mib(r.Server.PeakRSSKiB), r.Completed, r.Streams),
+			check(r.Server.PeakRSSKiB > 0 && r.Server.PeakRSSKiB/1024 <= targetRSSAt10kMiB && r.Failed == 0)})
+	}
+	for _, r := range in.http {
+		rows = append(rows, [3]string{fmt.Sprintf("`%s` ≥ 5,000 req/s, p99 < 20 ms", r.Route), fmt.Sprintf("%.0f req/s, p99 %s ms", r.RPS, ms(r.Latency.P99)),
+			check(r.RPS >= targetRPS && r.Latency.P99 < targetHTTPP99 && r.Errors == 0)})
+	}
+	if len(in.provider) >= 2 {
+		ps := append([]providerResult(nil), in.provider...)
+		sort.Slice(ps, func(i, j int) bool { return ps[i].Conversations < ps[j].Conversations })
+		// At most linear: the requests per added conversation never exceed
+		// what the smallest run needed per conversation.
+		first, last := ps[0], ps[len(ps)-1]
+		perFirst := float64(first.PlanRequests) / float64(first.Conversations)
+		linear := float64(last.PlanRequests) <= perFirst*float64(last.Conversations)
+		var parts []string
+		for _, p := range ps {
+			parts = append(parts, fmt.Sprintf("%d→%d", p.Conversations, p.PlanRequests))
+		}
+		rows = append(rows, [3]string{"Provider plan requests grow at most linearly", "conversations→requests: " + strings.Join(parts, ", "), check(linear)})
+	}
+	return rows
+}

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// sampler polls the server process from outside while a run is going:
+// resident memory from /proc/<pid>/status and, when the server exposes the
+// bench-only debug listener, its goroutine count. Polling is cheap for the
+// server (runtime.NumGoroutine does not stop the world).
+type sampler struct {
+	pid      int
+	debugURL string
+	client   *http.Client
+
+	mu             sync.Mutex
+	peakRSSKiB     int64
+	peakThreads    int
+	peakGoroutines int
+	procErr        error
+}
+
+func newSampler(pid int, debugURL string) *sampler {
+	return &sampler{pid: pid, debugURL: strings.TrimRight(debugURL, "/"), client: &http.Client{Timeout: 2 * time.Second}}
+}
+
+// run samples every interval until ctx is done.
+func (s *sampler) run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		s.sample(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (s *sampler) sample(ctx context.Context) {
+	if s.pid > 0 {
+		ps, err := readProcStatus(s.pid)
+		s.mu.Lock()
+		if err != nil {
+			s.procErr = err
+		}
+		s.peakRSSKiB = max(s.peakRSSKiB, ps.RSSKiB)
+		s.peakThreads = max(s.peakThreads, ps.Threads)
+		s.mu.Unlock()
+	}
+	if s.debugURL != "" {
+		if n, err := s.goroutines(ctx); err == nil {
+			s.mu.Lock()
+			s.peakGoroutines = max(s.peakGoroutines, n)
+			s.mu.Unlock()
+		}
+	}
+}
+
+func (s *sampler) goroutines(ctx context.Context) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.debugURL+"/goroutines", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64))
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
+}
+
+// serverFigures is what a run reports about the server process.
+type serverFigures struct {
+	PeakRSSKiB     int64  `json:"peak_rss_kib"`    // max VmRSS seen while sampling
+	HWMKiB         int64  `json:"hwm_kib"`         // VmHWM at the end: peak since the server started
+	PeakThreads    int    `json:"peak_threads"`    // OS threads
+	PeakGoroutines int    `json:"peak_goroutines"` // 0 when the debug listener is absent
+	ProcError      string `json:"proc_error,omitempty"`
+}
+
+func (s *sampler) figures() serverFigures {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := serverFigures{PeakRSSKiB: s.peakRSSKiB, PeakThreads: s.peakThreads, PeakGoroutines: s.peakGoroutines}
+	if s.pid > 0 {
+		if ps, err := readProcStatus(s.pid); err == nil {
+			f.HWMKiB = ps.HWMKiB
+		}
+	}
+	if s.procErr != nil {
+		f.ProcError = s.procErr.Error()
+	}
+	return f
+}
+
+// fetchProfile saves a CPU profile of the server taken over d.
+func fetchProfile(ctx context.Context, debugURL string, d time.Duration, path string) error {
+	u := strings.TrimRight(debugURL, "/") + "/debug/pprof/profile?seconds=" + strconv.Itoa(int(d.Seconds()))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := (&http.Client{Timeout: d + 30*time.Second}).Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return &httpStatusError{resp.StatusCode}
+	}
+	return writeFileFrom(path, resp.Body)
+}
+
+type httpStatusError struct{ status int }
+
+func (e *httpStatusError) Error() string { return "HTTP " + strconv.Itoa(e.status) }

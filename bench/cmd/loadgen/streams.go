@@ -1,0 +1,342 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/difyops/terraform-provider-dify/cassettes"
+	"github.com/difyops/terraform-provider-dify/dify"
+	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+)
+
+// streamsResult is one `loadgen streams` run.
+type streamsResult struct {
+	Kind     string  `json:"kind"` // "streams"
+	Streams  int     `json:"streams"`
+	Cassette string  `json:"cassette"`
+	Speed    float64 `json:"speed"`
+	Frames   int     `json:"frames_per_stream"`
+	// RecordedSeconds is the last frame's offset at this speed;
+	// FirstFrameSeconds the first frame's (part of every TTFE).
+	RecordedSeconds   float64 `json:"recorded_seconds"`
+	FirstFrameSeconds float64 `json:"first_frame_seconds"`
+
+	Completed      int      `json:"completed"`
+	Failed         int      `json:"failed"`
+	Errors         []string `json:"errors,omitempty"` // the first few, for the report
+	PeakConcurrent int      `json:"peak_concurrent"`
+	RampSeconds    float64  `json:"ramp_seconds"` // until the last stream got its first frame
+
+	// Lateness of every received frame (see frameLateness).
+	Lateness summary `json:"lateness"`
+	// TTFE: request sent (dial included) to the first complete frame.
+	TTFE summary `json:"ttfe"`
+
+	Bytes         int64   `json:"bytes"`
+	WindowSeconds float64 `json:"window_seconds"`
+	BytesPerSec   float64 `json:"bytes_per_sec"`
+
+	Server serverFigures `json:"server"`
+	Label  string        `json:"label,omitempty"`
+}
+
+type streamsOptions struct {
+	url, cassette, debugURL, out, profile, label string
+	streams, pid, connect                        int
+	speed                                        float64
+	profileFor, timeout                          time.Duration
+}
+
+func runStreams(ctx context.Context, args []string, stderr io.Writer) error {
+	var o streamsOptions
+	fs := flag.NewFlagSet("streams", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.url, "url", "", "mock API base URL, e.g. http://127.0.0.1:5001/v1 (required)")
+	fs.IntVar(&o.streams, "streams", 1, "concurrent streams")
+	fs.StringVar(&o.cassette, "cassette", "tool-use", "built-in cassette to replay (its first turn)")
+	fs.Float64Var(&o.speed, "speed", 1, "replay speed, sent as X-Dify-Mock-Speed; offsets are divided by it")
+	fs.IntVar(&o.pid, "pid", 0, "server process id, for RSS and threads from /proc (0 = skip)")
+	fs.StringVar(&o.debugURL, "debug-url", "", "bench debug listener of the server, for goroutines and profiles")
+	fs.IntVar(&o.connect, "connect-concurrency", 1000, "requests waiting for their first frame at once (a ramp, so the accept queue never overflows)")
+	fs.StringVar(&o.profile, "profile", "", "save a CPU profile of the server to this file (needs --debug-url)")
+	fs.DurationVar(&o.profileFor, "profile-seconds", 10*time.Second, "length of the CPU profile")
+	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (default: the turn's length + 2m)")
+	fs.StringVar(&o.out, "out", "", "append the JSON result to this file (default stdout)")
+	fs.StringVar(&o.label, "label", "", "free-form label stored with the result")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if o.url == "" || o.streams < 1 || o.speed <= 0 || o.connect < 1 {
+		return errors.New("--url is required; --streams, --speed and --connect-concurrency must be positive")
+	}
+	if o.profile != "" && o.debugURL == "" {
+		return errors.New("--profile needs --debug-url")
+	}
+	turn, err := builtinTurn(o.cassette)
+	if err != nil {
+		return err
+	}
+	res, err := streams(ctx, o, turn, stderr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "streams=%d completed=%d failed=%d lateness p50=%v p99=%v max=%v ttfe p50=%v p99=%v peakRSS=%dMiB goroutines=%d\n",
+		res.Streams, res.Completed, res.Failed, res.Lateness.P50, res.Lateness.P99, res.Lateness.Max,
+		res.TTFE.P50, res.TTFE.P99, res.Server.PeakRSSKiB>>10, res.Server.PeakGoroutines)
+	return appendResult(o.out, res)
+}
+
+// builtinTurn is the first recorded turn of a built-in cassette.
+func builtinTurn(name string) (*cassette.Turn, error) {
+	set, err := cassette.LoadFS(cassettes.FS(), "built-in cassettes")
+	if err != nil {
+		return nil, err
+	}
+	c, ok := set.Get(name)
+	if !ok {
+		return nil, fmt.Errorf("no built-in cassette %q (have %s)", name, strings.Join(set.Names, ", "))
+	}
+	if len(c.Turns) == 0 || c.Turns[0].Status != http.StatusOK || len(c.Turns[0].Frames) == 0 {
+		return nil, fmt.Errorf("cassette %q does not start with a streamed turn", name)
+	}
+	return c.Turns[0], nil
+}
+
+// frameLateness returns, for one stream, how late each received frame was
+// against its recorded offset. arrivals[i] is when frame i was complete,
+// measured from when the request was sent; due[i] is its recorded offset
+// divided by the speed. The client cannot see when the server started the
+// replay, so the start is taken as the earliest arrival minus its due time:
+// lateness is then ≥ 0, the least-late frame has 0 (in practice frame 0,
+// which the server writes without a timer), and a stream whose every frame
+// is late by the same amount shows that delay in time-to-first-event, not
+// here. Frames match the recording by index.
+func frameLateness(arrivals, due []time.Duration) []time.Duration {
+	n := min(len(arrivals), len(due))
+	if n == 0 {
+		return nil
+	}
+	anchor := arrivals[0] - due[0]
+	for i := 1; i < n; i++ {
+		anchor = min(anchor, arrivals[i]-due[i])
+	}
+	out := make([]time.Duration, n)
+	for i := range n {
+		out[i] = arrivals[i] - due[i] - anchor
+	}
+	return out
+}
+
+// streamOutcome is what one stream reports back.
+type streamOutcome struct {
+	lateness []time.Duration
+	ttfe     time.Duration
+	bytes    int64
+	end      time.Time
+	err      error
+}
+
+func streams(ctx context.Context, o streamsOptions, turn *cassette.Turn, stderr io.Writer) (*streamsResult, error) {
+	due := make([]time.Duration, len(turn.Frames))
+	for i, f := range turn.Frames {
+		due[i] = time.Duration(float64(f.Offset) / o.speed)
+	}
+	length := due[len(due)-1]
+	if o.timeout == 0 {
+		o.timeout = length + 2*time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+
+	// Streams are spread over a few end users, as a frontend's would be.
+	const users = 64
+	bodies := make([][]byte, users)
+	for u := range users {
+		b, err := json.Marshal(map[string]any{
+			"query": turn.Request.Query, "inputs": turn.Request.Inputs, "response_mode": "streaming",
+			"user": "bench-" + strconv.Itoa(u),
+		})
+		if err != nil {
+			return nil, err
+		}
+		bodies[u] = b
+	}
+	// Every stream has its own connection, as browsers and the provider do.
+	client := &http.Client{Transport: &http.Transport{
+		DisableKeepAlives:   true,
+		DisableCompression:  true,
+		DialContext:         (&net.Dialer{Timeout: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: -1,
+	}}
+	endpoint := strings.TrimRight(o.url, "/") + "/chat-messages"
+	speed := strconv.FormatFloat(o.speed, 'g', -1, 64)
+
+	smp := newSampler(o.pid, o.debugURL)
+	sctx, stopSampling := context.WithCancel(ctx)
+	var sampling sync.WaitGroup
+	sampling.Add(1)
+	go func() { defer sampling.Done(); smp.run(sctx, 250*time.Millisecond) }()
+
+	profileErr := make(chan error, 1)
+	if o.profile != "" {
+		go func() {
+			// Start once the ramp is well under way, so the profile shows
+			// the steady state rather than connection setup.
+			select {
+			case <-time.After(min(2*time.Second, length/4)):
+			case <-ctx.Done():
+			}
+			profileErr <- fetchProfile(ctx, o.debugURL, o.profileFor, o.profile)
+		}()
+	}
+
+	fmt.Fprintf(stderr, "loadgen: %d streams of %q (%d frames, %v at speed %s) against %s\n",
+		o.streams, turn.Request.Query, len(due), length, speed, endpoint)
+	var (
+		active, peak atomic.Int64
+		lastFirst    atomic.Int64 // unix nanos of the latest first frame
+		sem          = make(chan struct{}, o.connect)
+		results      = make(chan streamOutcome, o.streams)
+	)
+	start := time.Now()
+	for i := range o.streams {
+		body := bodies[i%users]
+		go func() {
+			results <- oneStream(ctx, client, endpoint, body, o.cassette, speed, due, sem, func(first time.Time) {
+				n := active.Add(1)
+				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+				}
+				for l := lastFirst.Load(); first.UnixNano() > l && !lastFirst.CompareAndSwap(l, first.UnixNano()); l = lastFirst.Load() {
+				}
+			}, func() { active.Add(-1) })
+		}()
+	}
+
+	res := &streamsResult{Kind: "streams", Streams: o.streams, Cassette: o.cassette, Speed: o.speed,
+		Frames: len(due), RecordedSeconds: length.Seconds(), FirstFrameSeconds: due[0].Seconds(), Label: o.label}
+	var lateness, ttfe durations
+	var end time.Time
+	for range o.streams {
+		r := <-results
+		if r.end.After(end) {
+			end = r.end
+		}
+		res.Bytes += r.bytes
+		lateness = append(lateness, r.lateness...)
+		if r.ttfe > 0 {
+			ttfe = append(ttfe, r.ttfe)
+		}
+		if r.err != nil {
+			res.Failed++
+			if len(res.Errors) < 5 {
+				res.Errors = append(res.Errors, r.err.Error())
+			}
+			continue
+		}
+		res.Completed++
+	}
+	stopSampling()
+	sampling.Wait()
+	res.Server = smp.figures()
+	res.Lateness, res.TTFE = lateness.summarize(), ttfe.summarize()
+	res.PeakConcurrent = int(peak.Load())
+	if lf := lastFirst.Load(); lf > 0 {
+		res.RampSeconds = time.Unix(0, lf).Sub(start).Seconds()
+	}
+	res.WindowSeconds = end.Sub(start).Seconds()
+	if res.WindowSeconds > 0 {
+		res.BytesPerSec = float64(res.Bytes) / res.WindowSeconds
+	}
+	if o.profile != "" {
+		if err := <-profileErr; err != nil {
+			fmt.Fprintf(stderr, "loadgen: CPU profile failed: %v\n", err)
+		}
+	}
+	return res, nil
+}
+
+// oneStream sends one chat request and times every frame. sem bounds how
+// many requests wait for their first frame at once; started/ended track the
+// number of streams that are live.
+func oneStream(ctx context.Context, client *http.Client, endpoint string, body []byte, cassetteName, speed string,
+	due []time.Duration, sem chan struct{}, started func(time.Time), ended func()) (out streamOutcome) {
+	select {
+	case sem <- struct{}{}:
+	case <-ctx.Done():
+		out.err = ctx.Err()
+		return out
+	}
+	holding := true
+	release := func() {
+		if holding {
+			<-sem
+			holding = false
+		}
+	}
+	defer release()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
+	if err != nil {
+		out.err = err
+		return out
+	}
+	req.Header.Set("Authorization", "Bearer app-bench")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Dify-Mock-Cassette", cassetteName)
+	req.Header.Set("X-Dify-Mock-Speed", speed)
+	sent := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		out.err = err
+		out.end = time.Now()
+		return out
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		out.err = fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(msg))
+		out.end = time.Now()
+		return out
+	}
+	arrivals := make([]time.Duration, 0, len(due))
+	fr := dify.NewFrameReader(resp.Body)
+	for {
+		f, err := fr.Next()
+		now := time.Now()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			out.err = fmt.Errorf("after %d frames: %w", len(arrivals), err)
+			break
+		}
+		out.bytes += int64(len(f.Raw))
+		if f.Empty() {
+			continue
+		}
+		if len(arrivals) == 0 {
+			out.ttfe = now.Sub(sent)
+			release()
+			started(now)
+			defer ended()
+		}
+		arrivals = append(arrivals, now.Sub(sent))
+	}
+	out.end = time.Now()
+	out.lateness = frameLateness(arrivals, due)
+	if out.err == nil && len(arrivals) != len(due) {
+		out.err = fmt.Errorf("received %d frames, the recording has %d", len(arrivals), len(due))
+	}
+	return out
+}

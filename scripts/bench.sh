@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# bench.sh — `make bench`: measured performance of dify-mock and the provider.
+#
+# Builds dify-mock (with a bench-only loopback debug listener compiled in
+# through `go build -overlay`, see bench/debugoverlay/), the load generator
+# (bench/cmd/loadgen, a separate process) and the provider, then measures:
+#   1. N concurrent SSE replays of a built-in cassette at speed 1, a fresh
+#      server per N: per-frame lateness, time to first event, server RSS,
+#      goroutines and threads at peak, bytes/s;
+#   2. non-streaming endpoints at concurrency 50: requests/s, p50/p99;
+#   3. CPU profiles of the streaming and the non-streaming hot paths;
+#   4. `terraform plan` (refresh) with 1, 10, 100 conversations: wall time
+#      and requests (counted by a proxy in the load generator).
+# The tables go to stdout and to bench/results.md. bench/README.md explains
+# the method and the results.
+#
+# Environment:
+#   BENCH_STREAMS="1 100 1000 5000 10000"  stream counts
+#   BENCH_CASSETTE=tool-use                built-in cassette replayed
+#   BENCH_HTTP_DURATION=5s                 measured time per endpoint
+#   BENCH_HTTP_CONCURRENCY=50
+#   BENCH_PROVIDER_SIZES=1,10,100          conversations in state
+#   BENCH_SKIP="profile provider"          sections to skip (streams http profile provider)
+#   BENCH_RESULTS=bench/results.md         where the markdown goes ("" = stdout only)
+#   BENCH_KEEP=1                           keep the work folder (profiles, logs)
+#   TF_ACC_TERRAFORM_PATH, TF_FORCE_BUILD  see scripts/ensure-terraform.sh
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$REPO_ROOT"
+
+read -r -a STREAMS <<<"${BENCH_STREAMS:-1 100 1000 5000 10000}"
+CASSETTE="${BENCH_CASSETTE:-tool-use}"
+HTTP_DURATION="${BENCH_HTTP_DURATION:-5s}"
+HTTP_CONCURRENCY="${BENCH_HTTP_CONCURRENCY:-50}"
+PROVIDER_SIZES="${BENCH_PROVIDER_SIZES:-1,10,100}"
+RESULTS="${BENCH_RESULTS-bench/results.md}"
+SKIP=" ${BENCH_SKIP:-} "
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/tf-dify-bench.XXXXXX")"
+MOCK_PID=""
+cleanup() {
+	stop_mock
+	if [[ "${BENCH_KEEP:-0}" == 1 ]]; then
+		log "kept $WORK"
+	else
+		rm -rf "$WORK"
+	fi
+}
+trap cleanup EXIT
+
+want() { [[ "$SKIP" != *" $1 "* ]]; }
+
+# Every stream is a socket in each process; leave room for the rest.
+max_streams=0
+for n in "${STREAMS[@]}"; do ((n > max_streams)) && max_streams=$n; done
+need=$((max_streams + 1024))
+hard="$(ulimit -Hn)"
+if [[ "$hard" == unlimited ]] || ((hard >= 65536)); then
+	ulimit -n 65536
+else
+	ulimit -n "$hard"
+fi
+if (($(ulimit -n) < need)); then
+	warn "open-file limit $(ulimit -n) is below the $need that $max_streams streams need; raise the hard limit (ulimit -Hn) or lower BENCH_STREAMS"
+fi
+
+start=$SECONDS
+log "building dify-mock (bench debug listener), loadgen and the provider into $WORK"
+cat >"$WORK/overlay.json" <<JSON
+{"Replace": {"$REPO_ROOT/mockserver/cmd/dify-mock/zz_bench_debug_listener.go": "$REPO_ROOT/bench/debugoverlay/debug_listener.go"}}
+JSON
+go build -overlay "$WORK/overlay.json" -tags benchdebug -o "$WORK/dify-mock" ./mockserver/cmd/dify-mock
+go build -o "$WORK/loadgen" ./bench/cmd/loadgen
+mkdir -p "$WORK/plugins"
+go build -o "$WORK/plugins/terraform-provider-dify" .
+LOADGEN="$WORK/loadgen"
+RESULTS_JSON="$WORK/results.jsonl"
+: >"$RESULTS_JSON"
+loadavg_start="$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
+
+# start_mock SPEED: starts dify-mock on a free loopback port; sets MOCK_PID,
+# MOCK_URL (API base) and DEBUG_URL (bench debug listener).
+start_mock() {
+	local speed="$1" i
+	rm -f "$WORK/mock.out"
+	DIFY_MOCK_BENCH_DEBUG_ADDR=127.0.0.1:0 "$WORK/dify-mock" serve --addr 127.0.0.1:0 --speed "$speed" \
+		>"$WORK/mock.out" 2>>"$WORK/mock.log" &
+	MOCK_PID=$!
+	for ((i = 0; i < 100; i++)); do
+		MOCK_URL="$(grep -o 'http://127\.0\.0\.1:[0-9]*/v1' "$WORK/mock.out" 2>/dev/null | head -n1 || true)"
+		DEBUG_URL="$(sed -n 's/^bench debug listener: //p' "$WORK/mock.out" 2>/dev/null | head -n1)"
+		[[ -n "$MOCK_URL" && -n "$DEBUG_URL" ]] && return 0
+		kill -0 "$MOCK_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	cat "$WORK/mock.out" "$WORK/mock.log" >&2
+	die "dify-mock did not start"
+}
+
+stop_mock() {
+	[[ -n "$MOCK_PID" ]] || return 0
+	kill -TERM "$MOCK_PID" 2>/dev/null || true
+	wait "$MOCK_PID" 2>/dev/null || true
+	MOCK_PID=""
+}
+
+# The server logs at its default level (info: one line per request), as
+# users run it; a panic or error line fails the run below.
+if want streams; then
+	for n in "${STREAMS[@]}"; do
+		start_mock 1
+		log "streams: $n x $CASSETTE at speed 1"
+		"$LOADGEN" streams --url "$MOCK_URL" --debug-url "$DEBUG_URL" --pid "$MOCK_PID" \
+			--streams "$n" --cassette "$CASSETTE" --speed 1 --out "$RESULTS_JSON"
+		stop_mock
+	done
+fi
+
+if want http; then
+	start_mock 1
+	for ep in parameters conversations rename upload; do
+		"$LOADGEN" http --url "$MOCK_URL" --debug-url "$DEBUG_URL" --pid "$MOCK_PID" --endpoint "$ep" \
+			--concurrency "$HTTP_CONCURRENCY" --duration "$HTTP_DURATION" --out "$RESULTS_JSON"
+	done
+	stop_mock
+fi
+
+declare -a profile_args=()
+if want profile; then
+	# Separate runs, so profiling does not skew the measured rows above.
+	start_mock 1
+	log "profiling: 5000 streams"
+	"$LOADGEN" streams --url "$MOCK_URL" --debug-url "$DEBUG_URL" --streams 5000 --cassette "$CASSETTE" \
+		--profile "$WORK/streams.pprof" --profile-seconds 10s --out "$WORK/profile-runs.jsonl"
+	log "profiling: GET /conversations"
+	"$LOADGEN" http --url "$MOCK_URL" --debug-url "$DEBUG_URL" --endpoint conversations --concurrency "$HTTP_CONCURRENCY" \
+		--duration 5s --profile "$WORK/http.pprof" --out "$WORK/profile-runs.jsonl"
+	stop_mock
+	for p in streams http; do
+		if [[ -s "$WORK/$p.pprof" ]]; then
+			go tool pprof -top -nodecount=25 "$WORK/dify-mock" "$WORK/$p.pprof" 2>/dev/null | sed -n '1,32p' >"$WORK/$p.top" || true
+		fi
+	done
+	[[ -s "$WORK/streams.top" ]] && profile_args+=(--profile-summary "5,000 streams of $CASSETTE (10 s, flat top 25)=$WORK/streams.top")
+	[[ -s "$WORK/http.top" ]] && profile_args+=(--profile-summary "GET /conversations at concurrency $HTTP_CONCURRENCY (5 s, flat top 25)=$WORK/http.top")
+fi
+
+if want provider; then
+	tf_out=""
+	if tf_out="$("$REPO_ROOT/scripts/ensure-terraform.sh")"; then
+		tf="$(tail -n1 <<<"$tf_out")"
+		# Creating the conversations is set-up, not what is measured.
+		start_mock 0
+		: >"$WORK/terraformrc-empty"
+		TF_CLI_CONFIG_FILE="$WORK/terraformrc-empty" "$LOADGEN" provider --url "$MOCK_URL" --terraform "$tf" \
+			--plugin-dir "$WORK/plugins" --conversations "$PROVIDER_SIZES" --work-dir "$WORK/tf" --out "$RESULTS_JSON"
+		stop_mock
+	else
+		warn "no Terraform CLI; the provider section is skipped"
+	fi
+fi
+
+if grep -q -i -e 'panic' -e 'level=ERROR' "$WORK/mock.log" 2>/dev/null; then
+	grep -i -e 'panic' -e 'level=ERROR' "$WORK/mock.log" | head -n 20 >&2
+	die "dify-mock logged errors or panics during the benchmark (above)"
+fi
+
+loadavg_end="$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
+notes=(
+	--note "Commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- mockserver dify provider bench 2>/dev/null || echo ' (with uncommitted changes)')"
+	--note "Date: $(date -u +%Y-%m-%dT%H:%MZ)"
+	--note "Load average (1/5/15 min): $loadavg_start at the start, $loadavg_end at the end (other work on the machine skews the numbers)"
+	--note "Bench wall time: $(elapsed "$start")"
+)
+out_args=()
+[[ -n "$RESULTS" ]] && out_args=(--out "$RESULTS")
+"$LOADGEN" report --in "$RESULTS_JSON" "${out_args[@]}" "${notes[@]}" "${profile_args[@]}"
+[[ -n "$RESULTS" ]] && ok "wrote $RESULTS in $(elapsed "$start")"

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/difyops/terraform-provider-dify/mockserver"
+)
+
+func TestFrameLatenessAnchorsOnTheLeastLateFrame(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	due := []time.Duration{ms(150), ms(750), ms(1250)}
+	// The server started 20 ms after the request was sent; frame 1 was 3 ms
+	// late, frame 2 on time.
+	got := frameLateness([]time.Duration{ms(170), ms(773), ms(1270)}, due)
+	want := []time.Duration{0, ms(3), 0}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("lateness %v, want %v", got, want)
+		}
+	}
+	// Fewer frames than recorded: only the received ones count.
+	if got := frameLateness([]time.Duration{ms(150)}, due); len(got) != 1 || got[0] != 0 {
+		t.Fatalf("one frame: %v", got)
+	}
+	if got := frameLateness(nil, due); got != nil {
+		t.Fatalf("no frames: %v", got)
+	}
+}
+
+func TestSummaryNearestRank(t *testing.T) {
+	var d durations
+	for i := 100; i >= 1; i-- {
+		d = append(d, time.Duration(i))
+	}
+	s := d.summarize()
+	if s.Count != 100 || s.P50 != 50 || s.P99 != 99 || s.Max != 100 {
+		t.Fatalf("summary %+v", s)
+	}
+	if s := (durations{7}).summarize(); s.P50 != 7 || s.P99 != 7 || s.Max != 7 {
+		t.Fatalf("single sample %+v", s)
+	}
+	if s := (durations{}).summarize(); s.Count != 0 {
+		t.Fatalf("empty %+v", s)
+	}
+}
+
+func TestParseProcStatus(t *testing.T) {
+	in := "Name:\tdify-mock\nVmHWM:\t  204800 kB\nVmRSS:\t  102400 kB\nThreads:\t9\nbogus line\n"
+	ps, err := parseProcStatus(strings.NewReader(in))
+	if err != nil || ps.HWMKiB != 204800 || ps.RSSKiB != 102400 || ps.Threads != 9 {
+		t.Fatalf("%+v %v", ps, err)
+	}
+}
+
+func TestReportMarksTargets(t *testing.T) {
+	in := &reportInput{
+		streams: []streamsResult{
+			{Streams: 1, Completed: 1, Lateness: summary{P99: time.Millisecond}},
+			{Streams: 5000, Completed: 5000, Lateness: summary{P99: 12 * time.Millisecond, Max: 40 * time.Millisecond}},
+			{Streams: 10000, Completed: 10000, Server: serverFigures{PeakRSSKiB: 300 << 10}},
+		},
+		http: []httpResult{{Route: "GET /parameters", RPS: 6000, Latency: summary{P99: 5 * time.Millisecond}}},
+		provider: []providerResult{
+			{Conversations: 1, PlanRequests: 1}, {Conversations: 100, PlanRequests: 2},
+		},
+	}
+	rows := targetRows(in)
+	got := map[string]string{}
+	for _, r := range rows {
+		got[r[0]] = r[2]
+	}
+	want := map[string]string{
+		"Lateness p99 ≤ 2 ms at 1 stream":              "met",
+		"Lateness p99 ≤ 10 ms at 5,000 streams":        "**missed**",
+		"Lateness max ≤ 50 ms at 5,000 streams":        "met",
+		"10,000 streams in ≤ 400 MB RSS":               "met",
+		"`GET /parameters` ≥ 5,000 req/s, p99 < 20 ms": "met",
+		"Provider plan requests grow at most linearly": "met",
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %q, want %q (all: %v)", k, got[k], v, got)
+		}
+	}
+	// Superlinear growth is flagged.
+	in.provider[1].PlanRequests = 150
+	for _, r := range targetRows(in) {
+		if strings.HasPrefix(r[0], "Provider") && r[2] == "met" {
+			t.Errorf("150 requests for 100 conversations after 1 for 1 passed as linear")
+		}
+	}
+	md := renderReport(in, machine{CPUs: 2, CPUModel: "test CPU"}, []string{"Commit: abc"}, nil)
+	for _, s := range []string{"| CPU | test CPU, 2 logical CPUs", "| Commit | abc |", "| 5000 | 5000 |"} {
+		if !strings.Contains(md, s) {
+			t.Errorf("report lacks %q:\n%s", s, md)
+		}
+	}
+}
+
+// TestStreamsAgainstTheMock runs the streams and http subcommands against an
+// in-process mock, fast (speed 20): every frame of every stream is matched,
+// and the results file renders.
+func TestStreamsAgainstTheMock(t *testing.T) {
+	srv, err := mockserver.New(mockserver.Config{Speed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		ts.Close()
+	})
+	out := filepath.Join(t.TempDir(), "r.jsonl")
+	var log bytes.Buffer
+	err = runStreams(t.Context(), []string{"--url", ts.URL + "/v1", "--streams", "8", "--cassette", "plain-answer", "--speed", "20",
+		"--pid", "0", "--out", out}, &log)
+	if err != nil {
+		t.Fatalf("streams: %v\n%s", err, log.String())
+	}
+	err = runHTTP(t.Context(), []string{"--url", ts.URL + "/v1", "--endpoint", "rename", "--concurrency", "4",
+		"--warmup", "50ms", "--duration", "200ms", "--out", out}, &log)
+	if err != nil {
+		t.Fatalf("http: %v\n%s", err, log.String())
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	in, err := readResults(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.streams) != 1 || len(in.http) != 1 {
+		t.Fatalf("results: %+v", in)
+	}
+	s := in.streams[0]
+	turn, _ := builtinTurn("plain-answer")
+	if s.Completed != 8 || s.Failed != 0 || s.Lateness.Count != 8*len(turn.Frames) || s.Bytes == 0 {
+		t.Fatalf("streams result %+v", s)
+	}
+	// The first frame is due at its recorded offset / 20; TTFE cannot beat it.
+	if s.TTFE.P50 < time.Duration(float64(turn.Frames[0].Offset)/20) {
+		t.Fatalf("TTFE %v is shorter than the first frame's offset", s.TTFE.P50)
+	}
+	if h := in.http[0]; h.Requests == 0 || h.Errors != 0 {
+		t.Fatalf("http result %+v", h)
+	}
+}
+
+// TestStreamsReportsFailures: a server that answers with an error is a
+// failed stream, not a crash or a silent success.
+func TestStreamsReportsFailures(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"code":"x","message":"down","status":503}`))
+	}))
+	defer ts.Close()
+	out := filepath.Join(t.TempDir(), "r.jsonl")
+	var log bytes.Buffer
+	if err := runStreams(t.Context(), []string{"--url", ts.URL + "/v1", "--streams", "3", "--cassette", "plain-answer", "--out", out}, &log); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(out)
+	in, err := readResults(bytes.NewReader(data))
+	if err != nil || len(in.streams) != 1 {
+		t.Fatalf("%v %s", err, data)
+	}
+	if s := in.streams[0]; s.Failed != 3 || s.Completed != 0 || !strings.Contains(strings.Join(s.Errors, " "), "HTTP 503") {
+		t.Fatalf("%+v", s)
+	}
+}

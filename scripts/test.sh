@@ -234,7 +234,12 @@ stage_docs-validate() {
 	require_terraform
 	[[ -d docs ]] || skip "docs/ does not exist yet"
 	go tool -n tfplugindocs >/dev/null 2>&1 || skip "tfplugindocs is not a go.mod tool"
-	PATH="$(dirname "$TF_ACC_TERRAFORM_PATH"):$PATH" go tool tfplugindocs validate
+	# --provider-name: the default comes from the folder name, which a clone
+	# may not share. [DEBUG] lines only with VERBOSE=1.
+	local filter='^[0-9/]+ [0-9:]+ \[DEBUG\]'
+	[[ "${VERBOSE:-0}" != 1 ]] || filter='^$^'
+	PATH="$(dirname "$TF_ACC_TERRAFORM_PATH"):$PATH" go tool tfplugindocs validate --provider-name dify 2>&1 |
+		{ grep -v -E "$filter" || true; }
 }
 
 # --- hook: every examples/ folder with .tf files passes `terraform validate`

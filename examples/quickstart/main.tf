@@ -48,6 +48,10 @@ output "app" {
   value = "${data.dify_app_info.app.name} (${data.dify_app_info.app.mode})"
 }
 
+output "conversation_id" {
+  value = dify_conversation.itinerary.id
+}
+
 output "answer" {
   value = dify_conversation.itinerary.answer
 }
@@ -56,6 +60,7 @@ output "agent_thoughts" {
   value = [
     for t in dify_conversation.itinerary.agent_thoughts : {
       position    = t.position
+      thought     = t.thought
       tool        = t.tool
       tool_input  = t.tool_input
       observation = t.observation

@@ -10,6 +10,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/difyops/terraform-provider-dify/dify"
+	"github.com/difyops/terraform-provider-dify/mockserver/fault"
 	"github.com/difyops/terraform-provider-dify/mockserver/replay"
 	"github.com/difyops/terraform-provider-dify/mockserver/store"
 )
@@ -179,19 +180,25 @@ func (s *Server) chatMessages(w http.ResponseWriter, r *http.Request, _ httprout
 		writeError(w, e)
 		return
 	}
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
+	if s.isClosed() {
 		writeError(w, errShuttingDown)
 		return
 	}
 
-	var ref turnRef
+	var (
+		ref  turnRef
+		spec fault.Spec
+	)
 	if req.convID != "" {
 		var err error
 		conv, err = s.store.ClaimTurn(req.convID, endUser.ID, func(c string, next int) (string, int) {
 			ref = s.selectTurn(header, req.query, c, next)
+			spec = s.chatFault(r, ref.cassette)
+			if spec.Before != nil && c != "" && next > 0 {
+				// The request fails before the turn plays: the
+				// conversation stays where it was.
+				return c, next - 1
+			}
 			return ref.cassette, ref.turn
 		})
 		if err != nil { // deleted meanwhile
@@ -200,6 +207,14 @@ func (s *Server) chatMessages(w http.ResponseWriter, r *http.Request, _ httprout
 		}
 	} else {
 		ref = s.selectTurn(header, req.query, "", 0)
+		spec = s.chatFault(r, ref.cassette)
+	}
+	if !s.beforeResponse(w, r, spec, true) {
+		return
+	}
+	if spec.Delay > 0 && s.isClosed() { // shutdown cut the delay short
+		writeError(w, errShuttingDown)
+		return
 	}
 	t := s.turn(ref)
 	if t.Status != http.StatusOK {
@@ -234,14 +249,21 @@ func (s *Server) chatMessages(w http.ResponseWriter, r *http.Request, _ httprout
 	}
 	h.Set(HeaderCassette, ref.cassette)
 	h.Set(HeaderTurn, strconv.Itoa(ref.turn))
+	if spec.Stream != nil {
+		h.Set(fault.Header, spec.String())
+		s.log.Info("fault", "method", r.Method, "path", r.URL.Path, "fault", spec.String())
+	}
 	w.WriteHeader(http.StatusOK)
 
 	sink := &flushSink{w: w, rc: http.NewResponseController(w)}
-	opts := replay.Options{Speed: speed, RunTimeout: s.cfg.RunTimeout, MaxModelRequests: s.cfg.MaxModelRequests}
+	opts := replay.Options{Speed: speed, RunTimeout: s.cfg.RunTimeout, MaxModelRequests: s.cfg.MaxModelRequests, Fault: spec.Stream}
 	rep := bound.Play(r.Context(), sink, opts, replay.Signals{Stop: tk.stop, Shutdown: s.closing}, func(rep *replay.Report) {
 		s.recordTurn(conv, msgID, req.query, userFiles, now.Unix(), ref.cassette, rep)
 	})
 	s.log.Debug("replay ended", "cassette", ref.cassette, "turn", ref.turn, "outcome", rep.Outcome.String(), "frames", rep.Sent)
+	if rep.Reset {
+		resetAfterStream(w)
+	}
 }
 
 // writeRecordedError replays a recorded pre-stream error (a non-200 turn).

@@ -78,7 +78,7 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 // Headers a browser may send and read (CORS).
 const (
 	corsAllowHeaders  = "Authorization, Content-Type, X-Dify-Mock-Cassette, X-Dify-Mock-Speed, X-Trace-Id, X-Trace-Session-Id"
-	corsExposeHeaders = "X-Dify-Mock-Cassette, X-Dify-Mock-Turn, WWW-Authenticate, Content-Disposition"
+	corsExposeHeaders = "X-Dify-Mock-Cassette, X-Dify-Mock-Turn, X-Dify-Mock-Fault, WWW-Authenticate, Content-Disposition, Retry-After"
 	corsAllowMethods  = "GET, POST, DELETE, OPTIONS"
 )
 

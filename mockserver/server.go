@@ -20,6 +20,7 @@ import (
 	"github.com/difyops/terraform-provider-dify/cassettes"
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/fault"
 	"github.com/difyops/terraform-provider-dify/mockserver/replay"
 	"github.com/difyops/terraform-provider-dify/mockserver/store"
 )
@@ -51,6 +52,9 @@ type Config struct {
 	MaxModelRequests int              // default 500
 	Logger           *slog.Logger     // nil = discard
 	Now              func() time.Time // optional clock for created_at
+	// Fault is a fault spec for every request that neither the
+	// X-Dify-Mock-Fault header nor its cassette gives one (docs/mock/faults.md).
+	Fault string
 }
 
 // Server is the mock. It is an http.Handler.
@@ -71,6 +75,9 @@ type Server struct {
 	tenantID string
 	appID    string
 	handler  http.Handler
+	// fault is Config.Fault; cassetteFaults the cassettes' dify_mock.fault.
+	fault          fault.Spec
+	cassetteFaults map[string]fault.Spec
 
 	mu      sync.Mutex
 	closed  bool
@@ -102,6 +109,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxModelRequests == 0 {
 		cfg.MaxModelRequests = DefaultMaxModelRequests
+	}
+	serverFault, err := fault.Parse(cfg.Fault)
+	if err != nil {
+		return nil, fmt.Errorf("fault %q: %v. Known faults: %s", cfg.Fault, err, fault.Names())
 	}
 	switch cfg.Mode {
 	case "", dify.ModeAgent, dify.ModeAgentChat:
@@ -137,6 +148,7 @@ func New(cfg Config) (*Server, error) {
 		cfg: cfg, log: log, set: set, app: app,
 		scripts: map[string]*replay.Script{}, closing: make(chan struct{}), tasks: map[string]*task{},
 		tenantID: replay.NewUUID(), appID: replay.NewUUID(),
+		fault: serverFault, cassetteFaults: map[string]fault.Spec{},
 	}
 	s.store = store.New(cfg.Now, replay.NewUUID)
 	s.mode = cfg.Mode
@@ -147,7 +159,6 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s.info = patchMode(app.Responses["/info"].Body, app.Info.Mode, s.mode)
-	var err error
 	if s.form, err = parseForm(app.Responses["/parameters"].Body); err != nil {
 		return nil, fmt.Errorf("%s: /parameters user_input_form: %w", app.Path, err)
 	}
@@ -158,6 +169,13 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 		s.scripts[name] = sc
+		if c.Meta.Fault != "" {
+			spec, err := fault.Parse(c.Meta.Fault)
+			if err != nil {
+				return nil, fmt.Errorf("%s: dify_mock.fault: %v. Known faults: %s", c.Path, err, fault.Names())
+			}
+			s.cassetteFaults[name] = spec
+		}
 	}
 	s.names = append([]string(nil), set.Names...)
 	sort.Strings(s.names)
@@ -234,6 +252,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 }
 
+// isClosed reports that Shutdown has started.
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
 // beginStream registers a stream; false once shutdown started.
 func (s *Server) beginStream(taskID, owner string) (*task, bool) {
 	s.mu.Lock()
@@ -275,9 +300,9 @@ func (s *Server) routes() http.Handler {
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeError(w, errMethodNotAllowed) })
 	r.GlobalOPTIONS = http.HandlerFunc(s.preflight)
 
-	r.GET("/v1/", s.serverInfo) // no auth (API §1.1)
-	a := func(h httprouter.Handle) httprouter.Handle { return s.authenticate(h) }
-	r.POST("/v1/chat-messages", a(s.chatMessages))
+	r.GET("/v1/", s.withFaults(s.serverInfo, false)) // no auth (API §1.1)
+	a := func(h httprouter.Handle) httprouter.Handle { return s.authenticate(s.withFaults(h, false)) }
+	r.POST("/v1/chat-messages", s.authenticate(s.withFaults(s.chatMessages, true)))
 	r.POST("/v1/chat-messages/:task_id/stop", a(s.stopChat))
 	r.GET("/v1/messages/:message_id/suggested", a(s.suggested))
 	r.GET("/v1/messages", a(s.listMessages))

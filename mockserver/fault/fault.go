@@ -281,7 +281,8 @@ func (st *Stream) ErrorEvent(newID func() string) (code string, status int, mess
 }
 
 // Parse reads a spec. "" and "none" yield the zero Spec. Errors say what is
-// wrong with which item and how to write it.
+// wrong with which item and how to write it; callers add the vocabulary
+// (Names) where the user reads them.
 func Parse(text string) (Spec, error) {
 	var s Spec
 	if len(text) > MaxSpecLength {
@@ -435,7 +436,7 @@ func parseItem(item string) (parsed, error) {
 	}
 	k, ok := kinds[name]
 	if !ok {
-		return parsed{}, fmt.Errorf("unknown fault %q; known faults: %s", name, Names())
+		return parsed{}, fmt.Errorf("unknown fault %q", name)
 	}
 	example := exampleOf(name)
 	switch k.arg {

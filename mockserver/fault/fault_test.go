@@ -78,7 +78,7 @@ func describe(s Spec) []any {
 
 func TestParseErrors(t *testing.T) {
 	cases := []struct{ in, want string }{
-		{"explode", `fault "explode": unknown fault "explode"; known faults: slow-headers:T, status:S, empty-response, connection-reset-by-peer, random-data-then-close, malformed-response-chunk, error-after:K, close-after:K, reset-after:K, stall-after:K;for=T, truncate, malformed-after:K, none (run ` + "`dify-mock faults`" + ` for details)`},
+		{"explode", `fault "explode": unknown fault "explode"`},
 		{"error-after", `fault "error-after": error-after needs the number of frames to send before the fault (0 to 1000000), e.g. error-after:3;code=completion_request_error;message=Model overloaded`},
 		{"error-after:-1", "error-after needs the number of frames"},
 		{"error-after:+1", "error-after needs the number of frames"},
@@ -156,6 +156,13 @@ func TestVocabularyExamplesParse(t *testing.T) {
 		if !seen[name] {
 			t.Errorf("fault %q is parsed but not in Vocabulary", name)
 		}
+	}
+}
+
+func TestNames(t *testing.T) {
+	want := "slow-headers:T, status:S, empty-response, connection-reset-by-peer, random-data-then-close, malformed-response-chunk, error-after:K, close-after:K, reset-after:K, stall-after:K;for=T, truncate, malformed-after:K, none (run `dify-mock faults` for details)"
+	if got := Names(); got != want {
+		t.Errorf("Names() = %q", got)
 	}
 }
 

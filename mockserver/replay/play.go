@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/difyops/terraform-provider-dify/dify"
+	"github.com/difyops/terraform-provider-dify/mockserver/fault"
 )
 
 // Outcome says how a replay ended.
@@ -21,10 +23,11 @@ const (
 	Disconnected                 // the client went away (or a write failed)
 	ShuttingDown                 // the server is shutting down
 	Truncated                    // the recording has no terminal frame
+	Faulted                      // Options.Fault ended the stream
 )
 
 func (o Outcome) String() string {
-	return [...]string{"completed", "failed", "limit_exceeded", "stopped", "disconnected", "shutting_down", "truncated"}[o]
+	return [...]string{"completed", "failed", "limit_exceeded", "stopped", "disconnected", "shutting_down", "truncated", "faulted"}[o]
 }
 
 // Options are the per-replay knobs.
@@ -35,6 +38,12 @@ type Options struct {
 	RunTimeout time.Duration
 	// MaxModelRequests cuts the turn when it would start request n+1; 0 = none.
 	MaxModelRequests int
+	// Fault, when set, breaks the stream on purpose (docs/mock/faults.md).
+	// It fires after Fault.After frames, in place of the next frame and at
+	// that frame's scheduled time; a count past the frames before the
+	// turn's end (message_end, a recorded error, a run-limit cut) fires
+	// there instead, so the fault always happens.
+	Fault *fault.Stream
 }
 
 // Signals end a replay early; nil channels never fire.
@@ -55,6 +64,9 @@ type Report struct {
 	Result  Result
 	// Sent is how many recorded frames were written.
 	Sent int
+	// Reset asks the caller to reset the connection (TCP RST) instead of
+	// ending the response: a fault wants the stream to die that way.
+	Reset bool
 }
 
 // ShutdownMessage is the error text a stream ends with when the server stops.
@@ -151,33 +163,30 @@ func (b *Bound) Play(ctx context.Context, sink Sink, opt Options, sig Signals, s
 	dirty := false
 	rep := &Report{}
 
-	// wait blocks until due or a signal; it returns the outcome that
+	// waitUntil blocks until due or a signal; it returns the outcome that
 	// interrupted it, or -1 when the deadline passed.
-	wait := func(off time.Duration) Outcome {
-		if opt.Speed > 0 {
-			due := start.Add(time.Duration(float64(off) / opt.Speed))
-			if d := time.Until(due); d > 0 {
-				if dirty {
-					if sink.Flush() != nil {
-						return Disconnected
-					}
-					dirty = false
-				}
-				if timer == nil {
-					timer = time.NewTimer(d)
-				} else {
-					timer.Reset(d)
-				}
-				select {
-				case <-timer.C:
-					return -1
-				case <-ctx.Done():
+	waitUntil := func(due time.Time) Outcome {
+		if d := time.Until(due); d > 0 {
+			if dirty {
+				if sink.Flush() != nil {
 					return Disconnected
-				case <-sig.Stop:
-					return Stopped
-				case <-sig.Shutdown:
-					return ShuttingDown
 				}
+				dirty = false
+			}
+			if timer == nil {
+				timer = time.NewTimer(d)
+			} else {
+				timer.Reset(d)
+			}
+			select {
+			case <-timer.C:
+				return -1
+			case <-ctx.Done():
+				return Disconnected
+			case <-sig.Stop:
+				return Stopped
+			case <-sig.Shutdown:
+				return ShuttingDown
 			}
 		}
 		select {
@@ -190,6 +199,19 @@ func (b *Bound) Play(ctx context.Context, sink Sink, opt Options, sig Signals, s
 		default:
 			return -1
 		}
+	}
+	// due is when a frame at recorded offset off is sent (now at speed 0).
+	due := func(off time.Duration) time.Time {
+		if opt.Speed > 0 {
+			return start.Add(time.Duration(float64(off) / opt.Speed))
+		}
+		return time.Now()
+	}
+	wait := func(off time.Duration) Outcome {
+		if opt.Speed > 0 {
+			return waitUntil(due(off))
+		}
+		return waitUntil(time.Time{})
 	}
 
 	write := func(p []byte) bool {
@@ -214,8 +236,69 @@ func (b *Bound) Play(ctx context.Context, sink Sink, opt Options, sig Signals, s
 		return rep
 	}
 
+	// The fault point: frames [0, fp) are sent before the fault fires.
+	fp := -1
+	if opt.Fault != nil {
+		limit := len(t.Frames)
+		if t.terminal >= 0 {
+			limit = t.terminal
+		}
+		if c != nil && c.at < limit {
+			limit = c.at
+		}
+		fp = min(opt.Fault.After, limit)
+	}
+	// fire runs the fault at frame p; done reports that the stream is over.
+	fire := func(p int) (r *Report, done bool) {
+		f := opt.Fault
+		off := frameOffset(t, p)
+		if c != nil && p == c.at {
+			off = c.offset
+		}
+		if f.Kind == fault.StallAfter {
+			// Frame p and everything after it go out f.For late.
+			if o := waitUntil(due(off).Add(f.For)); o >= 0 {
+				return b.interrupted(o, p, rep, finish, settle), true
+			}
+			start = start.Add(f.For)
+			if f.Then == fault.ThenContinue {
+				return nil, false
+			}
+		} else if o := wait(off); o >= 0 {
+			return b.interrupted(o, p, rep, finish, settle), true
+		}
+		rep.Sent = p
+		switch f.Kind {
+		case fault.ErrorAfter:
+			code, status, msg := f.ErrorEvent(NewUUID)
+			rep.Result = b.Fold(p)
+			rep.Result.ErrorCode, rep.Result.ErrorMessage = code, msg
+			return finish(Faulted, [][]byte{b.errorFrame(code, status, msg)}), true
+		case fault.MalformedAfter:
+			if !write(b.brokenFrame()) {
+				rep.Result = b.Fold(p)
+				rep.Outcome = Disconnected
+				settle(rep)
+				return rep, true
+			}
+			if f.Then == fault.ThenContinue {
+				return nil, false
+			}
+		}
+		// The stream ends here without its terminal frame: what was sent
+		// is the turn (as for a client that disconnects).
+		rep.Result = b.Fold(p)
+		rep.Reset = f.Kind == fault.ResetAfter || f.Then == fault.ThenReset
+		return finish(Faulted, nil), true
+	}
+
 	settled := false
 	for i := 0; i < end; i++ {
+		if i == fp {
+			if r, done := fire(i); done {
+				return r
+			}
+		}
 		if o := wait(t.Frames[i].Offset); o >= 0 {
 			if settled {
 				// The turn already ended (frames after message_end, e.g.
@@ -249,6 +332,11 @@ func (b *Bound) Play(ctx context.Context, sink Sink, opt Options, sig Signals, s
 			return rep
 		}
 		rep.Sent = i + 1
+	}
+	if fp == end {
+		if r, done := fire(end); done {
+			return r
+		}
 	}
 	if c != nil {
 		if o := wait(c.offset); o >= 0 {
@@ -328,6 +416,14 @@ func (b *Bound) base(event string) dify.EventBase {
 		Event: event, ConversationID: b.Binding.ConversationID, MessageID: b.Binding.MessageID,
 		CreatedAt: b.Binding.Now.Unix(), TaskID: b.Binding.TaskID,
 	}
+}
+
+// brokenFrame is an agent_message data frame cut off inside its JSON, as a
+// proxy or a crashing writer might leave it (fault malformed-after).
+func (b *Bound) brokenFrame() []byte {
+	full := dataFrame(dify.AgentMessageEvent{EventBase: b.base(dify.EventAgentMessage), ID: b.Binding.MessageID, Answer: "cut"})
+	cut := bytes.Index(full, []byte(`"answer":"`)) + len(`"answer":"`)
+	return append(full[:cut:cut], '\n', '\n')
 }
 
 func (b *Bound) messageFrame(answer string) []byte {

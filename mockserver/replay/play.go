@@ -145,6 +145,9 @@ func fmtDuration(d time.Duration) string {
 // settle is called exactly once with the final report before the frame that
 // ends the stream is written (after the last write for disconnects and
 // truncated recordings), so state is recorded before a client sees the end.
+// With opt.Fault the stream breaks on purpose; a fault that ends it
+// settles what was sent (plus the error for error-after) and, for a reset,
+// sets Report.Reset for the caller, which owns the connection.
 func (b *Bound) Play(ctx context.Context, sink Sink, opt Options, sig Signals, settle func(*Report)) *Report {
 	t := b.Turn
 	c := b.planCut(opt)

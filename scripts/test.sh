@@ -135,7 +135,8 @@ await_prefetch() {
 	local rc=0
 	wait "$pid" || rc=$?
 	unset "PREFETCH_PID[$name]"
-	grep -v '^go: downloading' "$WORK_DIR/prefetch-$name.log" >&2 || true
+	# The stage's own run prints the "using ..." line; show what the build said.
+	grep -v -e '^go: downloading' -e '^==> using ' "$WORK_DIR/prefetch-$name.log" >&2 || true
 	((rc == 0)) || warn "background preparation of $name exited $rc; retrying in the foreground"
 }
 

@@ -707,7 +707,7 @@ func TestBadFaultSpecs(t *testing.T) {
 			method, body = http.MethodPost, chatBody("Count to three", "u")
 		}
 		resp, data := fe.do(method, path, body, fault.Header, "error-after:soon")
-		fe.wantError(resp, data, 400, "invalid_param", "X-Dify-Mock-Fault: fault \"error-after:soon\": error-after needs the number of frames to send before the fault (0 to 1000000), e.g. error-after:3;code=completion_request_error;message=Model overloaded. Known faults: "+fault.Names())
+		fe.wantError(resp, data, 400, "invalid_param", "X-Dify-Mock-Fault: fault \"error-after:soon\": error-after needs the number of frames to send before the fault (0 to 1000000), e.g. error-after:3;code=completion_request_error. Known faults: "+fault.Names())
 	}
 	resp, data := fe.do(http.MethodGet, "/info", nil, fault.Header, "explode")
 	var eb errBody

@@ -79,7 +79,7 @@ func describe(s Spec) []any {
 func TestParseErrors(t *testing.T) {
 	cases := []struct{ in, want string }{
 		{"explode", `fault "explode": unknown fault "explode"`},
-		{"error-after", `fault "error-after": error-after needs the number of frames to send before the fault (0 to 1000000), e.g. error-after:3;code=completion_request_error;message=Model overloaded`},
+		{"error-after", `fault "error-after": error-after needs the number of frames to send before the fault (0 to 1000000), e.g. error-after:3;code=completion_request_error`},
 		{"error-after:-1", "error-after needs the number of frames"},
 		{"error-after:+1", "error-after needs the number of frames"},
 		{"error-after:x", "error-after needs the number of frames"},

@@ -59,8 +59,8 @@ var Vocabulary = []Entry{
 	{
 		Name: "error-after", Syntax: "error-after:K[;code=C][;status=S][;message=M]", Where: WhereStream,
 		Summary: "After K frames, an in-stream Dify error event (HTTP stays 200) ends the stream, shaped as API §2.5 (no task_id). Default code internal_server_error (500, \"Internal Server Error, please contact support.\"); known codes such as completion_request_error or provider_quota_exceeded bring their own status and message.",
-		Example: "error-after:3;code=completion_request_error;message=Model overloaded",
-		Sees:    "the first K events, then an error event (an in-stream error with the code, status and message)",
+		Example: "error-after:3;code=completion_request_error",
+		Sees:    "the first K events, then an in-stream error with the code, status and message",
 	},
 	{
 		Name: "close-after", Syntax: "close-after:K", Where: WhereStream,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/difyops/terraform-provider-dify/mockserver"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/fault"
 )
 
 func init() {
@@ -37,11 +38,11 @@ func (l *listFlag) Set(v string) error {
 
 // serveOptions are the serve flags after env defaults and parsing.
 type serveOptions struct {
-	addr, cassettes, cors, mode, defaultCassette, logLevel string
-	speed                                                  float64
-	apiKeys                                                listFlag
-	runTimeout                                             time.Duration
-	maxModelRequests                                       int
+	addr, cassettes, cors, mode, defaultCassette, logLevel, fault string
+	speed                                                         float64
+	apiKeys                                                       listFlag
+	runTimeout                                                    time.Duration
+	maxModelRequests                                              int
 }
 
 // envPrefix names the environment variables: --run-timeout ↔ DIFY_MOCK_RUN_TIMEOUT.
@@ -65,6 +66,7 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (*s
 	fs.DurationVar(&o.runTimeout, "run-timeout", mockserver.DefaultRunTimeout, "agent run deadline in recorded time; longer turns end with agent_run_limit_exceeded")
 	fs.IntVar(&o.maxModelRequests, "max-model-requests", mockserver.DefaultMaxModelRequests, "model requests allowed per run (turn); more end with agent_run_limit_exceeded")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&o.fault, "fault", "", "fault spec for every request that neither its header nor its cassette gives one, e.g. slow-headers:2s (see: dify-mock faults)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: dify-mock [serve] [flags]\n\nStarts the mock Dify Agent app API. Every flag can also be set with an environment variable.\n\nFlags:\n")
 		fs.VisitAll(func(f *flag.Flag) {
@@ -74,6 +76,9 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (*s
 			}
 			fmt.Fprintf(stderr, "  --%s\n        %s%s\n        env %s\n", f.Name, f.Usage, def, envName(f.Name))
 		})
+		fmt.Fprintf(stderr, "\nPer request: X-Dify-Mock-Cassette picks a cassette, X-Dify-Mock-Speed sets the speed and\n"+
+			"%s injects a fault (slow headers, HTTP 429/5xx, a broken or stalled stream, …);\n"+
+			"'dify-mock faults' lists them with an example each.\n", fault.Header)
 	}
 	// Environment first, so flags on the command line win.
 	var envErr error
@@ -145,7 +150,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	srv, err := mockserver.New(mockserver.Config{
 		Cassettes: set, Speed: o.speed, APIKeys: o.apiKeys, CORSOrigin: o.cors, Mode: o.mode,
 		DefaultCassette: o.defaultCassette, RunTimeout: o.runTimeout, MaxModelRequests: o.maxModelRequests,
-		Logger: logger,
+		Logger: logger, Fault: o.fault,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "dify-mock serve: %v\n", err)
@@ -211,6 +216,9 @@ func printBanner(w io.Writer, srv *mockserver.Server, source string, addr net.Ad
 		cors = "any origin"
 	}
 	fmt.Fprintf(w, "  CORS          %s\n", cors)
+	if o.fault != "" {
+		fmt.Fprintf(w, "  fault         %s (every request without its own; header %s: none turns it off)\n", o.fault, fault.Header)
+	}
 	names := srv.CassetteNames()
 	fmt.Fprintf(w, "  cassettes     %d (pick one with the X-Dify-Mock-Cassette header)\n", len(names))
 	width := 0

@@ -24,6 +24,7 @@ import (
 
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/fault"
 )
 
 // Problem is one finding. Interaction and Frame are 0-based indexes in file
@@ -281,6 +282,11 @@ func interactionLines(data []byte) []int {
 func (l *linter) meta(m cassette.Meta) {
 	if m.Provenance == cassette.ProvenanceSynthesized && strings.TrimSpace(m.Source) == "" {
 		l.add(-1, -1, "dify_mock.source is empty: a synthesized cassette must say how it was made")
+	}
+	if m.Fault != "" {
+		if _, err := fault.Parse(m.Fault); err != nil {
+			l.add(-1, -1, "dify_mock.fault: %v (the vocabulary: dify-mock faults)", err)
+		}
 	}
 	if m.Kind == cassette.KindChat {
 		switch m.Mode {

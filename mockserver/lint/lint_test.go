@@ -38,6 +38,9 @@ func TestBrokenCassettesReportPreciseProblems(t *testing.T) {
 		"event-after-end": {
 			"testdata/broken/event-after-end.yaml:10: interaction 0: frame 4: agent_message after message_end (frame 3); only tts_message, tts_message_end and ping may follow it",
 		},
+		"fault": {
+			`testdata/broken/fault.yaml: dify_mock.fault: fault "truncate:3": truncate takes no argument (it drops message_end); to end after 3 frames use close-after:3 (the vocabulary: dify-mock faults)`,
+		},
 		"follow-up": {
 			`testdata/broken/follow-up.yaml:26: interaction 1: request continues conversation "conv-unknown", which no earlier turn of this cassette started`,
 		},

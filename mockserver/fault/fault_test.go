@@ -2,6 +2,7 @@ package fault
 
 import (
 	"math"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -185,6 +186,24 @@ func TestErrorEventDefaults(t *testing.T) {
 		code, status, msg := c.st.ErrorEvent(id)
 		if code != c.code || status != c.status || msg != c.msg {
 			t.Errorf("%+v: got %s %d %q", c.st, code, status, msg)
+		}
+	}
+}
+
+// TestDocsCoverTheVocabulary: the user guide names every fault.
+func TestDocsCoverTheVocabulary(t *testing.T) {
+	data, err := os.ReadFile("../../docs/mock/faults.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range Vocabulary {
+		if !strings.Contains(string(data), "`"+e.Name) {
+			t.Errorf("docs/mock/faults.md does not mention %s", e.Name)
+		}
+	}
+	for code := range ErrorDefaults {
+		if !strings.Contains(string(data), "| `"+code+"` |") {
+			t.Errorf("docs/mock/faults.md lacks the default of %s", code)
 		}
 	}
 }

@@ -97,11 +97,37 @@ stop_mock() {
 	MOCK_PID=""
 }
 
+# stop_providers: a Terraform that was interrupted or died may leave its
+# provider plugin (the binary this script built, in $WORK_DIR) running for a
+# moment. Wait for those processes, found by their exact executable path, and
+# stop any that linger.
+stop_providers() {
+	local bin="$WORK_DIR/provider/terraform-provider-dify" p pids tries=0
+	[[ -d /proc ]] || return 0
+	while :; do
+		pids=()
+		for p in /proc/[0-9]*; do
+			[[ "$(readlink "$p/exe" 2>/dev/null)" == "$bin" ]] && pids+=("${p#/proc/}")
+		done
+		((${#pids[@]} == 0)) && return 0
+		((tries == 50)) && break
+		tries=$((tries + 1))
+		sleep 0.1
+	done
+	warn "stopping a provider process Terraform left behind (pid ${pids[*]})"
+	kill -TERM "${pids[@]}" 2>/dev/null || true
+}
+
 cleanup() {
 	local rc=$?
 	set +e
 	stop_ticker
+	local mock_died=0
+	if [[ -n "$MOCK_PID" ]] && ! kill -0 "$MOCK_PID" 2>/dev/null; then
+		mock_died=1
+	fi
 	stop_mock
+	stop_providers
 	if ((SUCCEEDED)) && [[ "${DEMO_KEEP:-0}" != 1 ]]; then
 		rm -rf "$WORK_DIR"
 		return
@@ -111,6 +137,7 @@ cleanup() {
 	elif ((!SUCCEEDED)); then
 		printf '\n%sERROR:%s step [%d/%d] "%s" failed (exit %d) after %s.\n' \
 			"$_c_red$_c_bold" "$_c_reset" "$STEP_NO" "$TOTAL_STEPS" "$STEP" "$rc" "$(elapsed "$STEP_START")" >&2
+		((mock_died)) && printf 'dify-mock had already exited (crashed or killed) when the step failed.\n' >&2
 		if [[ -s "$MOCK_LOG" ]]; then
 			printf 'Last lines of the dify-mock log (%s):\n' "$MOCK_LOG" >&2
 			tail -n 15 "$MOCK_LOG" | sed 's/^/    /' >&2
@@ -172,22 +199,44 @@ tf() {
 tf_run() {
 	local log="$WORK_DIR/$1"
 	shift
+	# On Ctrl-C only Terraform should react (it stops the provider, which
+	# cleans up the half-made conversation); the readers of its output ignore
+	# the signal so Terraform can still report what it did.
 	if [[ "${DEMO_VERBOSE:-0}" == 1 ]]; then
-		tf "$@" -no-color 2>&1 | tee "$log" >&2
+		tf "$@" -no-color 2>&1 | (trap '' INT && exec tee "$log") >&2
 		return
 	fi
-	tf "$@" -no-color 2>&1 | tee "$log" | awk '
-		/^(data\.)?[a-z0-9_]+\.[A-Za-z0-9_-]+(\[[^]]*\])?: / { print "    " $0; fflush(); next }
-		/^(Plan: |No changes\.|Apply complete!|Destroy complete!)/ { print "    " $0; fflush(); next }
-		/^ +~ name +=/ { sub(/^ +/, ""); print "    " $0; fflush(); next }
-		/^- / {
-			w = substr($0, 3)
-			if (w ~ /development overrides/) w = w " (expected: the demo uses the provider it just built)"
-			if (w ~ /file left in place/) w = w " (expected: Dify has no API to delete an upload)"
-			print "    warning: " w; fflush(); next
-		}
-		/^(╷|│|╵)/ || /^(Error|Warning):/ { print; fflush(); next }
-	' >&2
+	tf "$@" -no-color 2>&1 | (trap '' INT && exec tee "$log") | (trap '' INT && tf_filter) >&2
+}
+
+# tf_filter: the line filter of tf_run. A read loop rather than awk, because
+# mawk (Debian's awk) reads its input in blocks and would hold the progress
+# lines back until Terraform exits.
+tf_filter() {
+	local line w in_error=0
+	local progress='^(data\.)?[a-z0-9_]+\.[A-Za-z0-9_-]+(\[[^]]*\])?: '
+	local summary='^(Plan: |No changes\.|Apply complete!|Destroy complete!)'
+	local rename='^ +~ name +='
+	while IFS= read -r line; do
+		# Errors come last and matter whole: show everything from the first.
+		[[ "$line" == "Error:"* ]] && in_error=1
+		if ((in_error)); then
+			printf '    %s\n' "$line"
+		elif [[ "$line" =~ $progress || "$line" =~ $summary ]]; then
+			printf '    %s\n' "$line"
+		elif [[ "$line" =~ $rename ]]; then
+			printf '    %s\n' "${line#"${line%%[! ]*}"}"
+		elif [[ "$line" == "- "* ]]; then
+			w="${line#- }"
+			case "$w" in
+			*"development overrides"*) w+=" (expected: the demo uses the provider it just built)" ;;
+			*"file left in place"*) w+=" (expected: Dify has no API to delete an upload)" ;;
+			esac
+			printf '    warning: %s\n' "$w"
+		elif [[ "$line" == "╷"* || "$line" == "│"* || "$line" == "╵"* || "$line" == "Warning:"* ]]; then
+			printf '    %s\n' "$line"
+		fi
+	done
 }
 
 # ---------------------------------------------------------------------------
@@ -219,9 +268,16 @@ step_done
 
 step "start dify-mock on a free loopback port"
 # Port 0: the kernel picks a free port and the banner prints it, so there is
-# no race with another process taking a port we probed.
+# no race with another process taking a port we probed. In its own session
+# (setsid), so a Ctrl-C in the terminal reaches Terraform but not the mock:
+# Terraform can then stop its run cleanly against a live mock, and the EXIT
+# trap stops the mock afterwards. DIFY_MOCK_* variables of the caller are
+# cleared (an --api-key from them would reject the demo's key).
 : >"$MOCK_LOG"
-env $(compgen -e | grep '^DIFY_MOCK_' | sed 's/^/-u /') \
+detach=()
+command -v setsid >/dev/null 2>&1 && detach=(setsid)
+# shellcheck disable=SC2046 # one "-u NAME" pair per variable
+env $(compgen -e | grep '^DIFY_MOCK_' | sed 's/^/-u /') "${detach[@]}" \
 	"$WORK_DIR/bin/dify-mock" serve --addr 127.0.0.1:0 --speed "$DEMO_SPEED" --log-level info \
 	>"$MOCK_LOG" 2>&1 </dev/null &
 MOCK_PID=$!

@@ -457,7 +457,7 @@ func TestFileReferenceIsAPlaceholderUploadID(t *testing.T) {
 func TestScenarioOptions(t *testing.T) {
 	c, _ := generate(t, `
 name: options
-fault: "stall-after:3"
+fault: "stall-after:3;for=10s"
 suggested_questions: [a, b]
 transcript: spoken words
 mode: agent
@@ -473,7 +473,7 @@ steps:
   - message_file: {type: image, extension: jpg}
   - answer: here is a cat
 `)
-	if c.Meta.Fault != "stall-after:3" || c.Meta.Transcript != "spoken words" || len(c.Meta.SuggestedQuestions) != 2 {
+	if c.Meta.Fault != "stall-after:3;for=10s" || c.Meta.Transcript != "spoken words" || len(c.Meta.SuggestedQuestions) != 2 {
 		t.Errorf("meta %+v", c.Meta)
 	}
 	tr := c.Turns[0]

@@ -217,7 +217,7 @@ func printBanner(w io.Writer, srv *mockserver.Server, source string, addr net.Ad
 	}
 	fmt.Fprintf(w, "  CORS          %s\n", cors)
 	if o.fault != "" {
-		fmt.Fprintf(w, "  fault         %s (every request without its own; header %s: none turns it off)\n", o.fault, fault.Header)
+		fmt.Fprintf(w, "  fault         %s (on every request; %s: none turns it off)\n", o.fault, fault.Header)
 	}
 	names := srv.CassetteNames()
 	fmt.Fprintf(w, "  cassettes     %d (pick one with the X-Dify-Mock-Cassette header)\n", len(names))
@@ -237,6 +237,9 @@ func printBanner(w io.Writer, srv *mockserver.Server, source string, addr net.Ad
 		}
 		if len(c.Turns) > 1 {
 			desc = fmt.Sprintf("%s [%d turns]", desc, len(c.Turns))
+		}
+		if c.Meta.Fault != "" {
+			desc = fmt.Sprintf("%s [fault %s]", desc, c.Meta.Fault)
 		}
 		fmt.Fprintf(w, "    %s %-*s  %s\n", mark, width, n, desc)
 	}

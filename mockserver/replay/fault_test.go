@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"context"
 	"math"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/difyops/terraform-provider-dify/dify"
+	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 	"github.com/difyops/terraform-provider-dify/mockserver/fault"
 )
 
@@ -142,3 +144,31 @@ func (s *timedSink) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 func (s *timedSink) Flush() error { return nil }
+
+// FuzzStreamFault: any recorded stream with any stream fault plays without
+// panicking and settles exactly once.
+func FuzzStreamFault(f *testing.F) {
+	f.Add([]byte("data: {\"event\":\"agent_message\",\"conversation_id\":\"c0000000-0000\",\"answer\":\"x\"}\n\nevent: ping\n\ndata: {\"event\":\"message_end\",\"message_id\":\"m0000000-1\"}\n\n"), uint8(0), uint16(1))
+	f.Add([]byte("data: {\"event\":\"error\",\"code\":\"x\",\"status\":400,\"message\":\"m\"}\n\n"), uint8(3), uint16(9))
+	f.Add([]byte(""), uint8(5), uint16(0))
+	f.Fuzz(func(t *testing.T, data []byte, kind uint8, after uint16) {
+		var frames []cassette.Frame
+		for i, raw := range bytes.SplitAfter(data, []byte("\n\n")) {
+			if len(raw) > 0 && i < 50 {
+				frames = append(frames, cassette.Frame{Offset: time.Duration(i) * time.Microsecond, Raw: raw})
+			}
+		}
+		c := &cassette.Cassette{Name: "f", Turns: []*cassette.Turn{{Status: 200, Frames: frames}}}
+		sc, err := Compile(c)
+		if err != nil {
+			return
+		}
+		kinds := []fault.StreamKind{fault.ErrorAfter, fault.CloseAfter, fault.ResetAfter, fault.StallAfter, fault.Truncate, fault.MalformedAfter}
+		st := &fault.Stream{Kind: kinds[int(kind)%len(kinds)], After: int(after), For: time.Microsecond, Then: fault.Then(int(kind/8) % 3)}
+		settles := 0
+		rep := bind(sc.Turns[0]).Play(context.Background(), &sink{}, Options{Speed: 1, Fault: st}, Signals{}, func(*Report) { settles++ })
+		if settles != 1 || rep.Sent > len(frames) {
+			t.Fatalf("settled %d times, sent %d of %d", settles, rep.Sent, len(frames))
+		}
+	})
+}

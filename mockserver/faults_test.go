@@ -197,6 +197,13 @@ func TestFaultCloseTruncateReset(t *testing.T) {
 		t.Errorf("stored after truncate: %+v", m)
 	}
 
+	// K counts frames as sent, keep-alive pings included: the "slow" turn
+	// is a thought, 20 deltas, a ping, the closing message and message_end.
+	_, frames := fe.chat(chatBody("Take your time", "pings"), fault.Header, "close-after:22")
+	if len(frames) != 22 || frames[21].event() != "ping" || frames[20].event() != "agent_message" {
+		t.Errorf("close-after:22 sent %d frames, last %q", len(frames), frames[len(frames)-1].raw)
+	}
+
 	s = fe.stream(ctx, "reset-after:2", "Count to three")
 	turn, err = dify.Collect(s)
 	if !errors.Is(err, dify.ErrTruncatedStream) || !errors.Is(err, syscall.ECONNRESET) || turn.Answer != "One, " {

@@ -1,6 +1,7 @@
 package dify
 
 import (
+	"errors"
 	"io"
 	"slices"
 	"strconv"
@@ -169,7 +170,12 @@ func Collect(s *ChatStream) (*Turn, error) {
 			t := acc.Turn()
 			return &t, frameErr
 		case err != nil:
+			// Keep the earlier malformed frame visible: a broken frame followed
+			// by a cut is two problems, and callers match either with errors.Is/As.
 			t := acc.Turn()
+			if frameErr != nil {
+				return &t, errors.Join(err, frameErr)
+			}
 			return &t, err
 		}
 		if err := acc.Add(ev); err != nil {

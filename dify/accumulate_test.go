@@ -253,6 +253,13 @@ func TestCollectEndings(t *testing.T) {
 			t.Errorf("turn=%+v err=%v", turn, err)
 		}
 	})
+	t.Run("malformed frame then a cut: both errors", func(t *testing.T) {
+		turn, err := collectString(t, msg+"data: {oops\n\n"+msg)
+		var fe *FrameError
+		if !errors.As(err, &fe) || !errors.Is(err, ErrTruncatedStream) || turn.Answer != "parpar" {
+			t.Errorf("turn=%+v err=%v", turn, err)
+		}
+	})
 	t.Run("stops at message_end", func(t *testing.T) {
 		body := &blockingBody{r: strings.NewReader(msg + `data: {"event":"message_end","metadata":{}}` + "\n\n"), closed: make(chan struct{})}
 		turn, err := Collect(NewChatStream(body)) // would block forever if it read past message_end

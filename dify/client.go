@@ -38,6 +38,7 @@ type Client struct {
 	httpClient *http.Client
 	retry      RetryPolicy
 	logf       func(ctx context.Context, msg string, fields map[string]any)
+	streamIdle time.Duration
 }
 
 // Option configures a Client.

@@ -52,7 +52,11 @@ func (c *Client) SendChatMessage(ctx context.Context, req ChatRequest) (*ChatStr
 		return nil, fmt.Errorf("dify: POST /chat-messages: expected an event stream, got HTTP %d application/json (is this an agent app?): %s",
 			resp.StatusCode, snippet(redact(string(body), c.apiKey)))
 	}
-	s := NewChatStream(resp.Body)
+	var stream io.ReadCloser = resp.Body
+	if c.streamIdle > 0 {
+		stream = newIdleBody(resp.Body, c.streamIdle)
+	}
+	s := NewChatStream(stream)
 	s.resp = resp
 	return s, nil
 }

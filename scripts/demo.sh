@@ -304,9 +304,11 @@ mkdir -p "$WORK_DIR/quickstart"
 cp examples/quickstart/*.tf "$WORK_DIR/quickstart/"
 cat >"$WORK_DIR/terraformrc" <<EOF
 # Written by scripts/demo.sh: use the provider just built, no registry.
+# (The second address is the one OpenTofu gives "difyops/dify".)
 provider_installation {
   dev_overrides {
     "registry.terraform.io/difyops/dify" = "$WORK_DIR/provider"
+    "registry.opentofu.org/difyops/dify" = "$WORK_DIR/provider"
   }
   direct {}
 }

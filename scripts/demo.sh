@@ -277,7 +277,7 @@ step "start dify-mock on a free loopback port"
 detach=()
 command -v setsid >/dev/null 2>&1 && detach=(setsid)
 # shellcheck disable=SC2046 # one "-u NAME" pair per variable
-env $(compgen -e | grep '^DIFY_MOCK_' | sed 's/^/-u /') "${detach[@]}" \
+env $(compgen -e | grep '^DIFY_MOCK_' | sed 's/^/-u /') ${detach[@]+"${detach[@]}"} \
 	"$WORK_DIR/bin/dify-mock" serve --addr 127.0.0.1:0 --speed "$DEMO_SPEED" --log-level info \
 	>"$MOCK_LOG" 2>&1 </dev/null &
 MOCK_PID=$!

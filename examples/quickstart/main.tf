@@ -1,8 +1,14 @@
 # Quickstart: read the app, upload a file, start a conversation about it.
 #
+# `make demo` (at the repository root) runs this against dify-mock in one go.
+# By hand, with a provider built from source (see "Try it offline" in
+# docs/index.md for the dev_overrides CLI configuration):
+#
 #   export DIFY_BASE_URL=http://127.0.0.1:5001/v1   # a running dify-mock, or your Dify
 #   export DIFY_API_KEY=app-...                     # dify-mock accepts any app-... key
 #   terraform apply
+#   terraform apply -var conversation_name="Lisbon trip"   # renames in place
+#   terraform destroy
 terraform {
   required_providers {
     dify = {

@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -227,16 +228,15 @@ var droppers = map[string]dropper{
 var stormClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 
 // TestDisconnectStorm: 1,200 clients leave streams and requests at random
-// points (a seeded mix of cancels after k frames, mid-frame closes and
-// resets, timeouts and half-sent requests), 200 at a time, against replays
+// points (a mix of cancels after k frames, mid-frame closes and resets,
+// timeouts and half-sent requests; the seed is logged), 200 at a time, against replays
 // at speed 20 (some at speed 1). Afterwards goroutines and open files are
 // back to their baseline, nothing panicked or logged an error, every stored
 // turn is a prefix of the recorded answer, and the server still serves.
+//
+// scripts/reliability.sh runs it bigger (STORM_CLIENTS, STORM_CONCURRENCY).
 func TestDisconnectStorm(t *testing.T) {
-	const (
-		clients     = 1200
-		concurrency = 200
-	)
+	clients, concurrency := envInt(t, "STORM_CLIENTS", 1200), envInt(t, "STORM_CONCURRENCY", 200)
 	s := newLoggedServer(t, mockserver.Config{Speed: 20})
 	set, err := mockserver.BuiltinSet()
 	if err != nil {
@@ -260,7 +260,10 @@ func TestDisconnectStorm(t *testing.T) {
 	baseGoroutines, baseFiles := runtime.NumGoroutine(), openFiles()
 
 	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	if v := os.Getenv("STORM_SEED"); v != "" {
+		seed, _ = strconv.ParseUint(v, 10, 64)
+	}
+	t.Logf("seed %d (STORM_SEED=%d repeats each worker's random choices)", seed, seed)
 	names := []string{"after-k-frames", "mid-frame", "after-a-while", "mid-request"}
 	var counts [4]atomic.Int64
 	jobs := make(chan int)
@@ -338,6 +341,19 @@ func TestDisconnectStorm(t *testing.T) {
 	if got := completeTurn(t, s, cassettes[0], "storm-after"); got != full[cassettes[0].name] {
 		t.Errorf("after the storm the answer is %q, want %q", got, full[cassettes[0].name])
 	}
+}
+
+// envInt reads a positive integer knob from the environment.
+func envInt(t *testing.T, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
 }
 
 // completeTurn replays c to its end (no delays) and returns the stored answer.

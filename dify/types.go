@@ -235,7 +235,7 @@ type FileUploadResult struct {
 	TenantID       *string `json:"tenant_id"`
 	ConversationID *string `json:"conversation_id"`
 	FileKey        *string `json:"file_key"`
-	Reference      *string `json:"reference,omitempty"`
+	Reference      *string `json:"reference"` // newest servers; always null for this endpoint
 }
 
 // EndUser is the GET /end-users/{id} answer (API §10). Timestamps are ISO-8601 strings.

@@ -146,37 +146,11 @@ func readScenario(path string) ([]byte, error) {
 }
 
 // writeCassette writes dir/name.yaml. Without force it never replaces a
-// file (cassette.WriteNew); with force it replaces it atomically, so a
-// reader never sees half a cassette.
+// file; with force it replaces it atomically, so a reader never sees half a
+// cassette.
 func writeCassette(dir, name string, data []byte, force bool) (string, error) {
-	if !force {
-		return cassette.WriteNew(dir, name, data)
+	if force {
+		return cassette.WriteReplace(dir, name, data)
 	}
-	if err := cassette.ValidName(name); err != nil {
-		return "", err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	target := filepath.Join(dir, name+".yaml")
-	tmp, err := os.CreateTemp(dir, "."+name+".*.tmp")
-	if err != nil {
-		return "", err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return "", err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return "", err
-	}
-	if err := tmp.Close(); err != nil {
-		return "", err
-	}
-	if err := os.Rename(tmp.Name(), target); err != nil {
-		return "", err
-	}
-	return target, nil
+	return cassette.WriteNew(dir, name, data)
 }

@@ -137,6 +137,17 @@ var ErrExists = errors.New("cassette already exists")
 // file: it writes a temporary file and hard-links it into place, so a reader
 // never sees half a cassette and a concurrent writer cannot clobber one.
 func WriteNew(dir, name string, data []byte) (string, error) {
+	return write(dir, name, data, false)
+}
+
+// WriteReplace writes data as dir/name.yaml, atomically replacing any file
+// of that name (temporary file + rename): for callers that own the file, such
+// as `author --force` or a recorder rewriting its own session.
+func WriteReplace(dir, name string, data []byte) (string, error) {
+	return write(dir, name, data, true)
+}
+
+func write(dir, name string, data []byte, replace bool) (string, error) {
 	if err := ValidName(name); err != nil {
 		return "", err
 	}
@@ -164,6 +175,9 @@ func WriteNew(dir, name string, data []byte) (string, error) {
 	}
 	if err := tmp.Close(); err != nil {
 		return "", err
+	}
+	if replace {
+		return target, os.Rename(tmp.Name(), target)
 	}
 	if err := os.Link(tmp.Name(), target); err != nil {
 		if errors.Is(err, fs.ErrExist) {

@@ -230,34 +230,15 @@ func (r *Recorder) writeSession(s *session, data []byte) error {
 }
 
 func (r *Recorder) replaceOwn(s *session, data []byte) error {
-	tmp, err := os.CreateTemp(r.dir, "."+s.name+".*.tmp")
+	path, err := cassette.WriteReplace(r.dir, s.name, data)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), s.path); err != nil {
-		return err
-	}
-	st, err := os.Stat(s.path)
+	st, err := os.Stat(path)
 	if err != nil {
 		return err
 	}
-	s.written = st
+	s.path, s.written = path, st
 	return nil
 }
 

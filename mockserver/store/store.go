@@ -43,26 +43,8 @@ type File struct {
 	OwnerID string // end-user id
 }
 
-// FileResult is the POST /files/upload body. It differs from
-// dify.FileUploadResult only in always sending `reference` (null), as the
-// newest docs do.
-type FileResult struct {
-	ID             string  `json:"id"`
-	Name           string  `json:"name"`
-	Size           int64   `json:"size"`
-	Extension      *string `json:"extension"`
-	MimeType       *string `json:"mime_type"`
-	CreatedBy      *string `json:"created_by"`
-	CreatedAt      int64   `json:"created_at"`
-	PreviewURL     *string `json:"preview_url"`
-	SourceURL      string  `json:"source_url"`
-	OriginalURL    *string `json:"original_url"`
-	UserID         *string `json:"user_id"`
-	TenantID       *string `json:"tenant_id"`
-	ConversationID *string `json:"conversation_id"`
-	FileKey        *string `json:"file_key"`
-	Reference      *string `json:"reference"`
-}
+// FileResult is the POST /files/upload body (API §9.1).
+type FileResult = dify.FileUploadResult
 
 // Conversation is a stored conversation plus the replay bookkeeping.
 type Conversation struct {

@@ -9,7 +9,7 @@
 #      goroutines and threads at peak, bytes/s;
 #   2. non-streaming endpoints at concurrency 50: requests/s, p50/p99;
 #   3. CPU profiles of the streaming and the non-streaming hot paths;
-#   4. `terraform plan` (refresh) with 1, 10, 100 conversations: wall time
+#   4. `terraform plan` (refresh) with 1, 10, 100, 1000 conversations: wall time
 #      and requests (counted by a proxy in the load generator).
 # The tables go to stdout and to bench/results.md. bench/README.md explains
 # the method and the results.
@@ -19,10 +19,13 @@
 #   BENCH_CASSETTE=tool-use                built-in cassette replayed
 #   BENCH_HTTP_DURATION=5s                 measured time per endpoint
 #   BENCH_HTTP_CONCURRENCY=50
-#   BENCH_PROVIDER_SIZES=1,10,100          conversations in state
+#   BENCH_PROVIDER_SIZES=1,10,100,1000     conversations in state
 #   BENCH_SKIP="profile provider"          sections to skip (streams http profile provider)
 #   BENCH_RESULTS=bench/results.md         where the markdown goes ("" = stdout only)
 #   BENCH_KEEP=1                           keep the work folder (profiles, logs)
+#   BENCH_NICE=-10                         run the server and the load generator at this
+#                                          niceness (negative needs root), so other work on
+#                                          a shared machine disturbs the numbers less
 #   TF_ACC_TERRAFORM_PATH, TF_FORCE_BUILD  see scripts/ensure-terraform.sh
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
@@ -33,7 +36,7 @@ read -r -a STREAMS <<<"${BENCH_STREAMS:-1 100 1000 5000 10000}"
 CASSETTE="${BENCH_CASSETTE:-tool-use}"
 HTTP_DURATION="${BENCH_HTTP_DURATION:-5s}"
 HTTP_CONCURRENCY="${BENCH_HTTP_CONCURRENCY:-50}"
-PROVIDER_SIZES="${BENCH_PROVIDER_SIZES:-1,10,100}"
+PROVIDER_SIZES="${BENCH_PROVIDER_SIZES:-1,10,100,1000}"
 RESULTS="${BENCH_RESULTS-bench/results.md}"
 SKIP=" ${BENCH_SKIP:-} "
 
@@ -50,6 +53,19 @@ cleanup() {
 trap cleanup EXIT
 
 want() { [[ "$SKIP" != *" $1 "* ]]; }
+
+NICE=()
+priority="default"
+if [[ -n "${BENCH_NICE:-}" ]]; then
+	# nice(1) runs the command even when it may not change the niceness, so
+	# check that it did.
+	if [[ "$(nice -n "$BENCH_NICE" nice 2>/dev/null)" == "$(($(nice) + BENCH_NICE))" ]]; then
+		NICE=(nice -n "$BENCH_NICE")
+		priority="nice $BENCH_NICE (server and load generator)"
+	else
+		warn "BENCH_NICE=$BENCH_NICE: cannot change the niceness (negative values need root); running at the default priority"
+	fi
+fi
 
 # Every stream is a socket in each process; leave room for the rest.
 max_streams=0
@@ -74,7 +90,7 @@ go build -overlay "$WORK/overlay.json" -tags benchdebug -o "$WORK/dify-mock" ./m
 go build -o "$WORK/loadgen" ./bench/cmd/loadgen
 mkdir -p "$WORK/plugins"
 go build -o "$WORK/plugins/terraform-provider-dify" .
-LOADGEN="$WORK/loadgen"
+LOADGEN=("${NICE[@]}" "$WORK/loadgen")
 RESULTS_JSON="$WORK/results.jsonl"
 : >"$RESULTS_JSON"
 loadavg_start="$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
@@ -84,7 +100,7 @@ loadavg_start="$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
 start_mock() {
 	local speed="$1" i
 	rm -f "$WORK/mock.out"
-	DIFY_MOCK_BENCH_DEBUG_ADDR=127.0.0.1:0 "$WORK/dify-mock" serve --addr 127.0.0.1:0 --speed "$speed" \
+	DIFY_MOCK_BENCH_DEBUG_ADDR=127.0.0.1:0 "${NICE[@]}" "$WORK/dify-mock" serve --addr 127.0.0.1:0 --speed "$speed" \
 		>"$WORK/mock.out" 2>>"$WORK/mock.log" &
 	MOCK_PID=$!
 	for ((i = 0; i < 100; i++)); do
@@ -111,7 +127,7 @@ if want streams; then
 	for n in "${STREAMS[@]}"; do
 		start_mock 1
 		log "streams: $n x $CASSETTE at speed 1"
-		"$LOADGEN" streams --url "$MOCK_URL" --debug-url "$DEBUG_URL" --pid "$MOCK_PID" \
+		"${LOADGEN[@]}" streams --url "$MOCK_URL" --debug-url "$DEBUG_URL" --pid "$MOCK_PID" \
 			--streams "$n" --cassette "$CASSETTE" --speed 1 --out "$RESULTS_JSON"
 		stop_mock
 	done
@@ -119,8 +135,9 @@ fi
 
 if want http; then
 	start_mock 1
-	for ep in parameters conversations rename upload; do
-		"$LOADGEN" http --url "$MOCK_URL" --debug-url "$DEBUG_URL" --pid "$MOCK_PID" --endpoint "$ep" \
+	# conversations-crowded last: it fills the store with 10,000 conversations.
+	for ep in parameters conversations rename upload conversations-crowded; do
+		"${LOADGEN[@]}" http --url "$MOCK_URL" --debug-url "$DEBUG_URL" --pid "$MOCK_PID" --endpoint "$ep" \
 			--concurrency "$HTTP_CONCURRENCY" --duration "$HTTP_DURATION" --out "$RESULTS_JSON"
 	done
 	stop_mock
@@ -131,19 +148,24 @@ if want profile; then
 	# Separate runs, so profiling does not skew the measured rows above.
 	start_mock 1
 	log "profiling: 5000 streams"
-	"$LOADGEN" streams --url "$MOCK_URL" --debug-url "$DEBUG_URL" --streams 5000 --cassette "$CASSETTE" \
+	"${LOADGEN[@]}" streams --url "$MOCK_URL" --debug-url "$DEBUG_URL" --streams 5000 --cassette "$CASSETTE" \
 		--profile "$WORK/streams.pprof" --profile-seconds 10s --out "$WORK/profile-runs.jsonl"
-	log "profiling: GET /conversations"
-	"$LOADGEN" http --url "$MOCK_URL" --debug-url "$DEBUG_URL" --endpoint conversations --concurrency "$HTTP_CONCURRENCY" \
-		--duration 5s --profile "$WORK/http.pprof" --out "$WORK/profile-runs.jsonl"
 	stop_mock
-	for p in streams http; do
+	start_mock 1
+	log "profiling: GET /conversations, then with 10,000 other conversations stored"
+	"${LOADGEN[@]}" http --url "$MOCK_URL" --debug-url "$DEBUG_URL" --endpoint conversations --concurrency "$HTTP_CONCURRENCY" \
+		--duration 5s --profile "$WORK/http.pprof" --out "$WORK/profile-runs.jsonl"
+	"${LOADGEN[@]}" http --url "$MOCK_URL" --debug-url "$DEBUG_URL" --endpoint conversations-crowded --concurrency "$HTTP_CONCURRENCY" \
+		--duration 5s --profile "$WORK/crowded.pprof" --out "$WORK/profile-runs.jsonl"
+	stop_mock
+	for p in streams http crowded; do
 		if [[ -s "$WORK/$p.pprof" ]]; then
 			go tool pprof -top -nodecount=25 "$WORK/dify-mock" "$WORK/$p.pprof" 2>/dev/null | sed -n '1,32p' >"$WORK/$p.top" || true
 		fi
 	done
 	[[ -s "$WORK/streams.top" ]] && profile_args+=(--profile-summary "5,000 streams of $CASSETTE (10 s, flat top 25)=$WORK/streams.top")
 	[[ -s "$WORK/http.top" ]] && profile_args+=(--profile-summary "GET /conversations at concurrency $HTTP_CONCURRENCY (5 s, flat top 25)=$WORK/http.top")
+	[[ -s "$WORK/crowded.top" ]] && profile_args+=(--profile-summary "GET /conversations with 10,000 other conversations stored (5 s, flat top 25)=$WORK/crowded.top")
 fi
 
 if want provider; then
@@ -153,7 +175,7 @@ if want provider; then
 		# Creating the conversations is set-up, not what is measured.
 		start_mock 0
 		: >"$WORK/terraformrc-empty"
-		TF_CLI_CONFIG_FILE="$WORK/terraformrc-empty" "$LOADGEN" provider --url "$MOCK_URL" --terraform "$tf" \
+		TF_CLI_CONFIG_FILE="$WORK/terraformrc-empty" "${LOADGEN[@]}" provider --url "$MOCK_URL" --terraform "$tf" \
 			--plugin-dir "$WORK/plugins" --conversations "$PROVIDER_SIZES" --work-dir "$WORK/tf" --out "$RESULTS_JSON"
 		stop_mock
 	else
@@ -171,9 +193,10 @@ notes=(
 	--note "Commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- mockserver dify provider bench 2>/dev/null || echo ' (with uncommitted changes)')"
 	--note "Date: $(date -u +%Y-%m-%dT%H:%MZ)"
 	--note "Load average (1/5/15 min): $loadavg_start at the start, $loadavg_end at the end (other work on the machine skews the numbers)"
+	--note "Process priority: $priority"
 	--note "Bench wall time: $(elapsed "$start")"
 )
 out_args=()
 [[ -n "$RESULTS" ]] && out_args=(--out "$RESULTS")
-"$LOADGEN" report --in "$RESULTS_JSON" "${out_args[@]}" "${notes[@]}" "${profile_args[@]}"
+"${LOADGEN[@]}" report --in "$RESULTS_JSON" "${out_args[@]}" "${notes[@]}" "${profile_args[@]}"
 [[ -n "$RESULTS" ]] && ok "wrote $RESULTS in $(elapsed "$start")"

@@ -10,6 +10,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/textproto"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,6 +52,18 @@ var httpEndpoints = map[string]httpEndpoint{
 	"conversations": {route: "GET /conversations", want: http.StatusOK,
 		setup: func(ctx context.Context, c *http.Client, base, user string) (func(int64) (*http.Request, error), error) {
 			if _, err := seedConversations(ctx, c, base, user, 20); err != nil {
+				return nil, err
+			}
+			return func(int64) (*http.Request, error) {
+				return http.NewRequest(http.MethodGet, base+"/conversations?limit=20&user="+user, nil)
+			}, nil
+		}},
+	"conversations-crowded": {route: "GET /conversations (10,000 other conversations stored)", want: http.StatusOK,
+		setup: func(ctx context.Context, c *http.Client, base, user string) (func(int64) (*http.Request, error), error) {
+			if _, err := seedConversations(ctx, c, base, user, 20); err != nil {
+				return nil, err
+			}
+			if err := seedCrowd(ctx, c, base, 10000, 100, 50); err != nil {
 				return nil, err
 			}
 			return func(int64) (*http.Request, error) {
@@ -144,11 +157,51 @@ func seedConversations(ctx context.Context, c *http.Client, base, user string, n
 	return ids, nil
 }
 
+// seedCrowd creates n conversations spread over users other users, with
+// conc requests in flight: the store a long-running mock accumulates.
+func seedCrowd(ctx context.Context, c *http.Client, base string, n, users, conc int) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, conc)
+	next := make(chan int)
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if _, err := seedConversations(ctx, c, base, "crowd-"+strconv.Itoa(i%users), 1); err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+					return
+				}
+			}
+		}()
+	}
+	for i := range n {
+		select {
+		case next <- i:
+		case err := <-errs:
+			close(next)
+			wg.Wait()
+			return err
+		}
+	}
+	close(next)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
+}
+
 func runHTTP(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("http", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	url := fs.String("url", "", "mock API base URL, e.g. http://127.0.0.1:5001/v1 (required)")
-	name := fs.String("endpoint", "", "parameters, conversations, rename or upload (required)")
+	name := fs.String("endpoint", "", "parameters, conversations, conversations-crowded, rename or upload (required)")
 	conc := fs.Int("concurrency", 50, "requests in flight (closed loop: each worker sends its next request when the last one is answered)")
 	warmup := fs.Duration("warmup", time.Second, "unmeasured run first (connections, caches)")
 	dur := fs.Duration("duration", 5*time.Second, "measured run")
@@ -161,7 +214,7 @@ func runHTTP(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	ep, ok := httpEndpoints[*name]
 	if *url == "" || !ok || *conc < 1 {
-		return errors.New("--url and --endpoint (parameters, conversations, rename, upload) are required; --concurrency must be positive")
+		return errors.New("--url and --endpoint (parameters, conversations, conversations-crowded, rename, upload) are required; --concurrency must be positive")
 	}
 	if *profile != "" && *debugURL == "" {
 		return errors.New("--profile needs --debug-url")

@@ -20,7 +20,7 @@ const (
 	targetLateP99At5k    = 10 * time.Millisecond
 	targetLateMaxAt5k    = 50 * time.Millisecond
 	targetLateP99At1     = 2 * time.Millisecond
-	targetRSSAt10kMiB    = 400
+	targetRSSAt10kMB     = 400
 	targetRPS            = 5000
 	targetHTTPP99        = 20 * time.Millisecond
 	targetStreamsLarge   = 5000
@@ -166,16 +166,26 @@ func renderReport(in *reportInput, m machine, notes []string, profiles []profile
 	if len(in.streams) > 0 {
 		s0 := in.streams[0]
 		w("## Replay fidelity and scale\n\n")
-		w("`%s` replayed at speed %g (%d frames over %.1f s per stream), N streams at once, each on its own connection, from the separate load process. "+
-			"Lateness: every frame's arrival against its recorded offset, relative to the stream's own start (README: how it is measured). "+
-			"TTFE: request sent (connection set-up included) to the first complete frame, whose recorded offset is %.0f ms. RSS: the server's peak VmRSS while sampling (250 ms). "+
-			"Goroutines/threads: peak while sampling.\n\n", s0.Cassette, s0.Speed, s0.Frames, s0.RecordedSeconds, s0.FirstFrameSeconds*1000)
-		w("| Streams | Completed | Peak live | Ramp s | Lateness p50 ms | p99 ms | max ms | TTFE p50 ms | TTFE p99 ms | Server RSS MiB | Goroutines | Threads | Throughput KiB/s |\n")
-		w("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		w("`%s` replayed at speed %g (%d frames over %.1f s per stream), N streams at once, each on its own connection, "+
+			"from the separate load process (at most 1,000 waiting for their first frame at a time, so the ramp takes a moment).\n\n", s0.Cassette, s0.Speed, s0.Frames, s0.RecordedSeconds)
+		w("- **Lateness**: every frame's arrival against its recorded offset, relative to the stream's own start " +
+			"(README: how it is measured); *after the ramp* counts only frames due once all N streams were live.\n")
+		w("- **TTFE**: request sent (connection set-up included) to the first complete frame, whose recorded offset is %.0f ms.\n", s0.FirstFrameSeconds*1000)
+		w("- **RSS**: the server's peak VmRSS, sampled every 250 ms from /proc; goroutines and threads likewise (goroutines through the bench-only debug listener). " +
+			"**CPU**: cores used on average over the run by the server and by the load generator.\n\n")
+		w("| Streams | Completed | Ramp s | Lateness p50 ms | p99 ms | max ms | After the ramp: p99 ms | max ms | TTFE p50 ms | TTFE p99 ms |\n")
+		w("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, r := range in.streams {
-			w("| %d | %d | %d | %.1f | %s | %s | %s | %s | %s | %s | %s | %s | %.0f |\n",
-				r.Streams, r.Completed, r.PeakConcurrent, r.RampSeconds, ms(r.Lateness.P50), ms(r.Lateness.P99), ms(r.Lateness.Max),
-				ms(r.TTFE.P50), ms(r.TTFE.P99), mib(r.Server.PeakRSSKiB), orDash(r.Server.PeakGoroutines), orDash(r.Server.PeakThreads), r.BytesPerSec/1024)
+			w("| %d | %d | %.1f | %s | %s | %s | %s | %s | %s | %s |\n",
+				r.Streams, r.Completed, r.RampSeconds, ms(r.Lateness.P50), ms(r.Lateness.P99), ms(r.Lateness.Max),
+				ms(r.LatenessSteady.P99), ms(r.LatenessSteady.Max), ms(r.TTFE.P50), ms(r.TTFE.P99))
+		}
+		w("\n| Streams | Peak live | Server RSS MiB | Goroutines | Threads | Server CPU cores | Load generator CPU cores | Throughput KiB/s |\n")
+		w("|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, r := range in.streams {
+			w("| %d | %d | %s | %s | %s | %.2f | %.2f | %.0f |\n",
+				r.Streams, r.PeakConcurrent, mib(r.Server.PeakRSSKiB), orDash(r.Server.PeakGoroutines), orDash(r.Server.PeakThreads),
+				r.ServerCores, r.ClientCores, r.BytesPerSec/1024)
 		}
 		for _, r := range in.streams {
 			if r.Failed > 0 {
@@ -237,14 +247,20 @@ func targetRows(in *reportInput) [][3]string {
 	}
 	if r, ok := byN[targetStreamsLarge]; ok {
 		rows = append(rows,
-			[3]string{"Lateness p99 ≤ 10 ms at 5,000 streams", ms(r.Lateness.P99) + " ms", check(r.Lateness.P99 <= targetLateP99At5k && r.Failed == 0)},
-			[3]string{"Lateness max ≤ 50 ms at 5,000 streams", ms(r.Lateness.Max) + " ms", check(r.Lateness.Max <= targetLateMaxAt5k && r.Failed == 0)})
+			[3]string{"Lateness p99 ≤ 10 ms at 5,000 streams (all frames)", ms(r.Lateness.P99) + " ms", check(r.Lateness.P99 <= targetLateP99At5k && r.Failed == 0)},
+			[3]string{"Lateness max ≤ 50 ms at 5,000 streams (all frames)", ms(r.Lateness.Max) + " ms", check(r.Lateness.Max <= targetLateMaxAt5k && r.Failed == 0)},
+			[3]string{"Lateness p99 ≤ 10 ms at 5,000 streams (after the ramp)", ms(r.LatenessSteady.P99) + " ms", check(r.LatenessSteady.Count > 0 && r.LatenessSteady.P99 <= targetLateP99At5k && r.Failed == 0)},
+			[3]string{"Lateness max ≤ 50 ms at 5,000 streams (after the ramp)", ms(r.LatenessSteady.Max) + " ms", check(r.LatenessSteady.Count > 0 && r.LatenessSteady.Max <= targetLateMaxAt5k && r.Failed == 0)})
 	}
 	if r, ok := byN[targetStreamsLargest]; ok {
-		rows = append(rows, [3]string{"10,000 streams in ≤ 400 MB RSS", fmt.Sprintf("%s MiB, %d of %d completed", mib(r.Server.PeakRSSKiB), r.Completed, r.Streams),
-			check(r.Server.PeakRSSKiB > 0 && r.Server.PeakRSSKiB/1024 <= targetRSSAt10kMiB && r.Failed == 0)})
+		mb := float64(r.Server.PeakRSSKiB) * 1024 / 1e6
+		rows = append(rows, [3]string{"10,000 streams in ≤ 400 MB RSS", fmt.Sprintf("%.0f MB (%s MiB), %d of %d completed", mb, mib(r.Server.PeakRSSKiB), r.Completed, r.Streams),
+			check(r.Server.PeakRSSKiB > 0 && mb <= targetRSSAt10kMB && r.Failed == 0)})
 	}
 	for _, r := range in.http {
+		if r.Endpoint == "conversations-crowded" {
+			continue // an extra measurement, not one of the issue's routes
+		}
 		rows = append(rows, [3]string{fmt.Sprintf("`%s` ≥ 5,000 req/s, p99 < 20 ms", r.Route), fmt.Sprintf("%.0f req/s, p99 %s ms", r.RPS, ms(r.Latency.P99)),
 			check(r.RPS >= targetRPS && r.Latency.P99 < targetHTTPP99 && r.Errors == 0)})
 	}

@@ -39,8 +39,10 @@ type streamsResult struct {
 	PeakConcurrent int      `json:"peak_concurrent"`
 	RampSeconds    float64  `json:"ramp_seconds"` // until the last stream got its first frame
 
-	// Lateness of every received frame (see frameLateness).
-	Lateness summary `json:"lateness"`
+	// Lateness of every received frame (see frameLateness), and of the
+	// frames due once every stream had started (the ramp is over).
+	Lateness       summary `json:"lateness"`
+	LatenessSteady summary `json:"lateness_steady"`
 	// TTFE: request sent (dial included) to the first complete frame.
 	TTFE summary `json:"ttfe"`
 
@@ -49,7 +51,10 @@ type streamsResult struct {
 	BytesPerSec   float64 `json:"bytes_per_sec"`
 
 	Server serverFigures `json:"server"`
-	Label  string        `json:"label,omitempty"`
+	// CPU used during the run, in cores (CPU seconds per wall second).
+	ServerCores float64 `json:"server_cores"`
+	ClientCores float64 `json:"client_cores"`
+	Label       string  `json:"label,omitempty"`
 }
 
 type streamsOptions struct {
@@ -92,9 +97,10 @@ func runStreams(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "streams=%d completed=%d failed=%d lateness p50=%v p99=%v max=%v ttfe p50=%v p99=%v peakRSS=%dMiB goroutines=%d\n",
+	fmt.Fprintf(stderr, "streams=%d completed=%d failed=%d lateness p50=%v p99=%v max=%v (after the ramp: p99=%v max=%v) ttfe p50=%v p99=%v peakRSS=%dMiB goroutines=%d cores server=%.2f client=%.2f\n",
 		res.Streams, res.Completed, res.Failed, res.Lateness.P50, res.Lateness.P99, res.Lateness.Max,
-		res.TTFE.P50, res.TTFE.P99, res.Server.PeakRSSKiB>>10, res.Server.PeakGoroutines)
+		res.LatenessSteady.P99, res.LatenessSteady.Max,
+		res.TTFE.P50, res.TTFE.P99, res.Server.PeakRSSKiB>>10, res.Server.PeakGoroutines, res.ServerCores, res.ClientCores)
 	return appendResult(o.out, res)
 }
 
@@ -123,10 +129,12 @@ func builtinTurn(name string) (*cassette.Turn, error) {
 // which the server writes without a timer), and a stream whose every frame
 // is late by the same amount shows that delay in time-to-first-event, not
 // here. Frames match the recording by index.
-func frameLateness(arrivals, due []time.Duration) []time.Duration {
+//
+// It also returns the estimated start (relative like arrivals).
+func frameLateness(arrivals, due []time.Duration) ([]time.Duration, time.Duration) {
 	n := min(len(arrivals), len(due))
 	if n == 0 {
-		return nil
+		return nil, 0
 	}
 	anchor := arrivals[0] - due[0]
 	for i := 1; i < n; i++ {
@@ -136,12 +144,13 @@ func frameLateness(arrivals, due []time.Duration) []time.Duration {
 	for i := range n {
 		out[i] = arrivals[i] - due[i] - anchor
 	}
-	return out
+	return out, anchor
 }
 
 // streamOutcome is what one stream reports back.
 type streamOutcome struct {
-	lateness []time.Duration
+	lateness []time.Duration // by frame index
+	start    time.Time       // estimated replay start (see frameLateness)
 	ttfe     time.Duration
 	bytes    int64
 	end      time.Time
@@ -211,6 +220,7 @@ func streams(ctx context.Context, o streamsOptions, turn *cassette.Turn, stderr 
 		results      = make(chan streamOutcome, o.streams)
 	)
 	start := time.Now()
+	serverCPU0, clientCPU0 := processCPU(o.pid), selfCPU()
 	for i := range o.streams {
 		body := bodies[i%users]
 		go func() {
@@ -228,6 +238,7 @@ func streams(ctx context.Context, o streamsOptions, turn *cassette.Turn, stderr 
 		Frames: len(due), RecordedSeconds: length.Seconds(), FirstFrameSeconds: due[0].Seconds(), Label: o.label}
 	var lateness, ttfe durations
 	var end time.Time
+	var all []streamOutcome
 	for range o.streams {
 		r := <-results
 		if r.end.After(end) {
@@ -235,6 +246,7 @@ func streams(ctx context.Context, o streamsOptions, turn *cassette.Turn, stderr 
 		}
 		res.Bytes += r.bytes
 		lateness = append(lateness, r.lateness...)
+		all = append(all, r)
 		if r.ttfe > 0 {
 			ttfe = append(ttfe, r.ttfe)
 		}
@@ -249,13 +261,29 @@ func streams(ctx context.Context, o streamsOptions, turn *cassette.Turn, stderr 
 	}
 	stopSampling()
 	sampling.Wait()
+	res.WindowSeconds = end.Sub(start).Seconds()
+	if res.WindowSeconds > 0 {
+		if o.pid > 0 {
+			res.ServerCores = (processCPU(o.pid) - serverCPU0).Seconds() / res.WindowSeconds
+		}
+		res.ClientCores = (selfCPU() - clientCPU0).Seconds() / res.WindowSeconds
+	}
 	res.Server = smp.figures()
 	res.Lateness, res.TTFE = lateness.summarize(), ttfe.summarize()
 	res.PeakConcurrent = int(peak.Load())
 	if lf := lastFirst.Load(); lf > 0 {
-		res.RampSeconds = time.Unix(0, lf).Sub(start).Seconds()
+		rampEnd := time.Unix(0, lf)
+		res.RampSeconds = rampEnd.Sub(start).Seconds()
+		var steady durations
+		for _, r := range all {
+			for i, l := range r.lateness {
+				if r.start.Add(due[i]).After(rampEnd) {
+					steady = append(steady, l)
+				}
+			}
+		}
+		res.LatenessSteady = steady.summarize()
 	}
-	res.WindowSeconds = end.Sub(start).Seconds()
 	if res.WindowSeconds > 0 {
 		res.BytesPerSec = float64(res.Bytes) / res.WindowSeconds
 	}
@@ -334,7 +362,9 @@ func oneStream(ctx context.Context, client *http.Client, endpoint string, body [
 		arrivals = append(arrivals, now.Sub(sent))
 	}
 	out.end = time.Now()
-	out.lateness = frameLateness(arrivals, due)
+	var anchor time.Duration
+	out.lateness, anchor = frameLateness(arrivals, due)
+	out.start = sent.Add(anchor)
 	if out.err == nil && len(arrivals) != len(due) {
 		out.err = fmt.Errorf("received %d frames, the recording has %d", len(arrivals), len(due))
 	}

@@ -67,6 +67,7 @@ type storedMessage struct {
 	created    key
 	ownerID    string
 	firstQuery string
+	index      int // position in its conversation's messages
 }
 
 // key orders rows: the full-precision time, then insertion order, so rows
@@ -92,9 +93,71 @@ type Store struct {
 	users    map[string]*EndUser // by session
 	usersID  map[string]*EndUser // by id
 	files    map[string]*File
-	convs    map[string]*Conversation
+	convs    map[string]*Conversation // every conversation, deleted ones too
 	messages map[string]*storedMessage
-	newID    func() string
+	// owners indexes each end user's live conversations, so listing them
+	// costs what that user has stored, not what everybody has.
+	owners map[string]*ownerIndex
+	newID  func() string
+}
+
+// ownerIndex holds one end user's live (not deleted) conversations twice:
+// ordered by created key and by updated key, both ascending. Keys are unique
+// (their seq), so a binary search finds a conversation's exact position.
+type ownerIndex struct {
+	byCreated []*Conversation
+	byUpdated []*Conversation
+}
+
+func createdKey(c *Conversation) key { return c.created }
+func updatedKey(c *Conversation) key { return c.updated }
+
+// search returns the first position in rows (ascending by k) whose key is
+// not less than want.
+func search(rows []*Conversation, k func(*Conversation) key, want key) int {
+	return sort.Search(len(rows), func(i int) bool { return !k(rows[i]).less(want) })
+}
+
+// insertSorted puts c at its place; with a clock that only moves forward
+// that is the end, so the copy is empty.
+func insertSorted(rows []*Conversation, k func(*Conversation) key, c *Conversation) []*Conversation {
+	i := len(rows)
+	if i > 0 && k(c).less(k(rows[i-1])) {
+		i = search(rows, k, k(c))
+	}
+	rows = append(rows, nil)
+	copy(rows[i+1:], rows[i:])
+	rows[i] = c
+	return rows
+}
+
+// removeSorted takes c out, found by its key at the time it was inserted.
+func removeSorted(rows []*Conversation, k func(*Conversation) key, was key, c *Conversation) []*Conversation {
+	i := search(rows, k, was)
+	if i == len(rows) || rows[i] != c {
+		return rows // not indexed (cannot happen while the invariants hold)
+	}
+	copy(rows[i:], rows[i+1:])
+	rows[len(rows)-1] = nil
+	return rows[:len(rows)-1]
+}
+
+func (s *Store) owner(id string) *ownerIndex {
+	o := s.owners[id]
+	if o == nil {
+		o = &ownerIndex{}
+		s.owners[id] = o
+	}
+	return o
+}
+
+// touch moves c to updated key k, keeping the owner's index in order.
+func (s *Store) touch(c *Conversation, k key) {
+	o := s.owner(c.OwnerID)
+	o.byUpdated = removeSorted(o.byUpdated, updatedKey, c.updated, c)
+	c.updated = k
+	c.UpdatedAt = k.t.Unix()
+	o.byUpdated = insertSorted(o.byUpdated, updatedKey, c)
 }
 
 // New returns an empty store; now may be nil (time.Now), newID generates ids.
@@ -106,6 +169,7 @@ func New(now func() time.Time, newID func() string) *Store {
 		now: now, newID: newID,
 		users: map[string]*EndUser{}, usersID: map[string]*EndUser{},
 		files: map[string]*File{}, convs: map[string]*Conversation{}, messages: map[string]*storedMessage{},
+		owners: map[string]*ownerIndex{},
 	}
 }
 
@@ -186,6 +250,9 @@ func (s *Store) NewConversation(ownerID string, inputs map[string]any, introduct
 		OwnerID: ownerID, AutoName: autoName, created: k, updated: k,
 	}
 	s.convs[c.ID] = c
+	o := s.owner(ownerID)
+	o.byCreated = insertSorted(o.byCreated, createdKey, c)
+	o.byUpdated = insertSorted(o.byUpdated, updatedKey, c)
 	return c.copy()
 }
 
@@ -255,11 +322,10 @@ func (s *Store) AddMessage(m dify.Message, cassette string) error {
 		p := c.messages[len(c.messages)-1].msg.ID
 		m.ParentMessageID = &p
 	}
-	sm := &storedMessage{msg: m, cassette: cassette, created: k, ownerID: c.OwnerID}
+	sm := &storedMessage{msg: m, cassette: cassette, created: k, ownerID: c.OwnerID, index: len(c.messages)}
 	c.messages = append(c.messages, sm)
 	s.messages[m.ID] = sm
-	c.updated = k
-	c.UpdatedAt = k.t.Unix()
+	s.touch(c, k)
 	if c.AutoName && len(c.messages) == 1 {
 		c.Name = GenerateName(m.Query)
 	}
@@ -296,10 +362,8 @@ func (s *Store) Rename(id, ownerID, name string, autoGenerate bool) (Conversatio
 		}
 		name = GenerateName(c.messages[0].msg.Query)
 	}
-	k := s.nextKey()
 	c.Name = name
-	c.updated = k
-	c.UpdatedAt = k.t.Unix()
+	s.touch(c, s.nextKey())
 	return c.copy(), nil
 }
 
@@ -312,58 +376,63 @@ func (s *Store) Delete(id, ownerID string) error {
 		return ErrConversationNotFound
 	}
 	c.deleted = true
+	o := s.owner(ownerID)
+	o.byCreated = removeSorted(o.byCreated, createdKey, c.created, c)
+	o.byUpdated = removeSorted(o.byUpdated, updatedKey, c.updated, c)
+	if len(o.byCreated) == 0 && len(o.byUpdated) == 0 {
+		delete(s.owners, ownerID)
+	}
 	return nil
 }
 
 // ListConversations pages a user's conversations as Dify does (API §5):
 // after the last_id row by strict inequality on the sort field, ordered by
-// it, limit rows; has_more when rows remain beyond the page.
+// it, limit rows; has_more when rows remain beyond the page. It costs a
+// binary search plus the page in the user's own index, however many
+// conversations other users have.
 func (s *Store) ListConversations(ownerID, lastID string, limit int, sortBy string) ([]dify.Conversation, bool, error) {
 	desc := len(sortBy) > 0 && sortBy[0] == '-'
 	byUpdated := sortBy == dify.SortUpdatedAt || sortBy == dify.SortUpdatedAtDesc
-	sortKey := func(c *Conversation) key {
-		if byUpdated {
-			return c.updated
-		}
-		return c.created
+	k := createdKey
+	if byUpdated {
+		k = updatedKey
 	}
+	limit = max(limit, 0)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	var rows []*Conversation
-	for _, c := range s.convs {
-		if !c.deleted && c.OwnerID == ownerID {
-			rows = append(rows, c)
+	var rows []*Conversation // ascending by k
+	if o := s.owners[ownerID]; o != nil {
+		rows = o.byCreated
+		if byUpdated {
+			rows = o.byUpdated
 		}
 	}
+	// from, to bound the rows after last_id in the listing's direction.
+	from, to := 0, len(rows)
 	if lastID != "" {
 		last, ok := s.convs[lastID]
 		if !ok || last.deleted || last.OwnerID != ownerID {
 			return nil, false, ErrLastNotFound
 		}
-		lk := sortKey(last)
-		kept := rows[:0]
-		for _, c := range rows {
-			k := sortKey(c)
-			if (desc && k.less(lk)) || (!desc && lk.less(k)) {
-				kept = append(kept, c)
-			}
-		}
-		rows = kept
-	}
-	sort.Slice(rows, func(i, j int) bool {
+		i := search(rows, k, k(last)) // rows[i] is last
 		if desc {
-			return sortKey(rows[j]).less(sortKey(rows[i]))
+			to = i
+		} else {
+			from = i + 1
 		}
-		return sortKey(rows[i]).less(sortKey(rows[j]))
-	})
-	hasMore := len(rows) > limit
-	if hasMore {
-		rows = rows[:limit]
 	}
-	out := make([]dify.Conversation, len(rows))
-	for i, c := range rows {
+	hasMore := to-from > limit
+	n := min(to-from, limit)
+	out := make([]dify.Conversation, n)
+	for j := range n {
+		var c *Conversation
+		if desc {
+			c = rows[to-1-j]
+		} else {
+			c = rows[from+j]
+		}
 		cc := c.copy()
-		out[i] = cc.Conversation
+		out[j] = cc.Conversation
 	}
 	return out, hasMore, nil
 }
@@ -379,16 +448,11 @@ func (s *Store) ListMessages(convID, ownerID, firstID string, limit int) ([]dify
 	}
 	end := len(c.messages) // messages are appended in creation order
 	if firstID != "" {
-		end = -1
-		for i, m := range c.messages {
-			if m.msg.ID == firstID {
-				end = i
-				break
-			}
-		}
-		if end < 0 {
+		m, ok := s.messages[firstID]
+		if !ok || m.msg.ConversationID != convID || m.index >= len(c.messages) || c.messages[m.index] != m {
 			return nil, false, ErrFirstNotFound
 		}
+		end = m.index
 	}
 	start := end - limit
 	hasMore := start > 0

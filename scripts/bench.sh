@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # bench.sh — `make bench`: measured performance of dify-mock and the provider.
 #
-# Builds dify-mock (with a bench-only loopback debug listener compiled in
-# through `go build -overlay`, see bench/debugoverlay/), the load generator
-# (bench/cmd/loadgen, a separate process) and the provider, then measures:
+# Builds dify-mock (run with its loopback profiling listener, --pprof-addr),
+# the load generator (bench/cmd/loadgen, a separate process) and the
+# provider, then measures:
 #   1. N concurrent SSE replays of a built-in cassette at speed 1, a fresh
 #      server per N: per-frame lateness, time to first event, server RSS,
 #      goroutines and threads at peak, bytes/s;
@@ -82,11 +82,8 @@ if (($(ulimit -n) < need)); then
 fi
 
 start=$SECONDS
-log "building dify-mock (bench debug listener), loadgen and the provider into $WORK"
-cat >"$WORK/overlay.json" <<JSON
-{"Replace": {"$REPO_ROOT/mockserver/cmd/dify-mock/zz_bench_debug_listener.go": "$REPO_ROOT/bench/debugoverlay/debug_listener.go"}}
-JSON
-go build -overlay "$WORK/overlay.json" -tags benchdebug -o "$WORK/dify-mock" ./mockserver/cmd/dify-mock
+log "building dify-mock, loadgen and the provider into $WORK"
+go build -o "$WORK/dify-mock" ./mockserver/cmd/dify-mock
 go build -o "$WORK/loadgen" ./bench/cmd/loadgen
 mkdir -p "$WORK/plugins"
 go build -o "$WORK/plugins/terraform-provider-dify" .
@@ -96,16 +93,16 @@ RESULTS_JSON="$WORK/results.jsonl"
 loadavg_start="$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
 
 # start_mock SPEED: starts dify-mock on a free loopback port; sets MOCK_PID,
-# MOCK_URL (API base) and DEBUG_URL (bench debug listener).
+# MOCK_URL (API base) and DEBUG_URL (its profiling listener, --pprof-addr).
 start_mock() {
 	local speed="$1" i
 	rm -f "$WORK/mock.out"
-	DIFY_MOCK_BENCH_DEBUG_ADDR=127.0.0.1:0 "${NICE[@]}" "$WORK/dify-mock" serve --addr 127.0.0.1:0 --speed "$speed" \
+	"${NICE[@]}" "$WORK/dify-mock" serve --addr 127.0.0.1:0 --pprof-addr 127.0.0.1:0 --speed "$speed" \
 		>"$WORK/mock.out" 2>>"$WORK/mock.log" &
 	MOCK_PID=$!
 	for ((i = 0; i < 100; i++)); do
 		MOCK_URL="$(grep -o 'http://127\.0\.0\.1:[0-9]*/v1' "$WORK/mock.out" 2>/dev/null | head -n1 || true)"
-		DEBUG_URL="$(sed -n 's/^bench debug listener: //p' "$WORK/mock.out" 2>/dev/null | head -n1)"
+		DEBUG_URL="$(sed -n 's|^  pprof *\(http://127\.0\.0\.1:[0-9]*\)/debug/pprof/.*|\1|p' "$WORK/mock.out" 2>/dev/null | head -n1)"
 		[[ -n "$MOCK_URL" && -n "$DEBUG_URL" ]] && return 0
 		kill -0 "$MOCK_PID" 2>/dev/null || break
 		sleep 0.1

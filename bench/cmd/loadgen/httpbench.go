@@ -206,7 +206,7 @@ func runHTTP(ctx context.Context, args []string, stderr io.Writer) error {
 	warmup := fs.Duration("warmup", time.Second, "unmeasured run first (connections, caches)")
 	dur := fs.Duration("duration", 5*time.Second, "measured run")
 	pid := fs.Int("pid", 0, "server process id, for RSS from /proc (0 = skip)")
-	debugURL := fs.String("debug-url", "", "bench debug listener of the server (goroutines, profiles)")
+	debugURL := fs.String("debug-url", "", "the server's profiling listener (serve --pprof-addr): goroutines, profiles")
 	profile := fs.String("profile", "", "save a CPU profile of the server over the measured run (needs --debug-url)")
 	out := fs.String("out", "", "append the JSON result to this file (default stdout)")
 	if err := fs.Parse(args); err != nil {

@@ -171,7 +171,7 @@ func renderReport(in *reportInput, m machine, notes []string, profiles []profile
 		w("- **Lateness**: every frame's arrival against its recorded offset, relative to the stream's own start " +
 			"(README: how it is measured); *after the ramp* counts only frames due once all N streams were live.\n")
 		w("- **TTFE**: request sent (connection set-up included) to the first complete frame, whose recorded offset is %.0f ms.\n", s0.FirstFrameSeconds*1000)
-		w("- **RSS**: the server's peak VmRSS, sampled every 250 ms from /proc; goroutines and threads likewise (goroutines through the bench-only debug listener). " +
+		w("- **RSS**: the server's peak VmRSS, sampled every 250 ms from /proc; goroutines and threads likewise (goroutines through the server's loopback profiling listener, `--pprof-addr`). " +
 			"**CPU**: cores used on average over the run by the server and by the load generator.\n\n")
 		w("| Streams | Completed | Ramp s | Lateness p50 ms | p99 ms | max ms | After the ramp: p99 ms | max ms | TTFE p50 ms | TTFE p99 ms |\n")
 		w("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")

@@ -11,9 +11,10 @@ import (
 )
 
 // sampler polls the server process from outside while a run is going:
-// resident memory from /proc/<pid>/status and, when the server exposes the
-// bench-only debug listener, its goroutine count. Polling is cheap for the
-// server (runtime.NumGoroutine does not stop the world).
+// resident memory from /proc/<pid>/status and, when the server runs with its
+// profiling listener (dify-mock serve --pprof-addr), its goroutine count.
+// Polling is cheap for the server (runtime.NumGoroutine does not stop the
+// world).
 type sampler struct {
 	pid      int
 	debugURL string
@@ -65,7 +66,7 @@ func (s *sampler) sample(ctx context.Context) {
 }
 
 func (s *sampler) goroutines(ctx context.Context) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.debugURL+"/goroutines", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.debugURL+"/debug/goroutines", nil)
 	if err != nil {
 		return 0, err
 	}
@@ -86,7 +87,7 @@ type serverFigures struct {
 	PeakRSSKiB     int64  `json:"peak_rss_kib"`    // max VmRSS seen while sampling
 	HWMKiB         int64  `json:"hwm_kib"`         // VmHWM at the end: peak since the server started
 	PeakThreads    int    `json:"peak_threads"`    // OS threads
-	PeakGoroutines int    `json:"peak_goroutines"` // 0 when the debug listener is absent
+	PeakGoroutines int    `json:"peak_goroutines"` // 0 without the profiling listener
 	ProcError      string `json:"proc_error,omitempty"`
 }
 

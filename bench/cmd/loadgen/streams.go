@@ -73,7 +73,7 @@ func runStreams(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&o.cassette, "cassette", "tool-use", "built-in cassette to replay (its first turn)")
 	fs.Float64Var(&o.speed, "speed", 1, "replay speed, sent as X-Dify-Mock-Speed; offsets are divided by it")
 	fs.IntVar(&o.pid, "pid", 0, "server process id, for RSS and threads from /proc (0 = skip)")
-	fs.StringVar(&o.debugURL, "debug-url", "", "bench debug listener of the server, for goroutines and profiles")
+	fs.StringVar(&o.debugURL, "debug-url", "", "the server's profiling listener (serve --pprof-addr), for goroutines and profiles")
 	fs.IntVar(&o.connect, "connect-concurrency", 1000, "requests waiting for their first frame at once (a ramp, so the accept queue never overflows)")
 	fs.StringVar(&o.profile, "profile", "", "save a CPU profile of the server to this file (needs --debug-url)")
 	fs.DurationVar(&o.profileFor, "profile-seconds", 10*time.Second, "length of the CPU profile")

@@ -39,6 +39,7 @@ func (l *listFlag) Set(v string) error {
 // serveOptions are the serve flags after env defaults and parsing.
 type serveOptions struct {
 	addr, cassettes, cors, mode, defaultCassette, logLevel, fault string
+	pprofAddr                                                     string
 	speed                                                         float64
 	apiKeys                                                       listFlag
 	runTimeout                                                    time.Duration
@@ -67,6 +68,7 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (*s
 	fs.IntVar(&o.maxModelRequests, "max-model-requests", mockserver.DefaultMaxModelRequests, "model requests allowed per run (turn); more end with agent_run_limit_exceeded")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&o.fault, "fault", "", "fault spec for every request that neither its header nor its cassette gives one, e.g. slow-headers:2s (see: dify-mock faults)")
+	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve Go profiles (/debug/pprof/) and the goroutine count (/debug/goroutines) on this separate loopback host:port, e.g. 127.0.0.1:6060 (default: off)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: dify-mock [serve] [flags]\n\nStarts the mock Dify Agent app API. Every flag can also be set with an environment variable.\n\nFlags:\n")
 		fs.VisitAll(func(f *flag.Flag) {
@@ -112,6 +114,11 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (*s
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if o.pprofAddr != "" {
+		if err := checkLoopback(o.pprofAddr); err != nil {
+			return nil, err
+		}
 	}
 	return o, nil
 }
@@ -161,7 +168,18 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "dify-mock serve: %v\n", err)
 		return 1
 	}
-	printBanner(stdout, srv, source, ln.Addr(), o)
+	var pprofAddr net.Addr
+	if o.pprofAddr != "" {
+		pln, err := listenPprof(o.pprofAddr)
+		if err != nil {
+			_ = ln.Close()
+			fmt.Fprintf(stderr, "dify-mock serve: %v\n", err)
+			return 1
+		}
+		pprofAddr = pln.Addr()
+		defer startPprof(pln)()
+	}
+	printBanner(stdout, srv, source, ln.Addr(), pprofAddr, o)
 
 	hs := &http.Server{
 		Handler:           srv,
@@ -189,7 +207,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return 0
 }
 
-func printBanner(w io.Writer, srv *mockserver.Server, source string, addr net.Addr, o *serveOptions) {
+func printBanner(w io.Writer, srv *mockserver.Server, source string, addr, pprofAddr net.Addr, o *serveOptions) {
 	host, port, _ := net.SplitHostPort(addr.String())
 	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
 		host = "127.0.0.1"
@@ -216,6 +234,9 @@ func printBanner(w io.Writer, srv *mockserver.Server, source string, addr net.Ad
 		cors = "any origin"
 	}
 	fmt.Fprintf(w, "  CORS          %s\n", cors)
+	if pprofAddr != nil {
+		fmt.Fprintf(w, "  pprof         http://%s/debug/pprof/ (goroutine count: /debug/goroutines)\n", pprofAddr)
+	}
 	if o.fault != "" {
 		fmt.Fprintf(w, "  fault         %s (on every request; %s: none turns it off)\n", o.fault, fault.Header)
 	}

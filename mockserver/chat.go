@@ -126,13 +126,11 @@ func (s *Server) checkFiles(files []dify.InputFile, ownerID string) ([]dify.Mess
 			if !ok {
 				return nil, nil, invalidParam("Invalid upload file")
 			}
-			ext := ""
-			if up.Result.Extension != nil {
-				ext = *up.Result.Extension
-			}
-			if f.Type != dify.FileTypeCustom && fileCategory(ext) != f.Type {
-				return nil, nil, invalidParam("Detected file type does not match the specified type. Please verify the file.")
-			}
+			// No check that the declared type matches the upload's
+			// extension: Dify validates types strictly only for Workflow
+			// and Chatflow apps, and New Agent passes file references to
+			// the agent unparsed. Clients rely on that (dify-ai-provider
+			// declares every non-image attachment a "document").
 			ids[i] = up.Result.ID
 			u, size, upID := up.Result.SourceURL, up.Result.Size, up.Result.ID
 			out = append(out, dify.MessageFile{

@@ -2,6 +2,7 @@ package mockserver
 
 import (
 	"crypto/subtle"
+	"html"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -97,9 +98,15 @@ func (s *Server) allowedOrigin(origin string) string {
 	return ""
 }
 
-// cors adds CORS headers to every /v1 response, errors included, so a
-// browser can read 401 and 4xx bodies too.
+// cors is the layer routes() puts in front of the router for /v1: CORS
+// headers on every response (errors included, so a browser can read 401 and
+// 4xx bodies too), and Werkzeug's slash merging before a route is matched.
 func (s *Server) cors(next http.Handler) http.Handler {
+	return s.corsHeaders(mergeSlashes(next))
+}
+
+// corsHeaders adds Access-Control-* headers to /v1 responses.
+func (s *Server) corsHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/v1") {
 			h := w.Header()
@@ -174,4 +181,59 @@ func (s *Server) checkAuth(header string) *apiError {
 		return nil
 	}
 	return newError(http.StatusUnauthorized, "unauthorized", msgAuthInvalid)
+}
+
+// routeLookup is the part of *httprouter.Router that mergeSlashes needs.
+type routeLookup interface {
+	Lookup(method, path string) (httprouter.Handle, httprouter.Params, bool)
+}
+
+// mergeSlashes answers a path with repeated slashes the way Dify's Flask
+// (Werkzeug, merge_slashes) does: when the merged path names a route for
+// this method, 308 Permanent Redirect to it, query string kept, before auth.
+// A base URL ending in "/" makes clients that append "/chat-messages" send
+// "/v1//chat-messages" (dify-client 2.3.2, dify-ai-provider); against Dify
+// they follow the redirect, so the mock must not answer 404.
+func mergeSlashes(next http.Handler) http.Handler {
+	routes, _ := next.(routeLookup)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.Contains(r.URL.Path, "//") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if routes != nil {
+			if h, _, _ := routes.Lookup(r.Method, collapseSlashes(r.URL.Path)); h == nil {
+				next.ServeHTTP(w, r)
+				return
+			}
+		}
+		scheme := "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
+		target := scheme + "://" + r.Host + collapseSlashes(r.URL.EscapedPath())
+		if r.URL.RawQuery != "" {
+			target += "?" + r.URL.RawQuery
+		}
+		h := w.Header()
+		h.Set("Location", target)
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusPermanentRedirect)
+		esc := html.EscapeString(target) // Werkzeug's redirect page
+		_, _ = w.Write([]byte("<!doctype html>\n<html lang=en>\n<title>Redirecting...</title>\n<h1>Redirecting...</h1>\n" +
+			"<p>You should be redirected automatically to the target URL: <a href=\"" + esc + "\">" + esc + "</a>. If not, click the link.\n"))
+	})
+}
+
+// collapseSlashes replaces every run of slashes with one.
+func collapseSlashes(p string) string {
+	var b strings.Builder
+	b.Grow(len(p))
+	for i := 0; i < len(p); i++ {
+		if p[i] == '/' && i > 0 && p[i-1] == '/' {
+			continue
+		}
+		b.WriteByte(p[i])
+	}
+	return b.String()
 }

@@ -152,6 +152,14 @@ func (s *Server) chatMessages(w http.ResponseWriter, r *http.Request, _ httprout
 		writeError(w, e)
 		return
 	}
+	s.serveChat(w, r, req)
+}
+
+// serveChat is the rest of chatMessages. It is a separate function so that
+// its large frame is not on the stack while parseChat decodes JSON (the
+// deepest point of a chat request): the connection's goroutine then keeps
+// an 8 KiB stack instead of growing to 16 KiB, for the whole stream.
+func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, req *chatRequest) {
 	header, e := s.headerCassette(r)
 	if e != nil {
 		writeError(w, e)
@@ -256,7 +264,8 @@ func (s *Server) chatMessages(w http.ResponseWriter, r *http.Request, _ httprout
 	sink := &flushSink{w: w, rc: http.NewResponseController(w)}
 	opts := replay.Options{Speed: speed, RunTimeout: s.cfg.RunTimeout, MaxModelRequests: s.cfg.MaxModelRequests, Fault: spec.Stream}
 	rep := bound.Play(r.Context(), sink, opts, replay.Signals{Stop: tk.stop, Shutdown: s.closing}, func(rep *replay.Report) {
-		s.recordTurn(conv, msgID, req.query, userFiles, now.Unix(), ref.cassette, rep)
+		// On a fresh stack for the same reason as flushSink's header write.
+		onFreshStack(func() { s.recordTurn(conv, msgID, req.query, userFiles, now.Unix(), ref.cassette, rep) })
 	})
 	s.log.Debug("replay ended", "cassette", ref.cassette, "turn", ref.turn, "outcome", rep.Outcome.String(), "frames", rep.Sent)
 	if rep.Reset {
@@ -315,13 +324,66 @@ func (s *Server) recordTurn(conv store.Conversation, msgID, query string, userFi
 }
 
 // flushSink adapts a ResponseWriter to replay.Sink.
+//
+// The call that makes net/http write the response header (the first flush,
+// or a write that overflows its 2 KiB response buffer first) runs on a
+// fresh goroutine (onFreshStack): net/http writes the header in a function
+// with a 2.8 KiB stack frame, which on top of the handler's deep stack would
+// double the connection goroutine's stack from 8 to 16 KiB for the rest of
+// the stream, the largest single item of a stream's memory
+// (bench/README.md). Later calls take the direct path.
 type flushSink struct {
-	w  http.ResponseWriter
-	rc *http.ResponseController
+	w          http.ResponseWriter
+	rc         *http.ResponseController
+	buffered   int // bytes written before the header was sent
+	headerSent bool
 }
 
-func (f *flushSink) Write(p []byte) (int, error) { return f.w.Write(p) }
-func (f *flushSink) Flush() error                { return f.rc.Flush() }
+// responseBuffer is net/http's per-response buffer: writes that still fit
+// in it are only copied and do not reach the header-writing code.
+const responseBuffer = 2048
+
+func (f *flushSink) Write(p []byte) (int, error) {
+	if f.headerSent || f.buffered+len(p) <= responseBuffer {
+		f.buffered += len(p)
+		return f.w.Write(p)
+	}
+	f.headerSent = true
+	return f.writeFresh(p)
+}
+
+func (f *flushSink) writeFresh(p []byte) (n int, err error) {
+	onFreshStack(func() { n, err = f.w.Write(p) })
+	return n, err
+}
+
+func (f *flushSink) Flush() error {
+	if f.headerSent {
+		return f.rc.Flush()
+	}
+	f.headerSent = true
+	return f.flushFresh()
+}
+
+func (f *flushSink) flushFresh() (err error) {
+	onFreshStack(func() { err = f.rc.Flush() })
+	return err
+}
+
+// onFreshStack runs fn on a new goroutine and waits for it; a panic in fn
+// is raised again on the caller's goroutine.
+func onFreshStack(fn func()) {
+	done := make(chan any, 1)
+	go func() {
+		var p any
+		defer func() { done <- p }()
+		defer func() { p = recover() }()
+		fn()
+	}()
+	if p := <-done; p != nil {
+		panic(p)
+	}
+}
 
 // stopChat is POST /chat-messages/:task_id/stop (API §3): always 200 once
 // the user is given; a task of another user, or no task, is ignored.

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/difyops/terraform-provider-dify/dify"
@@ -127,6 +128,9 @@ func (b *Bound) Fold(n int) Result {
 		th    *thought
 	}
 	rows := map[string]*row{}
+	// The answer is built once (not by repeated concatenation): Fold runs
+	// at the end of every stream, so its garbage adds up at 10,000 streams.
+	var answer strings.Builder
 	for i := 0; i < n && i < len(b.Turn.Frames); i++ {
 		e := b.Turn.Frames[i].effect
 		if e == nil {
@@ -134,11 +138,12 @@ func (b *Bound) Fold(n int) Result {
 		}
 		switch e.event {
 		case dify.EventAgentMessage:
-			r.Answer += *e.answer
+			answer.WriteString(*e.answer)
 		case dify.EventMessage, dify.EventMessageReplace:
 			// New Agent's closing message repeats the whole answer; a
 			// replace swaps it: neither appends (API §2.5).
-			r.Answer = *e.answer
+			answer.Reset()
+			answer.WriteString(*e.answer)
 		case dify.EventAgentThought:
 			key := e.thought.id
 			if key == "" {
@@ -163,6 +168,7 @@ func (b *Bound) Fold(n int) Result {
 			r.ErrorCode, r.ErrorMessage = e.errCode, b.renderString(e.errMsg)
 		}
 	}
+	r.Answer = answer.String()
 	list := make([]*row, 0, len(rows))
 	for _, rw := range rows {
 		list = append(list, rw)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/difyops/terraform-provider-dify/dify"
@@ -155,7 +156,6 @@ func (b *Bound) Play(ctx context.Context, sink Sink, opt Options, sig Signals, s
 	if c != nil {
 		end = c.at
 	}
-	buf := make([]byte, 0, t.maxFrame+256)
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -324,8 +324,11 @@ func (b *Bound) Play(ctx context.Context, sink Sink, opt Options, sig Signals, s
 			settle(rep)
 			settled = true
 		}
-		buf = b.Render(buf[:0], i)
-		if !write(buf) {
+		buf := getFrameBuf(t.maxFrame + 256)
+		*buf = b.Render((*buf)[:0], i)
+		ok := write(*buf)
+		putFrameBuf(buf)
+		if !ok {
 			if !settled {
 				rep.Sent = i
 				rep.Result = b.Fold(i)
@@ -360,6 +363,32 @@ func (b *Bound) Play(ctx context.Context, sink Sink, opt Options, sig Signals, s
 		_ = sink.Flush()
 	}
 	return rep
+}
+
+// Frames are rendered into pooled buffers that go back to the pool as soon
+// as the sink has taken the bytes (an io.Writer does not keep them), so a
+// replay holds no buffer while it waits for its next frame: at 10,000
+// concurrent streams that is a few MB instead of one buffer per stream.
+var framePool sync.Pool
+
+// maxPooledFrame bounds the buffers kept for reuse; a larger one (a huge
+// recorded frame) is left to the garbage collector.
+const maxPooledFrame = 64 << 10
+
+func getFrameBuf(size int) *[]byte {
+	if p, ok := framePool.Get().(*[]byte); ok {
+		if cap(*p) >= size {
+			return p
+		}
+	}
+	b := make([]byte, 0, max(size, 4<<10))
+	return &b
+}
+
+func putFrameBuf(p *[]byte) {
+	if cap(*p) <= maxPooledFrame {
+		framePool.Put(p)
+	}
 }
 
 // interrupted ends a replay that a signal cut before frame i.

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -374,4 +375,40 @@ func BenchmarkListConversationsCrowded(b *testing.B) {
 			})
 		}
 	}
+}
+
+// generateNameRunes is GenerateName as first written (over a []rune), the
+// reference for the allocation-light version.
+func generateNameRunes(query string) string {
+	var b []rune
+	space := false
+	for _, r := range query {
+		if r == ' ' || r == '\n' || r == '\t' || r == '\r' {
+			space = len(b) > 0
+			continue
+		}
+		if space {
+			b = append(b, ' ')
+			space = false
+		}
+		b = append(b, r)
+	}
+	if len(b) == 0 {
+		return DefaultConversationName
+	}
+	if len(b) > 50 {
+		return string(b[:47]) + "..."
+	}
+	return string(b)
+}
+
+func FuzzGenerateName(f *testing.F) {
+	for _, s := range []string{"", " ", "Plan a trip", "  a \n b\t\tc  ", strings.Repeat("가 ", 30), strings.Repeat("x", 46) + " y" + strings.Repeat("z", 10), strings.Repeat("w ", 26), "\xff\xfe bad utf8"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := GenerateName(s), generateNameRunes(s); got != want {
+			t.Fatalf("GenerateName(%q) = %q, want %q", s, got, want)
+		}
+	})
 }

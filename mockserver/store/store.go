@@ -7,6 +7,7 @@ package store
 import (
 	"errors"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -470,24 +471,37 @@ func (s *Store) ListMessages(convID, ownerID, firstID string, limit int) ([]dify
 // title: the first query with whitespace collapsed, cut to 47 characters plus
 // "..." when longer than 50 (a documented assumption).
 func GenerateName(query string) string {
-	var b []rune
+	var b strings.Builder
+	b.Grow(min(len(query), 4*50))
+	runes, cut := 0, 0 // cut: byte length of the first 47 runes
 	space := false
 	for _, r := range query {
 		if r == ' ' || r == '\n' || r == '\t' || r == '\r' {
-			space = len(b) > 0
+			space = runes > 0
 			continue
 		}
 		if space {
-			b = append(b, ' ')
+			b.WriteByte(' ')
+			runes++
+			if runes == 47 {
+				cut = b.Len()
+			}
 			space = false
 		}
-		b = append(b, r)
+		if runes > 50 {
+			break // cut to 47 runes below; the rest does not matter
+		}
+		b.WriteRune(r)
+		runes++
+		if runes == 47 {
+			cut = b.Len()
+		}
 	}
-	if len(b) == 0 {
+	if runes == 0 {
 		return DefaultConversationName
 	}
-	if len(b) > 50 {
-		return string(b[:47]) + "..."
+	if runes > 50 {
+		return b.String()[:cut] + "..."
 	}
-	return string(b)
+	return b.String()
 }

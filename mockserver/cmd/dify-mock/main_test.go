@@ -89,31 +89,66 @@ func TestServeFlagsAndEnv(t *testing.T) {
 
 // TestServeStartsAndStops runs the default subcommand on a free port, talks
 // to it, and stops it the way SIGINT does (context cancellation).
-func TestServeStartsAndStops(t *testing.T) {
+// servedCLI is a `dify-mock serve` run in the background for a test.
+type servedCLI struct {
+	t           *testing.T
+	cancel      context.CancelFunc
+	out, errOut syncBuffer
+	done        chan int
+}
+
+func startServe(t *testing.T, args ...string) *servedCLI {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errOut syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"--addr", "127.0.0.1:0", "--speed", "0", "--log-level", "warn"}, &out, &errOut)
-	}()
-	re := regexp.MustCompile(`API base URL  (http://127\.0\.0\.1:\d+/v1)`)
-	var base string
-	for deadline := time.Now().Add(10 * time.Second); base == ""; {
-		if m := re.FindStringSubmatch(out.String()); m != nil {
-			base = m[1]
-			break
+	s := &servedCLI{t: t, cancel: cancel, done: make(chan int, 1)}
+	t.Cleanup(cancel)
+	go func() { s.done <- run(ctx, args, &s.out, &s.errOut) }()
+	return s
+}
+
+// waitBanner polls the start-up output until every pattern matches and
+// returns each pattern's first submatch.
+func (s *servedCLI) waitBanner(patterns ...*regexp.Regexp) []string {
+	s.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		var found []string
+		for _, re := range patterns {
+			if m := re.FindStringSubmatch(s.out.String()); m != nil {
+				found = append(found, m[1])
+			}
+		}
+		if len(found) == len(patterns) {
+			return found
 		}
 		select {
-		case code := <-done:
-			t.Fatalf("exited %d: %s %s", code, out.String(), errOut.String())
+		case code := <-s.done:
+			s.t.Fatalf("exited %d: %s %s", code, s.out.String(), s.errOut.String())
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no banner: %s", out.String())
+			s.t.Fatalf("no banner: %s", s.out.String())
 		}
 	}
-	banner := out.String()
+}
+
+// stop cancels the run and requires a clean exit.
+func (s *servedCLI) stop() {
+	s.t.Helper()
+	s.cancel()
+	select {
+	case code := <-s.done:
+		if code != 0 {
+			s.t.Fatalf("exit %d: %s", code, s.errOut.String())
+		}
+	case <-time.After(10 * time.Second):
+		s.t.Fatal("serve did not stop")
+	}
+}
+
+func TestServeStartsAndStops(t *testing.T) {
+	s := startServe(t, "--addr", "127.0.0.1:0", "--speed", "0", "--log-level", "warn")
+	base := s.waitBanner(regexp.MustCompile(`API base URL  (http://127\.0\.0\.1:\d+/v1)`))[0]
+	banner := s.out.String()
 	for _, want := range []string{`serving "`, "(mode agent)", "built-in cassettes", "(* = default)"} {
 		if !strings.Contains(banner, want) {
 			t.Errorf("banner lacks %q:\n%s", want, banner)
@@ -128,15 +163,7 @@ func TestServeStartsAndStops(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(body), "Dify OpenAPI") {
 		t.Fatalf("GET /v1/: %d %s", resp.StatusCode, body)
 	}
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("exit %d: %s", code, errOut.String())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not stop")
-	}
+	s.stop()
 	if _, err := http.Get(base + "/"); err == nil {
 		t.Error("still serving after shutdown")
 	}

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestPprofAddrRefusesNonLoopback(t *testing.T) {
@@ -44,31 +43,11 @@ func TestPprofAddrRefusesNonLoopback(t *testing.T) {
 // TestPprofListener starts serve with --pprof-addr on a free port: profiles
 // and the goroutine count answer there, without CORS, and only there.
 func TestPprofListener(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errOut syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"--addr", "127.0.0.1:0", "--speed", "0", "--log-level", "warn", "--cors-origin", "*", "--api-key", "app-secret-key", "--pprof-addr", "127.0.0.1:0"}, &out, &errOut)
-	}()
-	apiRe := regexp.MustCompile(`API base URL  (http://127\.0\.0\.1:\d+)/v1`)
-	pprofRe := regexp.MustCompile(`pprof         (http://127\.0\.0\.1:\d+)/debug/pprof/`)
-	var api, dbg string
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		a, p := apiRe.FindStringSubmatch(out.String()), pprofRe.FindStringSubmatch(out.String())
-		if a != nil && p != nil {
-			api, dbg = a[1], p[1]
-			break
-		}
-		select {
-		case code := <-done:
-			t.Fatalf("exited %d: %s %s", code, out.String(), errOut.String())
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no banner: %s", out.String())
-		}
-	}
+	s := startServe(t, "--addr", "127.0.0.1:0", "--speed", "0", "--log-level", "warn", "--cors-origin", "*", "--api-key", "app-secret-key", "--pprof-addr", "127.0.0.1:0")
+	addrs := s.waitBanner(
+		regexp.MustCompile(`API base URL  (http://127\.0\.0\.1:\d+)/v1`),
+		regexp.MustCompile(`pprof         (http://127\.0\.0\.1:\d+)/debug/pprof/`))
+	api, dbg := addrs[0], addrs[1]
 	if api == dbg {
 		t.Fatal("the profiles share the API port")
 	}
@@ -116,15 +95,7 @@ func TestPprofListener(t *testing.T) {
 			t.Errorf("API port %s: %d", p, resp.StatusCode)
 		}
 	}
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("exit %d: %s", code, errOut.String())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not stop")
-	}
+	s.stop()
 	if _, err := http.Get(dbg + "/debug/goroutines"); err == nil {
 		t.Error("profiling listener still serving after shutdown")
 	}

@@ -34,16 +34,7 @@ func (s *Server) writeAppResponse(w http.ResponseWriter, path string, body []byt
 		body = resp.Body
 	}
 	h := w.Header()
-	for k, v := range resp.Header {
-		switch http.CanonicalHeaderKey(k) {
-		case "Content-Length", "Transfer-Encoding", "Connection", "Date", "Set-Cookie":
-			continue
-		}
-		h[http.CanonicalHeaderKey(k)] = v
-	}
-	if h.Get("Content-Type") == "" {
-		h.Set("Content-Type", "application/json")
-	}
+	copyRecordedHeader(h, resp.Header)
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(resp.Status)
 	_, _ = w.Write(body)
@@ -152,4 +143,20 @@ func pyList(items []string) string {
 		q[i] = "'" + it + "'"
 	}
 	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// copyRecordedHeader copies a recorded response's headers into h, leaving out
+// those that describe the original connection or would replay a cookie, and
+// defaults the Content-Type to JSON as Dify's error and app bodies are.
+func copyRecordedHeader(h, recorded http.Header) {
+	for k, v := range recorded {
+		switch http.CanonicalHeaderKey(k) {
+		case "Content-Length", "Transfer-Encoding", "Connection", "Date", "Set-Cookie":
+			continue
+		}
+		h[http.CanonicalHeaderKey(k)] = v
+	}
+	if h.Get("Content-Type") == "" {
+		h.Set("Content-Type", "application/json")
+	}
 }

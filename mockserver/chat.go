@@ -276,16 +276,7 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, req *chatRequ
 // writeRecordedError replays a recorded pre-stream error (a non-200 turn).
 func (s *Server) writeRecordedError(w http.ResponseWriter, t *replay.Turn) {
 	h := w.Header()
-	for k, v := range t.Header {
-		switch http.CanonicalHeaderKey(k) {
-		case "Content-Length", "Transfer-Encoding", "Connection", "Date", "Set-Cookie":
-			continue
-		}
-		h[http.CanonicalHeaderKey(k)] = v
-	}
-	if h.Get("Content-Type") == "" {
-		h.Set("Content-Type", "application/json")
-	}
+	copyRecordedHeader(h, t.Header)
 	h.Set(HeaderCassette, t.Cassette)
 	h.Set(HeaderTurn, strconv.Itoa(t.Index))
 	h.Set("Content-Length", strconv.Itoa(len(t.Body)))

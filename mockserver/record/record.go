@@ -434,12 +434,9 @@ func (r *Recorder) serveOther(w http.ResponseWriter, req *http.Request, p string
 	if !ok {
 		return
 	}
-	requested := strings.TrimSuffix(req.Header.Get(CassetteHeader), ".yaml")
-	if requested != "" {
-		if err := checkRequestedName(requested); err != nil {
-			writeError(w, http.StatusBadRequest, "invalid_param", err.Error())
-			return
-		}
+	requested, ok := requestedName(w, req)
+	if !ok {
+		return
 	}
 	out, err := r.outbound(req.Context(), req, p, body)
 	if err != nil {
@@ -520,4 +517,18 @@ func (r *Recorder) Written() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// requestedName returns the cassette name a client asked for with the
+// X-Dify-Mock-Cassette header ("" when none); an unusable name is answered
+// with 400 and ok=false.
+func requestedName(w http.ResponseWriter, req *http.Request) (name string, ok bool) {
+	name = strings.TrimSuffix(req.Header.Get(CassetteHeader), ".yaml")
+	if name != "" {
+		if err := checkRequestedName(name); err != nil {
+			writeError(w, http.StatusBadRequest, "invalid_param", err.Error())
+			return "", false
+		}
+	}
+	return name, true
 }

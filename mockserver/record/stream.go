@@ -41,12 +41,9 @@ func (r *Recorder) serveChat(w http.ResponseWriter, req *http.Request, p string)
 	if !ok {
 		return
 	}
-	requested := strings.TrimSuffix(req.Header.Get(CassetteHeader), ".yaml")
-	if requested != "" {
-		if err := checkRequestedName(requested); err != nil {
-			writeError(w, http.StatusBadRequest, "invalid_param", err.Error())
-			return
-		}
+	requested, ok := requestedName(w, req)
+	if !ok {
+		return
 	}
 	var cb chatBody
 	parseErr := json.Unmarshal(body, &cb)

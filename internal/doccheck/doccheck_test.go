@@ -1,0 +1,209 @@
+package doccheck
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// repoRoot finds the directory holding go.mod above the test's directory.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test directory")
+		}
+		dir = parent
+	}
+}
+
+// scanned are the kinds of files that carry citations: code comments,
+// docs, cassette and scenario comments, templates.
+var scanned = map[string]bool{
+	".go": true, ".md": true, ".yaml": true, ".yml": true, ".tmpl": true,
+	".sse": true, ".txt": true, ".sh": true, ".ts": true, ".js": true, ".mjs": true,
+}
+
+// skippedDirs hold no project text of their own.
+var skippedDirs = map[string]bool{".git": true, "node_modules": true, "bin": true, "dist": true}
+
+// TestEveryCitationHasASection walks the repository and fails for every
+// "API §n" or "docs/api §n" whose section is not a heading of the reference.
+func TestEveryCitationHasASection(t *testing.T) {
+	root := repoRoot(t)
+	doc, err := os.ReadFile(filepath.Join(root, ReferencePath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sections, err := Sections(doc)
+	if err != nil {
+		t.Fatalf("%s: %v", ReferencePath, err)
+	}
+
+	found, goFiles := 0, 0
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != root && (skippedDirs[d.Name()] || strings.HasPrefix(d.Name(), ".")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !scanned[filepath.Ext(path)] {
+			return nil
+		}
+		text, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		for _, c := range Citations(text) {
+			found++
+			if filepath.Ext(path) == ".go" {
+				goFiles++
+			}
+			if _, ok := sections[c.Section]; !ok {
+				t.Errorf("%s:%d: %q cites §%s, which is not a section of %s", rel, c.Line, c.Text, c.Section, ReferencePath)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The code cites the reference in hundreds of places; finding none
+	// means the walk or the pattern broke, not that all is well.
+	if goFiles == 0 {
+		t.Fatalf("found no citations in .go files (%d in all): the scan is broken", found)
+	}
+	t.Logf("%d citations checked against %d sections", found, len(sections))
+}
+
+// TestReferenceAnchorsResolve keeps the reference's table of contents and
+// cross-links pointing at real headings.
+func TestReferenceAnchorsResolve(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(repoRoot(t), ReferencePath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range BrokenAnchors(doc) {
+		t.Errorf("%s links to #%s, which is no heading's anchor", ReferencePath, a)
+	}
+}
+
+// TestReferenceKeepsItsNumbering: the sections the code has cited since the
+// first version of the reference must stay, under the same numbers.
+func TestReferenceKeepsItsNumbering(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(repoRoot(t), ReferencePath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sections, err := Sections(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for n := 0; n <= 33; n++ {
+		want = append(want, itoa(n))
+	}
+	want = append(want, "0.1", "0.2", "1.1", "1.2", "1.3", "1.4", "1.5",
+		"2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7", "9.1", "9.2",
+		"24.1", "24.2", "24.3", "27.1", "27.2", "27.3", "27.4", "27.5", "27.6",
+		"28.1", "28.2", "28.3", "28.4", "29.1", "29.2", "29.3", "29.4", "29.5",
+		"31.1", "31.2", "32.1", "32.2", "32.3", "32.4")
+	for _, s := range want {
+		if _, ok := sections[s]; !ok {
+			t.Errorf("%s has no heading for §%s", ReferencePath, s)
+		}
+	}
+}
+
+func itoa(n int) string {
+	if n < 10 {
+		return string(rune('0' + n))
+	}
+	return itoa(n/10) + string(rune('0'+n%10))
+}
+
+func TestSections(t *testing.T) {
+	doc := []byte("# Title\n\n## §1 One\n\n### §1.2 One two\n\n```\n## §9 inside a fence\n```\n\n## §10\n#### §10.1.3 deep\nSee §7 in text.\n## Not numbered §8\n")
+	got, err := Sections(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"1": 3, "1.2": 5, "10": 11, "10.1.3": 12}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Sections = %v, want %v", got, want)
+	}
+
+	if _, err := Sections([]byte("## §2 A\n## §2 B\n")); err == nil {
+		t.Error("a duplicated section number was accepted")
+	}
+}
+
+func TestCitations(t *testing.T) {
+	cases := []struct {
+		text string
+		want []string
+	}{
+		{"// see API §2.5.", []string{"2.5"}},
+		{"// docs/api §2.5 and more", []string{"2.5"}},
+		{"(API §13–§16)", []string{"13", "16"}},
+		{"(API §2.5–2.6)", []string{"2.5", "2.6"}},
+		{"API §2.5, §18) instead", []string{"2.5", "18"}},
+		{"API §7 and §8", []string{"7", "8"}},
+		{"API §9.1, §11", []string{"9.1", "11"}},
+		{"limits (API §11, 30 MB)", []string{"11"}},
+		{"API §2.5: the error event", []string{"2.5"}},
+		{"RFC 9110 §10.2.3 is not ours", nil},
+		{"engineering notes §6", nil},
+		{"GAPI §3 is another word", nil},
+		{"API §2.4–2.5 then API §21", []string{"2.4", "2.5", "21"}},
+	}
+	for _, c := range cases {
+		var got []string
+		for _, ci := range Citations([]byte(c.text)) {
+			got = append(got, ci.Section)
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("Citations(%q) = %v, want %v", c.text, got, c.want)
+		}
+	}
+
+	cs := Citations([]byte("one\ntwo API §3\n\nfour docs/api §4\n"))
+	if len(cs) != 2 || cs[0].Line != 2 || cs[1].Line != 4 {
+		t.Errorf("lines = %+v, want §3 on line 2 and §4 on line 4", cs)
+	}
+}
+
+func TestAnchor(t *testing.T) {
+	cases := map[string]string{
+		"§0 Scope, sources, versions":              "0-scope-sources-versions",
+		"§2.5 Agent stream events":                 "25-agent-stream-events",
+		"§3 `POST /chat-messages/{task_id}/stop`":  "3-post-chat-messagestask_idstop",
+		"§23 Open questions (first pass)":          "23-open-questions-first-pass",
+		"§10 `GET /end-users/{end_user_id}`":       "10-get-end-usersend_user_id",
+		"§24.2 Which routes accept which app mode": "242-which-routes-accept-which-app-mode",
+	}
+	for in, want := range cases {
+		if got := Anchor(in); got != want {
+			t.Errorf("Anchor(%q) = %q, want %q", in, got, want)
+		}
+	}
+	broken := BrokenAnchors([]byte("## §1 One\n[ok](#1-one) [bad](#2-two)\n"))
+	if !reflect.DeepEqual(broken, []string{"2-two"}) {
+		t.Errorf("BrokenAnchors = %v, want [2-two]", broken)
+	}
+}

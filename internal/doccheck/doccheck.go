@@ -59,11 +59,12 @@ type Citation struct {
 
 // citation matches a citation of the reference in either form, with the
 // lists and ranges the code uses: "API §2.5", "docs/api §13–§16",
+// "docs/api/README.md §9.1",
 // "API §2.5–2.6", "API §2.5, §18", "API §7 and §8". After a comma or "and"
 // the next number must carry its own "§", so "API §11, 30 MB" cites §11
 // only.
 var citation = regexp.MustCompile(
-	`(?:\bAPI|\bdocs/api)\s+§\d+(?:\.\d+)*` +
+	`(?:\bAPI|\bdocs/api(?:/README\.md)?)\s+§\d+(?:\.\d+)*` +
 		`(?:\s*[–—-]\s*§?\d+(?:\.\d+)*|\s*(?:,|and|&)\s*§\d+(?:\.\d+)*)*`)
 
 var sectionNumber = regexp.MustCompile(`\d+(?:\.\d+)*`)

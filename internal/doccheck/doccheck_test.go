@@ -160,6 +160,7 @@ func TestCitations(t *testing.T) {
 	}{
 		{"// see API §2.5.", []string{"2.5"}},
 		{"// docs/api §2.5 and more", []string{"2.5"}},
+		{"see docs/api/README.md §9.1", []string{"9.1"}},
 		{"(API §13–§16)", []string{"13", "16"}},
 		{"(API §2.5–2.6)", []string{"2.5", "2.6"}},
 		{"API §2.5, §18) instead", []string{"2.5", "18"}},

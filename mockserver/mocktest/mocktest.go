@@ -1,0 +1,125 @@
+// Package mocktest starts dify-mock inside a Go test: an in-process server
+// on a loopback port, stopped when the test ends.
+//
+//	func TestChat(t *testing.T) {
+//		mock := mocktest.Start(t) // built-in cassettes, no delays
+//		client, _ := dify.NewClient(mock.BaseURL, "app-test")
+//		…
+//	}
+//
+// Options mirror dify-mock serve's flags (WithSpeed, WithCassetteDir,
+// WithFault, …); WithConfig reaches every mockserver.Config field. The
+// server is the mockserver package itself, so a test sees exactly what
+// `dify-mock serve` would answer, without a separate process.
+package mocktest
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/difyops/terraform-provider-dify/mockserver"
+	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+)
+
+// shutdownGrace bounds how long Close waits for in-flight streams to end
+// (each gets its final error frame first, as on SIGTERM).
+const shutdownGrace = 5 * time.Second
+
+// Mock is a running dify-mock.
+type Mock struct {
+	// URL is the server root, e.g. http://127.0.0.1:41234.
+	URL string
+	// BaseURL is the API base URL a Dify client takes: URL + "/v1".
+	BaseURL string
+	// Server is the mock itself (cassette names, app description, mode).
+	Server *mockserver.Server
+
+	http *httptest.Server
+}
+
+// Option changes the mock's configuration.
+type Option func(*options)
+
+type options struct {
+	cfg       mockserver.Config
+	cassetteD string
+}
+
+// WithSpeed sets the replay speed: 1 = recorded timing, 2 = twice as fast,
+// 0 = no delays (the default here, unlike the CLI, so tests stay fast).
+func WithSpeed(speed float64) Option { return func(o *options) { o.cfg.Speed = speed } }
+
+// WithCassetteDir serves the cassettes in dir (as --cassettes DIR) instead of
+// the built-in set.
+func WithCassetteDir(dir string) Option { return func(o *options) { o.cassetteD = dir } }
+
+// WithCassettes serves an already loaded cassette set.
+func WithCassettes(set *cassette.Set) Option { return func(o *options) { o.cfg.Cassettes = set } }
+
+// WithFault injects a fault spec into every request that neither its
+// X-Dify-Mock-Fault header nor its cassette gives one (as --fault).
+func WithFault(spec string) Option { return func(o *options) { o.cfg.Fault = spec } }
+
+// WithAPIKeys accepts only these keys (as --api-key); without it every
+// "Bearer app-…" key is accepted.
+func WithAPIKeys(keys ...string) Option {
+	return func(o *options) { o.cfg.APIKeys = append(o.cfg.APIKeys, keys...) }
+}
+
+// WithDefaultCassette names the cassette served when nothing else picks one.
+func WithDefaultCassette(name string) Option {
+	return func(o *options) { o.cfg.DefaultCassette = name }
+}
+
+// WithConfig edits the mockserver.Config directly, for fields without an
+// option of their own (Mode, RunTimeout, Logger, Now, …). It runs after the
+// options before it.
+func WithConfig(edit func(*mockserver.Config)) Option { return func(o *options) { edit(&o.cfg) } }
+
+// Start starts a mock for t and stops it with t.Cleanup. A configuration
+// the mock refuses (a bad speed, an unknown fault, unreadable cassettes)
+// fails the test at once.
+func Start(t testing.TB, opts ...Option) *Mock {
+	t.Helper()
+	m, err := New(opts...)
+	if err != nil {
+		t.Fatalf("mocktest: %v", err)
+	}
+	t.Cleanup(m.Close)
+	return m
+}
+
+// New starts a mock outside a test (a TestMain, an example, a tool); the
+// caller stops it with Close.
+func New(opts ...Option) (*Mock, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.cassetteD != "" {
+		set, err := cassette.LoadDir(o.cassetteD)
+		if err != nil {
+			return nil, err
+		}
+		o.cfg.Cassettes = set
+	}
+	srv, err := mockserver.New(o.cfg)
+	if err != nil {
+		return nil, err
+	}
+	// httptest binds 127.0.0.1 on a free port.
+	ts := httptest.NewServer(srv)
+	return &Mock{URL: ts.URL, BaseURL: ts.URL + "/v1", Server: srv, http: ts}, nil
+}
+
+// Close ends in-flight streams (each gets a final error frame, as on
+// SIGTERM), then closes the listener and every connection. It is safe to
+// call more than once.
+func (m *Mock) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	_ = m.Server.Shutdown(ctx)
+	m.http.Close()
+}

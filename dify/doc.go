@@ -40,6 +40,17 @@
 // An in-stream `error` event arrives as *ErrorEvent; Accumulator and
 // Collect turn it into an *APIError with Stream set.
 //
+// # Feedback, annotations, files, variables
+//
+// SendFeedback and ListAppFeedbacks rate answers and list ratings (API
+// §25–§26). CreateAnnotation, ListAnnotations, UpdateAnnotation and
+// DeleteAnnotation manage annotations (API §27); StartAnnotationReply and
+// WaitAnnotationReply switch annotation reply on or off through Dify's
+// asynchronous job (API §28), and MessageEndMetadata.Annotation tells
+// whether an annotation answered a turn (API §29). PreviewFile downloads an
+// uploaded file a turn used (API §30). ListConversationVariables and
+// UpdateConversationVariable serve `agent-chat` apps only (API §31).
+//
 // FrameReader and DecodeEvent are the lower layer, for tools that need the
 // raw frames (recorders, linters): the Raw bytes of all frames concatenate
 // back to the exact input.

@@ -5,6 +5,7 @@
 #   With no arguments every stage runs, in this order:
 #     fmt          gofmt -l finds nothing
 #     vet          go vet ./...
+#     tidy         go mod tidy -diff finds nothing to change in go.mod/go.sum
 #     unit         go test -race ./...
 #     terraform    find Terraform >= 1.5 or build v1.5.7 (scripts/ensure-terraform.sh)
 #     acceptance   TF_ACC=1 go test ./provider/... -run '^TestAcc'
@@ -36,7 +37,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_ROOT"
 
-ALL_STAGES=(fmt vet unit terraform acceptance docs docs-validate examples goreleaser fuzz reliability)
+ALL_STAGES=(fmt vet tidy unit terraform acceptance docs docs-validate examples goreleaser fuzz reliability)
 
 UNIT_TIMEOUT="${UNIT_TIMEOUT:-20m}"
 ACC_TIMEOUT="${ACC_TIMEOUT:-30m}"
@@ -155,6 +156,15 @@ stage_fmt() {
 
 stage_vet() {
 	go vet ./...
+}
+
+# go.mod and go.sum say exactly what the code imports: a direct dependency
+# marked "// indirect", a missing or a stale go.sum line fails here.
+stage_tidy() {
+	if ! go mod tidy -diff; then
+		printf 'go.mod/go.sum are not tidy: run `go mod tidy` and commit the result\n' >&2
+		return 1
+	fi
 }
 
 stage_unit() {

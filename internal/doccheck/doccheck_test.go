@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -101,7 +102,21 @@ func TestReferenceAnchorsResolve(t *testing.T) {
 	for _, a := range BrokenAnchors(doc) {
 		t.Errorf("%s links to #%s, which is no heading's anchor", ReferencePath, a)
 	}
+	// Inside the reference a bare "§n" is a cross-reference too.
+	sections, err := Sections(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range strings.Split(string(doc), "\n") {
+		for _, n := range bareSection.FindAllStringSubmatch(line, -1) {
+			if _, ok := sections[n[1]]; !ok {
+				t.Errorf("%s:%d: refers to §%s, which is not a section", ReferencePath, i+1, n[1])
+			}
+		}
+	}
 }
+
+var bareSection = regexp.MustCompile(`§(\d+(?:\.\d+)*)`)
 
 // TestReferenceKeepsItsNumbering: the sections the code has cited since the
 // first version of the reference must stay, under the same numbers.

@@ -223,3 +223,68 @@ func TestAnchor(t *testing.T) {
 		t.Errorf("BrokenAnchors = %v, want [2-two]", broken)
 	}
 }
+
+// outsideReference matches citations of material that is not in the
+// repository, which a reader of the repository cannot follow.
+var outsideReference = regexp.MustCompile(`dify-agent-api\.md|/work/shared|\.\./shared/|engineering[ -]notes`)
+
+// knownOutsideReferences are the files that still cited outside material
+// when this check was added; their citations are being rewritten to
+// "docs/api §n". Remove a file's entry once it no longer needs it (the test
+// says when); never add one.
+var knownOutsideReferences = map[string]bool{
+	"provider/provider.go":           true,
+	"dify/types.go":                  true,
+	"dify/doc.go":                    true,
+	"mockserver/server.go":           true,
+	"mockserver/lint/lint.go":        true,
+	"mockserver/reliability_test.go": true,
+	"docs/mock/api-coverage.md":      true,
+}
+
+// TestNoCitationOfOutsideMaterial: the project cites its own docs
+// (docs/api §n for Dify's behaviour, §34 for recording and replay
+// practice), never reference files that live outside the repository.
+func TestNoCitationOfOutsideMaterial(t *testing.T) {
+	root := repoRoot(t)
+	seen := map[string]bool{}
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != root && (skippedDirs[d.Name()] || strings.HasPrefix(d.Name(), ".")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		if !scanned[filepath.Ext(path)] || strings.HasPrefix(rel, "internal/doccheck/") {
+			return nil
+		}
+		text, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		loc := outsideReference.FindIndex(text)
+		if loc == nil {
+			return nil
+		}
+		seen[rel] = true
+		if !knownOutsideReferences[rel] {
+			line := 1 + strings.Count(string(text[:loc[0]]), "\n")
+			t.Errorf("%s:%d: cites %q, which is not in the repository; cite docs/api §n (see %s) instead",
+				rel, line, text[loc[0]:loc[1]], ReferencePath)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rel := range knownOutsideReferences {
+		if !seen[rel] {
+			t.Errorf("%s no longer cites outside material: delete its entry from knownOutsideReferences", rel)
+		}
+	}
+}

@@ -13,6 +13,7 @@
 #     docs-validate  tfplugindocs validate
 #     examples     terraform validate in every examples/ folder
 #     goreleaser   goreleaser check (.goreleaser.yml)
+#     npm          the npm packages install offline from tarballs and work (scripts/npm-test.sh)
 #     fuzz         every Fuzz target for FUZZ_SHORT_TIME
 #     reliability  scripts/reliability.sh, when present
 #   Every stage runs even after a failure (so one run shows every problem),
@@ -37,7 +38,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_ROOT"
 
-ALL_STAGES=(fmt vet tidy unit terraform acceptance docs docs-validate examples goreleaser fuzz reliability)
+ALL_STAGES=(fmt vet tidy unit terraform acceptance docs docs-validate examples goreleaser npm fuzz reliability)
 
 UNIT_TIMEOUT="${UNIT_TIMEOUT:-20m}"
 ACC_TIMEOUT="${ACC_TIMEOUT:-30m}"
@@ -303,6 +304,16 @@ stage_goreleaser() {
 	fi
 	gr="$(tail -n1 <<<"$out")"
 	"$gr" check
+}
+
+# --- the npm packages (npm/): packed, installed offline from the tarballs,
+# `npx dify-mock --version` and the JS API's node:test file. Skipped with a
+# warning where Node.js/npm are missing.
+stage_npm() {
+	local rc=0
+	scripts/npm-test.sh || rc=$?
+	((rc != 3)) || skip "Node.js/npm not installed"
+	return "$rc"
 }
 
 # --- hook: a short run of every fuzz target (seed corpora already run in the

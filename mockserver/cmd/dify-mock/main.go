@@ -54,6 +54,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	name := defaultSubcommand
 	if len(args) > 0 {
 		switch a := args[0]; {
+		case a == "--version" || a == "-version":
+			return runVersion(ctx, nil, stdout, stderr)
 		case a == "-h" || a == "-help" || a == "--help":
 			usage(stdout)
 			return 0

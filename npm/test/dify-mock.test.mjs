@@ -1,0 +1,94 @@
+// Runs inside a temporary project that installed @difyops/dify-mock from its
+// tarballs (scripts/npm-test.sh): the JS API starts the installed binary and a
+// chat turn streams through it.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { startDifyMock, binaryPath } from '@difyops/dify-mock';
+
+const headers = { Authorization: 'Bearer app-npm-test', 'Content-Type': 'application/json' };
+
+// readFrames parses an SSE body into its `data:` payloads, noting when each
+// arrived.
+async function readFrames(body) {
+  const frames = [];
+  const decoder = new TextDecoder();
+  let buf = '';
+  for await (const chunk of body) {
+    buf += decoder.decode(chunk, { stream: true });
+    let i;
+    while ((i = buf.indexOf('\n\n')) >= 0) {
+      const raw = buf.slice(0, i);
+      buf = buf.slice(i + 2);
+      const data = raw.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
+      if (data) frames.push({ at: performance.now(), event: JSON.parse(data) });
+    }
+  }
+  return frames;
+}
+
+function portIsClosed(port) {
+  return new Promise((resolve) => {
+    const s = net.connect({ host: '127.0.0.1', port });
+    s.once('connect', () => { s.destroy(); resolve(false); });
+    s.once('error', () => resolve(true));
+  });
+}
+
+test('binaryPath points into the platform package', () => {
+  assert.match(binaryPath(), /node_modules[\\/]@difyops[\\/]dify-mock-[a-z0-9]+-[a-z0-9]+[\\/]bin[\\/]dify-mock(\.exe)?$/);
+});
+
+test('startDifyMock streams a turn at the requested speed and stop() ends the server', async () => {
+  // plain-answer: 7 frames over about 2.2 s of recorded time; speed 4 plays
+  // it in about 0.55 s, still spread out.
+  const mock = await startDifyMock({ speed: 4 });
+  try {
+    assert.match(mock.baseUrl, /^http:\/\/127\.0\.0\.1:\d+\/v1$/);
+    const info = await fetch(`${mock.baseUrl}/`);
+    assert.equal(info.status, 200);
+
+    const start = performance.now();
+    const res = await fetch(`${mock.baseUrl}/chat-messages`, {
+      method: 'POST', headers,
+      body: JSON.stringify({ query: 'Hello', inputs: {}, user: 'npm-test', response_mode: 'streaming' }),
+    });
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type'), /^text\/event-stream/);
+    assert.equal(res.headers.get('x-dify-mock-cassette'), 'plain-answer');
+    const frames = await readFrames(res.body);
+    const events = frames.map((f) => f.event.event);
+    assert.equal(events.at(-1), 'message_end', `events: ${events}`);
+    assert.ok(events.includes('agent_message'), `events: ${events}`);
+    const spread = frames.at(-1).at - frames[0].at;
+    const total = frames.at(-1).at - start;
+    assert.ok(spread > 250, `frames arrived within ${spread.toFixed(0)} ms: the recorded timing was not replayed`);
+    assert.ok(total < 5000, `the turn took ${total.toFixed(0)} ms at speed 4`);
+
+    // The mock kept the turn: the conversation is listed for that user.
+    const convId = frames[0].event.conversation_id;
+    const list = await (await fetch(`${mock.baseUrl}/conversations?user=npm-test`, { headers })).json();
+    assert.deepEqual(list.data.map((c) => c.id), [convId]);
+  } finally {
+    await mock.stop();
+  }
+  assert.equal(mock.process.exitCode, 0, 'a clean shutdown exits 0');
+  assert.ok(await portIsClosed(mock.port), 'the port still accepts connections after stop()');
+});
+
+test('options reach the server: fault and API keys', async () => {
+  const mock = await startDifyMock({ speed: 0, fault: 'status:429;retry-after=7', apiKeys: ['app-npm-test'] });
+  try {
+    const res = await fetch(`${mock.baseUrl}/parameters`, { headers });
+    assert.equal(res.status, 429);
+    assert.equal(res.headers.get('retry-after'), '7');
+    const wrongKey = await fetch(`${mock.baseUrl}/parameters`, { headers: { Authorization: 'Bearer app-other' } });
+    assert.equal(wrongKey.status, 401);
+  } finally {
+    await mock.stop();
+  }
+});
+
+test('a server that cannot start rejects with its error', async () => {
+  await assert.rejects(startDifyMock({ cassettes: '/nonexistent/cassettes' }), /exited with code 1[\s\S]*nonexistent/);
+});

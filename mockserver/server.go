@@ -317,6 +317,8 @@ func (s *Server) routes() http.Handler {
 	r.GET("/v1/parameters", a(s.appResponse("/parameters")))
 	r.GET("/v1/meta", a(s.appResponse("/meta")))
 	r.GET("/v1/site", a(s.appResponse("/site")))
+	r.POST("/v1/messages/:message_id/feedbacks", a(s.messageFeedback))
+	r.GET("/v1/app/feedbacks", a(s.appFeedbacks))
 
 	return s.recoverer(s.logRequests(s.cors(r)))
 }

@@ -68,7 +68,8 @@ type storedMessage struct {
 	created    key
 	ownerID    string
 	firstQuery string
-	index      int // position in its conversation's messages
+	index      int       // position in its conversation's messages
+	feedback   *Feedback // the owner's rating (API §25), nil when none
 }
 
 // key orders rows: the full-precision time, then insertion order, so rows
@@ -100,6 +101,8 @@ type Store struct {
 	// costs what that user has stored, not what everybody has.
 	owners map[string]*ownerIndex
 	newID  func() string
+	// feedbacks holds every message feedback in creation order (API §26).
+	feedbacks []*Feedback
 }
 
 // ownerIndex holds one end user's live (not deleted) conversations twice:

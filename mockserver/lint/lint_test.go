@@ -1,7 +1,6 @@
 package lint_test
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,33 +129,6 @@ func TestBuiltinCassettesPass(t *testing.T) {
 	}
 	if r.Apps != 1 || r.Chats < 8 {
 		t.Errorf("checked %d app descriptions and %d chat cassettes, want 1 and at least 8", r.Apps, r.Chats)
-	}
-}
-
-func TestMainExitStatus(t *testing.T) {
-	var out, errOut bytes.Buffer
-	if code := lint.Main([]string{"../../cassettes"}, &out, &errOut); code != 0 {
-		t.Errorf("clean folder: exit %d, stdout %q stderr %q", code, out.String(), errOut.String())
-	}
-	if !strings.HasPrefix(out.String(), "ok: ") {
-		t.Errorf("clean folder: stdout %q", out.String())
-	}
-	out.Reset()
-	errOut.Reset()
-	if code := lint.Main([]string{"testdata/valid.yaml", "testdata/broken/usage.yaml", "testdata/broken/ids.yaml"}, &out, &errOut); code != 1 {
-		t.Errorf("broken files: exit %d", code)
-	}
-	if n := strings.Count(out.String(), "\n"); n != 4 {
-		t.Errorf("want all 4 problems listed, got %d lines:\n%s", n, out.String())
-	}
-	if !strings.Contains(errOut.String(), "4 problem(s) in 3 file(s)") {
-		t.Errorf("stderr %q", errOut.String())
-	}
-	if code := lint.Main(nil, &out, &errOut); code != 2 {
-		t.Errorf("no arguments: exit %d, want 2", code)
-	}
-	if code := lint.Main([]string{"testdata/does-not-exist"}, &out, &errOut); code != 1 {
-		t.Errorf("missing path: exit %d, want 1", code)
 	}
 }
 

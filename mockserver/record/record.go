@@ -532,3 +532,9 @@ func requestedName(w http.ResponseWriter, req *http.Request) (name string, ok bo
 	}
 	return name, true
 }
+
+// Upstream is the upstream base URL without any credentials, for banners
+// and logs.
+func (r *Recorder) Upstream() string {
+	return r.upstream.Redacted()
+}

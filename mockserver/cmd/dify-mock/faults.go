@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -10,25 +9,14 @@ import (
 	"github.com/difyops/terraform-provider-dify/mockserver/fault"
 )
 
-func init() {
-	subcommands["faults"] = subcommand{Summary: "list the faults the mock can inject, with an example each", Run: runFaults}
-}
-
 func runFaults(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("faults", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: dify-mock faults\n\nLists the fault vocabulary: what each fault does, an example and what a client sees.\n")
+	f := newFlags("faults", "dify-mock faults",
+		"Lists the fault vocabulary: what each fault does, an example and what a client sees.")
+	if err := f.parse(args, noEnv, stdout, stderr); err != nil {
+		return exitCode(err)
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "dify-mock faults: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	if err := f.noArgs(stderr); err != nil {
+		return exitCode(err)
 	}
 	writeFaults(stdout)
 	return 0

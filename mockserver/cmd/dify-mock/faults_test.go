@@ -32,18 +32,19 @@ func TestFaultsListsTheVocabulary(t *testing.T) {
 		t.Errorf("extra argument: exit %d", code)
 	}
 	errOut.Reset()
-	if code := run(context.Background(), []string{"help", "faults"}, &out, &errOut); code != 0 || !strings.Contains(errOut.String(), "Usage: dify-mock faults") {
-		t.Errorf("help faults: %d %s", code, errOut.String())
+	out.Reset()
+	if code := run(context.Background(), []string{"help", "faults"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "Usage: dify-mock faults") {
+		t.Errorf("help faults: %d %s", code, out.String())
 	}
 }
 
 func TestServeFaultFlag(t *testing.T) {
-	o, err := parseServe(nil, &bytes.Buffer{}, func(k string) string {
+	o, err := parseServe(nil, func(k string) string {
 		if k == "DIFY_MOCK_FAULT" {
 			return "slow-headers:2s"
 		}
 		return ""
-	})
+	}, &bytes.Buffer{}, &bytes.Buffer{})
 	if err != nil || o.fault != "slow-headers:2s" {
 		t.Fatalf("env: %+v %v", o, err)
 	}
@@ -52,9 +53,9 @@ func TestServeFaultFlag(t *testing.T) {
 		!strings.Contains(errOut.String(), `unknown fault "explode". Known faults:`) {
 		t.Errorf("bad --fault: exit %d %s", code, errOut.String())
 	}
-	errOut.Reset()
-	run(context.Background(), []string{"help", "serve"}, &bytes.Buffer{}, &errOut)
-	if !strings.Contains(errOut.String(), "--fault") || !strings.Contains(errOut.String(), "dify-mock faults") || !strings.Contains(errOut.String(), fault.Header) {
-		t.Errorf("serve --help does not explain faults:\n%s", errOut.String())
+	var help bytes.Buffer
+	run(context.Background(), []string{"help", "serve"}, &help, &errOut)
+	if !strings.Contains(help.String(), "--fault") || !strings.Contains(help.String(), "dify-mock faults") || !strings.Contains(help.String(), fault.Header) {
+		t.Errorf("serve --help does not explain faults:\n%s", help.String())
 	}
 }

@@ -2,6 +2,9 @@
 // machine: `dify-mock` (or `dify-mock serve`) starts it with the built-in
 // cassettes at http://127.0.0.1:5001/v1. Other subcommands work on cassettes;
 // `dify-mock --help` lists them.
+//
+// All command-line parsing lives in this package; the libraries it drives
+// (mockserver, author, lint, record, fault) take plain option structs.
 package main
 
 import (
@@ -10,33 +13,55 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sort"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"syscall"
 )
 
-// subcommand is one `dify-mock NAME [flags]` command.
-//
-// Each subcommand lives in its own file and registers itself from that
-// file's init():
-//
-//	func init() {
-//		subcommands["lint"] = subcommand{Summary: "check cassettes", Run: runLint}
-//	}
+// command is one `dify-mock NAME [flags]` subcommand.
 //
 // Run gets the arguments after the subcommand name and returns the process
 // exit code (0 ok, 1 failure, 2 usage error). ctx is cancelled on SIGINT or
 // SIGTERM; a second signal kills the process.
-type subcommand struct {
+type command struct {
+	Name    string
 	Summary string
 	Run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
 }
 
-// subcommands is the registry, filled by init() functions.
-var subcommands = map[string]subcommand{}
+// commands is every subcommand, in the order `dify-mock --help` lists them.
+//
+// To add a subcommand NAME:
+//  1. write NAME.go in this folder with
+//     func runNAME(ctx context.Context, args []string, stdout, stderr io.Writer) int
+//     that declares its flags with newFlags (flags.go: one help format, and
+//     withEnv for DIFY_MOCK_* variables), parses them, and calls the library
+//     with an options struct;
+//  2. add its line below;
+//  3. test it through run(), like main_test.go does.
+//
+// A new serve flag is one line in newServeFlags (serve.go), a field in
+// serveOptions and, when it needs one, its name in that function's withEnv
+// call; `dify-mock --help` and `dify-mock help serve` show it.
+var commands = []command{
+	{Name: "serve", Summary: "run the mock API server", Run: runServe},
+	{Name: "record", Summary: "proxy a real Dify and record what clients do as cassettes", Run: runRecord},
+	{Name: "author", Summary: "turn a scenario file into a cassette, without a live Dify", Run: runAuthor},
+	{Name: "lint", Summary: "check cassettes: format, frames, event order, fields, ids, secrets", Run: runLint},
+	{Name: "faults", Summary: "list the faults the mock can inject, with an example each", Run: runFaults},
+	{Name: "version", Summary: "print the version", Run: runVersion},
+}
 
-// defaultSubcommand runs when the first argument is a flag or absent.
-const defaultSubcommand = "serve"
+// defaultCommand runs when the first argument is a flag or absent.
+const defaultCommand = "serve"
+
+// version and commit are set by release builds (-X main.version=…, see
+// .goreleaser.yml and the Makefile).
+var (
+	version = "dev"
+	commit  = "none"
+)
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -49,9 +74,18 @@ func main() {
 	os.Exit(code)
 }
 
+func lookupCommand(name string) (command, bool) {
+	for _, c := range commands {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
 // run dispatches args to a subcommand.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	name := defaultSubcommand
+	name := defaultCommand
 	if len(args) > 0 {
 		switch a := args[0]; {
 		case a == "--version" || a == "-version":
@@ -59,10 +93,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case a == "-h" || a == "-help" || a == "--help":
 			usage(stdout)
 			return 0
+		case a == "-version" || a == "--version":
+			return runVersion(ctx, args[1:], stdout, stderr)
 		case a == "help":
 			if len(args) > 1 {
-				if sc, ok := subcommands[args[1]]; ok {
-					return sc.Run(ctx, []string{"--help"}, stdout, stderr)
+				if c, ok := lookupCommand(args[1]); ok {
+					return c.Run(ctx, []string{"--help"}, stdout, stderr)
 				}
 				fmt.Fprintf(stderr, "dify-mock: unknown subcommand %q\n\n", args[1])
 				usage(stderr)
@@ -76,38 +112,67 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			name, args = a, args[1:]
 		}
 	}
-	sc, ok := subcommands[name]
+	c, ok := lookupCommand(name)
 	if !ok {
 		fmt.Fprintf(stderr, "dify-mock: unknown subcommand %q\n\n", name)
 		usage(stderr)
 		return 2
 	}
-	return sc.Run(ctx, args, stdout, stderr)
+	return c.Run(ctx, args, stdout, stderr)
 }
 
+// usage is the top-level help: the subcommands, then the flags of the
+// default one (serve), since `dify-mock --flag…` means `dify-mock serve --flag…`.
 func usage(w io.Writer) {
 	fmt.Fprintf(w, `dify-mock impersonates the Dify Agent app Service API for frontends and tests.
 
 Usage:
   dify-mock [serve] [flags]     start the mock (default: http://127.0.0.1:5001/v1)
   dify-mock <subcommand> [flags]
-  dify-mock help <subcommand>   flags of one subcommand
+  dify-mock help <subcommand>   help of one subcommand
+  dify-mock --version
 
 Subcommands:
 `)
-	names := make([]string, 0, len(subcommands))
 	width := 0
-	for n := range subcommands {
-		names = append(names, n)
-		width = max(width, len(n))
+	for _, c := range commands {
+		width = max(width, len(c.Name))
 	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, c := range commands {
 		mark := ""
-		if n == defaultSubcommand {
+		if c.Name == defaultCommand {
 			mark = " (default)"
 		}
-		fmt.Fprintf(w, "  %-*s  %s%s\n", width, n, subcommands[n].Summary, mark)
+		fmt.Fprintf(w, "  %-*s  %s%s\n", width, c.Name, c.Summary, mark)
 	}
-	fmt.Fprintf(w, "\nRun 'dify-mock help serve' for the server's flags and their DIFY_MOCK_* environment variables.\n")
+	fmt.Fprintf(w, "\nServe flags (`dify-mock help serve` says more):\n")
+	newServeFlags(&serveOptions{}).writeFlags(w)
 }
+
+// runVersion is `dify-mock version` and `dify-mock --version`.
+func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	f := newFlags("version", "dify-mock version", "Prints the version of dify-mock, the commit it was built from and the Go version.")
+	if err := f.parse(args, noEnv, stdout, stderr); err != nil {
+		return exitCode(err)
+	}
+	if err := f.noArgs(stderr); err != nil {
+		return exitCode(err)
+	}
+	fmt.Fprintf(stdout, "dify-mock %s (commit %s, %s)\n", buildVersion(), commit, runtime.Version())
+	return 0
+}
+
+// buildVersion is the release version or, for `go install …@vX`, the
+// module version Go recorded; "dev" for a plain `go build`.
+func buildVersion() string {
+	if version != "dev" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return strings.TrimPrefix(bi.Main.Version, "v")
+	}
+	return version
+}
+
+// noEnv is the getenv of subcommands without environment variables.
+func noEnv(string) string { return "" }

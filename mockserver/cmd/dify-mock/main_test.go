@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"regexp"
 	"strings"
@@ -31,8 +32,9 @@ func (s *syncBuffer) String() string {
 }
 
 func TestHelpListsSubcommands(t *testing.T) {
-	subcommands["zz-test"] = subcommand{Summary: "a test subcommand", Run: func(context.Context, []string, io.Writer, io.Writer) int { return 7 }}
-	defer delete(subcommands, "zz-test")
+	saved := commands
+	commands = append(commands[:len(commands):len(commands)], command{Name: "zz-test", Summary: "a test subcommand", Run: func(context.Context, []string, io.Writer, io.Writer) int { return 7 }})
+	defer func() { commands = saved }()
 	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}} {
 		var out, errOut bytes.Buffer
 		if code := run(context.Background(), args, &out, &errOut); code != 0 {
@@ -50,9 +52,9 @@ func TestHelpListsSubcommands(t *testing.T) {
 	if code := run(context.Background(), []string{"nope"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), `unknown subcommand "nope"`) {
 		t.Errorf("unknown: exit %d %s", code, errOut.String())
 	}
-	errOut.Reset()
-	if code := run(context.Background(), []string{"help", "serve"}, &out, &errOut); code != 0 || !strings.Contains(errOut.String(), "DIFY_MOCK_MAX_MODEL_REQUESTS") {
-		t.Errorf("help serve: exit %d\n%s", code, errOut.String())
+	out.Reset()
+	if code := run(context.Background(), []string{"help", "serve"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "DIFY_MOCK_MAX_MODEL_REQUESTS") {
+		t.Errorf("help serve: exit %d\n%s", code, out.String())
 	}
 }
 
@@ -61,28 +63,28 @@ func TestServeFlagsAndEnv(t *testing.T) {
 		"DIFY_MOCK_SPEED": "2.5", "DIFY_MOCK_API_KEY": "app-a, app-b", "DIFY_MOCK_RUN_TIMEOUT": "90s",
 		"DIFY_MOCK_MODE": "agent-chat", "DIFY_MOCK_CORS_ORIGIN": "http://localhost:3000",
 	}
-	o, err := parseServe([]string{"--max-model-requests", "7", "--mode", "agent"}, io.Discard, func(k string) string { return env[k] })
+	o, err := parseServe([]string{"--max-model-requests", "7", "--mode", "agent"}, func(k string) string { return env[k] }, io.Discard, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.speed != 2.5 || strings.Join(o.apiKeys, ",") != "app-a,app-b" || o.runTimeout != 90*time.Second ||
+	if o.speed != 2.5 || strings.Join(o.apiKeys.values, ",") != "app-a,app-b" || o.runTimeout != 90*time.Second ||
 		o.maxModelRequests != 7 || o.mode != "agent" || o.cors != "http://localhost:3000" || o.addr != "127.0.0.1:5001" {
 		t.Errorf("%+v", o)
 	}
 	// Keys on the command line replace the environment's.
-	o, _ = parseServe([]string{"--api-key", "app-c", "--api-key", "app-d"}, io.Discard, func(k string) string { return env[k] })
-	if strings.Join(o.apiKeys, ",") != "app-c,app-d" {
-		t.Errorf("keys %v", o.apiKeys)
+	o, _ = parseServe([]string{"--api-key", "app-c", "--api-key", "app-d"}, func(k string) string { return env[k] }, io.Discard, io.Discard)
+	if strings.Join(o.apiKeys.values, ",") != "app-c,app-d" {
+		t.Errorf("keys %v", o.apiKeys.values)
 	}
-	if _, err := parseServe(nil, io.Discard, func(k string) string {
+	if _, err := parseServe(nil, func(k string) string {
 		if k == "DIFY_MOCK_SPEED" {
 			return "fast"
 		}
 		return ""
-	}); err == nil || !strings.Contains(err.Error(), "DIFY_MOCK_SPEED") {
+	}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "DIFY_MOCK_SPEED") {
 		t.Errorf("bad env: %v", err)
 	}
-	if _, err := parseServe([]string{"extra"}, io.Discard, func(string) string { return "" }); err == nil {
+	if _, err := parseServe([]string{"extra"}, func(string) string { return "" }, io.Discard, io.Discard); err == nil {
 		t.Error("stray argument accepted")
 	}
 }
@@ -173,6 +175,58 @@ func TestServeReportsBadCassetteFolder(t *testing.T) {
 	var out, errOut bytes.Buffer
 	code := run(context.Background(), []string{"--cassettes", t.TempDir() + "/missing"}, &out, &errOut)
 	if code != 1 || !strings.Contains(errOut.String(), "cassette folder") {
+		t.Errorf("exit %d: %s", code, errOut.String())
+	}
+}
+
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"--version"}, {"version"}} {
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), args, &out, &errOut); code != 0 || !regexp.MustCompile(`^dify-mock \S+ \(commit \S+, go\S+\)\n$`).MatchString(out.String()) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out.String(), errOut.String())
+		}
+	}
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"version", "extra"}, &out, &errOut); code != 2 {
+		t.Errorf("version extra: exit %d", code)
+	}
+}
+
+// TestHelpFormatIsUniform: every subcommand's help starts with its usage
+// line and lists each flag as "--name" with its variable, if any, below.
+func TestHelpFormatIsUniform(t *testing.T) {
+	for _, c := range commands {
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), []string{c.Name, "--help"}, &out, &errOut); code != 0 {
+			t.Errorf("%s --help: exit %d %s", c.Name, code, errOut.String())
+		}
+		if !strings.HasPrefix(out.String(), "Usage: dify-mock ") {
+			t.Errorf("%s --help does not start with its usage line:\n%s", c.Name, out.String())
+		}
+		for _, line := range strings.Split(out.String(), "\n") {
+			if strings.HasPrefix(line, "  -") && !regexp.MustCompile(`^  (--[a-z][a-z-]+|-[a-z])( \S+)?$`).MatchString(line) {
+				t.Errorf("%s --help: flag line %q is not in the common format", c.Name, line)
+			}
+		}
+	}
+	var out, errOut bytes.Buffer
+	run(context.Background(), []string{"--help"}, &out, &errOut)
+	if !strings.Contains(out.String(), "--max-model-requests int") || !strings.Contains(out.String(), "env DIFY_MOCK_SPEED") {
+		t.Errorf("top-level --help lacks the serve flags:\n%s", out.String())
+	}
+}
+
+// TestServePortInUse: a taken port names the tools that find its holder.
+func TestServePortInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"--addr", ln.Addr().String(), "--log-level", "warn"}, &out, &errOut); code != 1 ||
+		!strings.Contains(errOut.String(), "address already in use") || !strings.Contains(errOut.String(), "lsof -i :"+port) {
 		t.Errorf("exit %d: %s", code, errOut.String())
 	}
 }

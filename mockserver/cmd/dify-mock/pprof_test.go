@@ -22,18 +22,18 @@ func TestPprofAddrRefusesNonLoopback(t *testing.T) {
 			t.Errorf("--pprof-addr %s: the server started:\n%s", addr, out.String())
 		}
 		// The environment variable is checked the same way.
-		_, err := parseServe(nil, io.Discard, func(k string) string {
+		_, err := parseServe(nil, func(k string) string {
 			if k == "DIFY_MOCK_PPROF_ADDR" {
 				return addr
 			}
 			return ""
-		})
+		}, io.Discard, io.Discard)
 		if err == nil {
 			t.Errorf("DIFY_MOCK_PPROF_ADDR=%s accepted", addr)
 		}
 	}
 	for _, addr := range []string{"127.0.0.1:6060", "127.0.0.2:0", "[::1]:6060", "localhost:6060", ""} {
-		o, err := parseServe([]string{"--pprof-addr", addr}, io.Discard, func(string) string { return "" })
+		o, err := parseServe([]string{"--pprof-addr", addr}, func(string) string { return "" }, io.Discard, io.Discard)
 		if err != nil || o.pprofAddr != addr {
 			t.Errorf("--pprof-addr %q: %v", addr, err)
 		}

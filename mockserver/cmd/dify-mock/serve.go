@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/difyops/terraform-provider-dify/mockserver"
@@ -19,24 +16,12 @@ import (
 	"github.com/difyops/terraform-provider-dify/mockserver/fault"
 )
 
-func init() {
-	subcommands["serve"] = subcommand{Summary: "run the mock API server", Run: runServe}
-}
-
 // shutdownGrace bounds how long in-flight streams and connections get to end
 // after SIGINT/SIGTERM.
 const shutdownGrace = 5 * time.Second
 
-// listFlag is a repeatable string flag.
-type listFlag []string
-
-func (l *listFlag) String() string { return strings.Join(*l, ",") }
-func (l *listFlag) Set(v string) error {
-	*l = append(*l, v)
-	return nil
-}
-
-// serveOptions are the serve flags after env defaults and parsing.
+// serveOptions are the serve flags after the environment and the command
+// line.
 type serveOptions struct {
 	addr, cassettes, cors, mode, defaultCassette, logLevel, fault string
 	pprofAddr                                                     string
@@ -46,17 +31,12 @@ type serveOptions struct {
 	maxModelRequests                                              int
 }
 
-// envPrefix names the environment variables: --run-timeout ↔ DIFY_MOCK_RUN_TIMEOUT.
-const envPrefix = "DIFY_MOCK_"
-
-func envName(flagName string) string {
-	return envPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
-}
-
-func parseServe(args []string, stderr io.Writer, getenv func(string) string) (*serveOptions, error) {
-	o := &serveOptions{}
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// newServeFlags declares the serve flags on o. A new flag is one line here
+// (and its name in withEnv when DIFY_MOCK_<NAME> should set it).
+func newServeFlags(o *serveOptions) *commandFlags {
+	f := newFlags("serve", "dify-mock [serve] [flags]",
+		"Starts the mock Dify Agent app API. Every flag can also be set with an environment variable.")
+	fs := f.fs
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:5001", "listen address (host:port; port 0 picks a free port)")
 	fs.StringVar(&o.cassettes, "cassettes", "", "load the cassettes in this folder instead of the built-in set")
 	fs.Float64Var(&o.speed, "speed", 1, "replay speed: 1 = recorded timing, 2 = twice as fast, 0 = no delays")
@@ -69,55 +49,28 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (*s
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&o.fault, "fault", "", "fault spec for every request that neither its header nor its cassette gives one, e.g. slow-headers:2s (see: dify-mock faults)")
 	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve Go profiles (/debug/pprof/) and the goroutine count (/debug/goroutines) on this separate loopback host:port, e.g. 127.0.0.1:6060 (default: off)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: dify-mock [serve] [flags]\n\nStarts the mock Dify Agent app API. Every flag can also be set with an environment variable.\n\nFlags:\n")
-		fs.VisitAll(func(f *flag.Flag) {
-			def := ""
-			if f.DefValue != "" && f.DefValue != "[]" {
-				def = fmt.Sprintf(" (default %s)", f.DefValue)
-			}
-			fmt.Fprintf(stderr, "  --%s\n        %s%s\n        env %s\n", f.Name, f.Usage, def, envName(f.Name))
-		})
-		fmt.Fprintf(stderr, "\nPer request: X-Dify-Mock-Cassette picks a cassette, X-Dify-Mock-Speed sets the speed and\n"+
-			"%s injects a fault (slow headers, HTTP 429/5xx, a broken or stalled stream, …);\n"+
-			"'dify-mock faults' lists them with an example each.\n", fault.Header)
-	}
-	// Environment first, so flags on the command line win.
-	var envErr error
-	fs.VisitAll(func(f *flag.Flag) {
-		v := getenv(envName(f.Name))
-		if v == "" || envErr != nil {
-			return
-		}
-		if f.Name == "api-key" {
-			for _, k := range strings.Split(v, ",") {
-				if k = strings.TrimSpace(k); k != "" {
-					_ = f.Value.Set(k)
-				}
-			}
-			return
-		}
-		if err := f.Value.Set(v); err != nil {
-			envErr = fmt.Errorf("%s=%q: %v", envName(f.Name), v, err)
-		}
-	})
-	if envErr != nil {
-		return nil, envErr
-	}
-	envKeys := len(o.apiKeys)
-	if err := fs.Parse(args); err != nil {
+	f.withEnv("addr", "cassettes", "speed", "api-key", "cors-origin", "mode", "default-cassette", "run-timeout",
+		"max-model-requests", "log-level", "fault", "pprof-addr")
+	f.footer = fmt.Sprintf("Per request: X-Dify-Mock-Cassette picks a cassette, X-Dify-Mock-Speed sets the speed and\n"+
+		"%s injects a fault (slow headers, HTTP 429/5xx, a broken or stalled stream, …);\n"+
+		"'dify-mock faults' lists them with an example each.", fault.Header)
+	return f
+}
+
+// parseServe reads the serve flags from getenv and args. Errors are already
+// printed (exitCode gives the exit code); -h/--help prints the help to stdout.
+func parseServe(args []string, getenv func(string) string, stdout, stderr io.Writer) (*serveOptions, error) {
+	o := &serveOptions{}
+	f := newServeFlags(o)
+	if err := f.parse(args, getenv, stdout, stderr); err != nil {
 		return nil, err
 	}
-	if len(o.apiKeys) > envKeys && envKeys > 0 {
-		// Keys given on the command line replace the environment's.
-		o.apiKeys = o.apiKeys[envKeys:]
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	if err := f.noArgs(stderr); err != nil {
+		return nil, err
 	}
 	if o.pprofAddr != "" {
 		if err := checkLoopback(o.pprofAddr); err != nil {
-			return nil, err
+			return nil, f.usageError(stderr, err.Error())
 		}
 	}
 	return o, nil
@@ -130,13 +83,9 @@ func parseLevel(s string) (slog.Level, error) {
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	o, err := parseServe(args, stderr, os.Getenv)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
+	o, err := parseServe(args, os.Getenv, stdout, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "dify-mock serve: %v\n", err)
-		return 2
+		return exitCode(err)
 	}
 	level, err := parseLevel(o.logLevel)
 	if err != nil {
@@ -155,7 +104,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		source = o.cassettes
 	}
 	srv, err := mockserver.New(mockserver.Config{
-		Cassettes: set, Speed: o.speed, APIKeys: o.apiKeys, CORSOrigin: o.cors, Mode: o.mode,
+		Cassettes: set, Speed: o.speed, APIKeys: o.apiKeys.values, CORSOrigin: o.cors, Mode: o.mode,
 		DefaultCassette: o.defaultCassette, RunTimeout: o.runTimeout, MaxModelRequests: o.maxModelRequests,
 		Logger: logger, Fault: o.fault,
 	})
@@ -163,7 +112,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "dify-mock serve: %v\n", err)
 		return 1
 	}
-	ln, err := net.Listen("tcp", o.addr)
+	ln, err := listen(o.addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "dify-mock serve: %v\n", err)
 		return 1
@@ -216,10 +165,10 @@ func printBanner(w io.Writer, srv *mockserver.Server, source string, addr, pprof
 	app := srv.App()
 	fmt.Fprintf(w, "dify-mock: serving %q (mode %s) from %s\n", app.Info.Name, srv.Mode(), source)
 	fmt.Fprintf(w, "  API base URL  %s\n", base)
-	if len(o.apiKeys) == 0 {
+	if len(o.apiKeys.values) == 0 {
 		fmt.Fprintf(w, "  API key       any \"Bearer app-…\" key (e.g. app-mock)\n")
 	} else {
-		fmt.Fprintf(w, "  API keys      %d configured\n", len(o.apiKeys))
+		fmt.Fprintf(w, "  API keys      %d configured\n", len(o.apiKeys.values))
 	}
 	speed := strconv.FormatFloat(o.speed, 'g', -1, 64)
 	switch {

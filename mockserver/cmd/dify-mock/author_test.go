@@ -1,21 +1,22 @@
-package author_test
+package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/difyops/terraform-provider-dify/mockserver/author"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 )
 
 const tinyScenario = "name: tiny\nquery: tiny question\nsteps:\n  - answer: tiny answer\n"
 
-func run(args ...string) (int, string, string) {
+// runAuthorCLI runs `dify-mock author ARGS`.
+func runAuthorCLI(args ...string) (int, string, string) {
 	var out, errOut bytes.Buffer
-	code := author.Main(args, &out, &errOut)
+	code := run(context.Background(), append([]string{"author"}, args...), &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
@@ -29,7 +30,7 @@ func TestAuthorCLIWritesAndRefusesToOverwrite(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := run(scenario, "-o", target)
+	code, out, errOut := runAuthorCLI(scenario, "-o", target)
 	if code != 0 || !strings.Contains(out, "wrote "+target) {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
@@ -45,7 +46,7 @@ func TestAuthorCLIWritesAndRefusesToOverwrite(t *testing.T) {
 	if err := os.WriteFile(scenario, []byte(strings.Replace(tinyScenario, "tiny answer", "new answer", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errOut = run(scenario, "-o", target)
+	code, _, errOut = runAuthorCLI(scenario, "-o", target)
 	if code != 1 || !strings.Contains(errOut, "already exists") {
 		t.Errorf("overwrite without --force: exit %d, stderr %q", code, errOut)
 	}
@@ -53,7 +54,7 @@ func TestAuthorCLIWritesAndRefusesToOverwrite(t *testing.T) {
 		t.Errorf("cassette changed without --force")
 	}
 	// …unless --force says so.
-	if code, _, errOut = run("--force", scenario, "-o", target); code != 0 {
+	if code, _, errOut = runAuthorCLI("--force", scenario, "-o", target); code != 0 {
 		t.Fatalf("--force: exit %d, %s", code, errOut)
 	}
 	if forced, _ := os.ReadFile(target); !bytes.Contains(forced, []byte("new answer")) {
@@ -71,7 +72,7 @@ func TestAuthorCLIStdoutAndFolder(t *testing.T) {
 	if err := os.WriteFile(scenario, []byte(tinyScenario), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := run("--stdout", "--source", "x/tiny.yaml", scenario)
+	code, out, errOut := runAuthorCLI("--stdout", "--source", "x/tiny.yaml", scenario)
 	if code != 0 || !strings.HasPrefix(out, "---\nversion: 1\n") || !strings.Contains(out, "from x/tiny.yaml;") {
 		t.Fatalf("--stdout: exit %d, stderr %q, stdout %.200q", code, errOut, out)
 	}
@@ -79,8 +80,8 @@ func TestAuthorCLIStdoutAndFolder(t *testing.T) {
 	if err := os.Mkdir(outDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	app := filepath.Join("..", "..", "cassettes", "scenarios", "app.yaml")
-	if code, _, errOut := run("-o", outDir, scenario, app); code != 0 {
+	app := filepath.Join("..", "..", "..", "cassettes", "scenarios", "app.yaml")
+	if code, _, errOut := runAuthorCLI("-o", outDir, scenario, app); code != 0 {
 		t.Fatalf("folder output: exit %d, %s", code, errOut)
 	}
 	set, err := cassette.LoadDir(outDir)
@@ -100,37 +101,14 @@ func TestAuthorCLIUsageErrors(t *testing.T) {
 		"missing out dir": {"-o", "no-such-dir/", "a.yaml"},
 	}
 	for name, args := range cases {
-		if code, _, errOut := run(args...); code != 2 || !strings.Contains(errOut, "Usage: dify-mock author") {
+		if code, _, errOut := runAuthorCLI(args...); code != 2 || !strings.Contains(errOut, "Usage: dify-mock author") {
 			t.Errorf("%s: exit %d, stderr %q", name, code, errOut)
 		}
 	}
-	if code, _, errOut := run("--stdout", "does-not-exist.yaml"); code != 1 || !strings.Contains(errOut, "does-not-exist.yaml") {
+	if code, _, errOut := runAuthorCLI("--stdout", "does-not-exist.yaml"); code != 1 || !strings.Contains(errOut, "does-not-exist.yaml") {
 		t.Errorf("missing scenario: exit %d, %q", code, errOut)
 	}
-	if code, out, _ := run("-h"); code != 0 || !strings.Contains(out, "Usage") {
+	if code, out, _ := runAuthorCLI("-h"); code != 0 || !strings.Contains(out, "Usage") {
 		t.Errorf("-h: exit %d", code)
 	}
-}
-
-// FuzzParseScenario: no scenario text makes the author panic, and whatever
-// it accepts becomes a cassette the mock loads.
-func FuzzParseScenario(f *testing.F) {
-	f.Add([]byte(tinyScenario))
-	f.Add([]byte("name: t\nturns:\n  - query: a\n    steps: [{thinking: x}, {tool: t, input: {a: 1}, observation: o, duration: 1s}, {answer: y}]\n  - query: b\n    error: {code: c, message: 'm {agent_run_id}'}\n"))
-	f.Add([]byte("name: l\nmode: agent-chat\nquery: q\npacing: {ping_interval: 1s, batch_interval: 50ms}\nsteps: [{message_file: {}}, {answer: 'é 😀'}]\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		name, out, err := author.GenerateBytes("f.yaml", data, author.Options{})
-		if err != nil {
-			return
-		}
-		doc, err := cassette.Decode("f.yaml", out)
-		if err != nil {
-			t.Fatalf("generated cassette does not decode: %v", err)
-		}
-		if doc.Meta.Kind == cassette.KindChat {
-			if _, err := cassette.ParseChat(name, "f.yaml", doc); err != nil {
-				t.Fatalf("generated cassette does not parse: %v", err)
-			}
-		}
-	})
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -14,30 +13,24 @@ import (
 	"github.com/difyops/terraform-provider-dify/mockserver/fault"
 )
 
-func init() {
-	subcommands["health"] = subcommand{Summary: "check that a running mock answers (exit 0) — for container HEALTHCHECKs", Run: runHealth}
-}
-
 // runHealth asks a running mock for GET /v1/ (no key needed, API §1.1) and
 // exits 0 on HTTP 200. It is the container image's HEALTHCHECK: the image has
 // no shell or curl, so the binary checks itself. X-Dify-Mock-Fault: none
 // keeps a server-wide --fault (a 5xx, slow headers) from marking a mock that
 // is up as unhealthy.
 func runHealth(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("health", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	url := fs.String("url", "", "API base URL to check (default: from --addr / DIFY_MOCK_ADDR, else http://127.0.0.1:5001/v1)")
-	addr := fs.String("addr", os.Getenv(envName("addr")), "the serve address to check, host:port (a wildcard host means this machine); env DIFY_MOCK_ADDR")
-	timeout := fs.Duration("timeout", 3*time.Second, "give up after this long")
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return 2
+	f := newFlags("health", "dify-mock health [flags]",
+		"Exits 0 when a running mock answers GET /v1/ with HTTP 200, 1 otherwise.")
+	url := f.fs.String("url", "", "API base URL to check (default: from --addr / DIFY_MOCK_ADDR, else http://127.0.0.1:5001/v1)")
+	addr := f.fs.String("addr", "", "the serve address to check, host:port (a wildcard host means this machine)")
+	timeout := f.fs.Duration("timeout", 3*time.Second, "give up after this long")
+	// The same variable as serve's --addr: a container sets it once for both.
+	f.withEnv("addr")
+	if err := f.parse(args, os.Getenv, stdout, stderr); err != nil {
+		return exitCode(err)
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "dify-mock health: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	if err := f.noArgs(stderr); err != nil {
+		return exitCode(err)
 	}
 	target := *url
 	if target == "" {

@@ -13,8 +13,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime"
-	"runtime/debug"
 	"strings"
 	"syscall"
 )
@@ -50,18 +48,12 @@ var commands = []command{
 	{Name: "author", Summary: "turn a scenario file into a cassette, without a live Dify", Run: runAuthor},
 	{Name: "lint", Summary: "check cassettes: format, frames, event order, fields, ids, secrets", Run: runLint},
 	{Name: "faults", Summary: "list the faults the mock can inject, with an example each", Run: runFaults},
-	{Name: "version", Summary: "print the version", Run: runVersion},
+	{Name: "health", Summary: "check that a running mock answers (exit 0) — for container HEALTHCHECKs", Run: runHealth},
+	{Name: "version", Summary: "print the version (also: --version)", Run: runVersion},
 }
 
 // defaultCommand runs when the first argument is a flag or absent.
 const defaultCommand = "serve"
-
-// version and commit are set by release builds (-X main.version=…, see
-// .goreleaser.yml and the Makefile).
-var (
-	version = "dev"
-	commit  = "none"
-)
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -88,8 +80,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	name := defaultCommand
 	if len(args) > 0 {
 		switch a := args[0]; {
-		case a == "--version" || a == "-version":
-			return runVersion(ctx, nil, stdout, stderr)
 		case a == "-h" || a == "-help" || a == "--help":
 			usage(stdout)
 			return 0
@@ -147,31 +137,6 @@ Subcommands:
 	}
 	fmt.Fprintf(w, "\nServe flags (`dify-mock help serve` says more):\n")
 	newServeFlags(&serveOptions{}).writeFlags(w)
-}
-
-// runVersion is `dify-mock version` and `dify-mock --version`.
-func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	f := newFlags("version", "dify-mock version", "Prints the version of dify-mock, the commit it was built from and the Go version.")
-	if err := f.parse(args, noEnv, stdout, stderr); err != nil {
-		return exitCode(err)
-	}
-	if err := f.noArgs(stderr); err != nil {
-		return exitCode(err)
-	}
-	fmt.Fprintf(stdout, "dify-mock %s (commit %s, %s)\n", buildVersion(), commit, runtime.Version())
-	return 0
-}
-
-// buildVersion is the release version or, for `go install …@vX`, the
-// module version Go recorded; "dev" for a plain `go build`.
-func buildVersion() string {
-	if version != "dev" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return strings.TrimPrefix(bi.Main.Version, "v")
-	}
-	return version
 }
 
 // noEnv is the getenv of subcommands without environment variables.

@@ -179,19 +179,6 @@ func TestServeReportsBadCassetteFolder(t *testing.T) {
 	}
 }
 
-func TestVersion(t *testing.T) {
-	for _, args := range [][]string{{"--version"}, {"version"}} {
-		var out, errOut bytes.Buffer
-		if code := run(context.Background(), args, &out, &errOut); code != 0 || !regexp.MustCompile(`^dify-mock \S+ \(commit \S+, go\S+\)\n$`).MatchString(out.String()) {
-			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out.String(), errOut.String())
-		}
-	}
-	var out, errOut bytes.Buffer
-	if code := run(context.Background(), []string{"version", "extra"}, &out, &errOut); code != 2 {
-		t.Errorf("version extra: exit %d", code)
-	}
-}
-
 // TestHelpFormatIsUniform: every subcommand's help starts with its usage
 // line and lists each flag as "--name" with its variable, if any, below.
 func TestHelpFormatIsUniform(t *testing.T) {

@@ -15,19 +15,15 @@ var (
 	commit  = "none"
 )
 
-func init() {
-	subcommands["version"] = subcommand{Summary: "print the version (also: --version)", Run: runVersion}
-}
-
 // runVersion prints "dify-mock VERSION (commit COMMIT, GOOS/GOARCH)".
 func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
-		fmt.Fprintln(stderr, "Usage: dify-mock version (or dify-mock --version)")
-		return 0
+	f := newFlags("version", "dify-mock version (or dify-mock --version)",
+		"Prints the version of dify-mock, the commit it was built from and the platform.")
+	if err := f.parse(args, noEnv, stdout, stderr); err != nil {
+		return exitCode(err)
 	}
-	if len(args) > 0 {
-		fmt.Fprintf(stderr, "dify-mock version: unexpected argument %q\n", args[0])
-		return 2
+	if err := f.noArgs(stderr); err != nil {
+		return exitCode(err)
 	}
 	fmt.Fprintf(stdout, "dify-mock %s (commit %s, %s/%s)\n", version, commit, runtime.GOOS, runtime.GOARCH)
 	return 0

@@ -39,6 +39,10 @@ type Options struct {
 	RunTimeout time.Duration
 	// MaxModelRequests cuts the turn when it would start request n+1; 0 = none.
 	MaxModelRequests int
+	// Observe, when set, is called after each frame is written (before it
+	// is flushed), recorded or made up; it runs on the replay's goroutine,
+	// so it must be quick. Unset, it costs nothing.
+	Observe func(SentFrame)
 	// Fault, when set, breaks the stream on purpose (docs/mock/faults.md).
 	// It fires after Fault.After frames, in place of the next frame and at
 	// that frame's scheduled time; a count past the frames before the
@@ -150,219 +154,350 @@ func fmtDuration(d time.Duration) string {
 // settles what was sent (plus the error for error-after) and, for a reset,
 // sets Report.Reset for the caller, which owns the connection.
 func (b *Bound) Play(ctx context.Context, sink Sink, opt Options, sig Signals, settle func(*Report)) *Report {
+	var p player // on the stack: a replay costs no allocation for it
+	p.init(b, ctx, sink, opt, sig, settle)
+	defer p.stopTimer()
+	return p.play()
+}
+
+// SentFrame describes one frame a replay handed to its sink (Options.Observe).
+type SentFrame struct {
+	// Index is the recorded frame's index in the turn, or -1 for a frame the
+	// mock made up: a run-limit or fault error, the message and message_end
+	// that close a stopped turn, a malformed frame, a shutdown error.
+	Index int
+	// Event is the frame's event name ("ping" for keep-alives, "" for a
+	// frame that is not a JSON data frame).
+	Event string
+	// Offset is when the frame was planned, in recorded time from the start
+	// of the turn (sent at Offset/Speed after the start). A made-up frame
+	// has the offset of the place it takes.
+	Offset time.Duration
+	// At is when the frame was written.
+	At time.Time
+}
+
+// player is one replay in progress. Its methods share the schedule (start,
+// timer), what the sink holds unflushed (dirty) and the report being built,
+// so each way a replay can end reads as one method:
+//
+//   - play: the recorded frames in order, ending Completed/Failed at the
+//     recorded terminal frame or Truncated without one;
+//   - cutRun: a run limit (planCut) ends the turn with agent_run_limit_exceeded;
+//   - fire: Options.Fault breaks the stream at its frame;
+//   - interrupted: stop, shutdown or a gone client cut it between frames.
+type player struct {
+	b      *Bound
+	t      *Turn
+	ctx    context.Context
+	sink   Sink
+	opt    Options
+	sig    Signals
+	settle func(*Report)
+
+	cut     *cut // the run-limit cut, nil when the turn runs its course
+	end     int  // frames [0, end) are the recorded frames to send
+	faultAt int  // frames [0, faultAt) are sent before the fault fires; -1 = no fault
+
+	start   time.Time   // the schedule's zero; a stall moves it later
+	timer   *time.Timer // one timer for every wait, created on first use
+	dirty   bool        // written and not yet flushed
+	settled bool        // settle has been called (frames after the terminal one follow)
+	rep     *Report
+}
+
+func (p *player) init(b *Bound, ctx context.Context, sink Sink, opt Options, sig Signals, settle func(*Report)) {
 	t := b.Turn
-	c := b.planCut(opt)
-	end := len(t.Frames)
-	if c != nil {
-		end = c.at
+	*p = player{b: b, t: t, ctx: ctx, sink: sink, opt: opt, sig: sig, settle: settle,
+		cut: b.planCut(opt), end: len(t.Frames), faultAt: -1, rep: &Report{}}
+	if p.cut != nil {
+		p.end = p.cut.at
 	}
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	start := time.Now()
-	dirty := false
-	rep := &Report{}
-
-	// waitUntil blocks until due or a signal; it returns the outcome that
-	// interrupted it, or -1 when the deadline passed.
-	waitUntil := func(due time.Time) Outcome {
-		if d := time.Until(due); d > 0 {
-			if dirty {
-				if sink.Flush() != nil {
-					return Disconnected
-				}
-				dirty = false
-			}
-			if timer == nil {
-				timer = time.NewTimer(d)
-			} else {
-				timer.Reset(d)
-			}
-			select {
-			case <-timer.C:
-				return -1
-			case <-ctx.Done():
-				return Disconnected
-			case <-sig.Stop:
-				return Stopped
-			case <-sig.Shutdown:
-				return ShuttingDown
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return Disconnected
-		case <-sig.Stop:
-			return Stopped
-		case <-sig.Shutdown:
-			return ShuttingDown
-		default:
-			return -1
-		}
-	}
-	// due is when a frame at recorded offset off is sent (now at speed 0).
-	due := func(off time.Duration) time.Time {
-		if opt.Speed > 0 {
-			return start.Add(time.Duration(float64(off) / opt.Speed))
-		}
-		return time.Now()
-	}
-	wait := func(off time.Duration) Outcome {
-		if opt.Speed > 0 {
-			return waitUntil(due(off))
-		}
-		return waitUntil(time.Time{})
-	}
-
-	write := func(p []byte) bool {
-		if _, err := sink.Write(p); err != nil {
-			return false
-		}
-		dirty = true
-		return true
-	}
-
-	finish := func(o Outcome, extra [][]byte) *Report {
-		rep.Outcome = o
-		settle(rep)
-		for _, p := range extra {
-			if !write(p) {
-				break
-			}
-		}
-		if dirty {
-			_ = sink.Flush()
-		}
-		return rep
-	}
-
-	// The fault point: frames [0, fp) are sent before the fault fires.
-	fp := -1
 	if opt.Fault != nil {
 		limit := len(t.Frames)
 		if t.terminal >= 0 {
 			limit = t.terminal
 		}
-		if c != nil && c.at < limit {
-			limit = c.at
+		if p.cut != nil && p.cut.at < limit {
+			limit = p.cut.at
 		}
-		fp = min(opt.Fault.After, limit)
+		p.faultAt = min(opt.Fault.After, limit)
 	}
-	// fire runs the fault at frame p; done reports that the stream is over.
-	fire := func(p int) (r *Report, done bool) {
-		f := opt.Fault
-		off := frameOffset(t, p)
-		if c != nil && p == c.at {
-			off = c.offset
-		}
-		if f.Kind == fault.StallAfter {
-			// Frame p and everything after it go out f.For late.
-			if o := waitUntil(due(off).Add(f.For)); o >= 0 {
-				return b.interrupted(o, p, rep, finish, settle), true
-			}
-			start = start.Add(f.For)
-			if f.Then == fault.ThenContinue {
-				return nil, false
-			}
-		} else if o := wait(off); o >= 0 {
-			return b.interrupted(o, p, rep, finish, settle), true
-		}
-		rep.Sent = p
-		switch f.Kind {
-		case fault.ErrorAfter:
-			code, status, msg := f.ErrorEvent(NewUUID)
-			rep.Result = b.Fold(p)
-			rep.Result.ErrorCode, rep.Result.ErrorMessage = code, msg
-			return finish(Faulted, [][]byte{b.errorFrame(code, status, msg)}), true
-		case fault.MalformedAfter:
-			if !write(b.brokenFrame()) {
-				rep.Result = b.Fold(p)
-				rep.Outcome = Disconnected
-				settle(rep)
-				return rep, true
-			}
-			if f.Then == fault.ThenContinue {
-				return nil, false
-			}
-		}
-		// The stream ends here without its terminal frame: what was sent
-		// is the turn (as for a client that disconnects).
-		rep.Result = b.Fold(p)
-		rep.Reset = f.Kind == fault.ResetAfter || f.Then == fault.ThenReset
-		return finish(Faulted, nil), true
-	}
+	p.start = time.Now()
+}
 
-	settled := false
-	for i := 0; i < end; i++ {
-		if i == fp {
-			if r, done := fire(i); done {
+func (p *player) stopTimer() {
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+}
+
+// play sends the recorded frames [0, end) on schedule, then ends the turn:
+// with the fault if it is due at end, the run-limit cut, or as recorded.
+func (p *player) play() *Report {
+	t, rep := p.t, p.rep
+	for i := 0; i < p.end; i++ {
+		if i == p.faultAt {
+			if r, done := p.fire(i); done {
 				return r
 			}
 		}
-		if o := wait(t.Frames[i].Offset); o >= 0 {
-			if settled {
+		if o := p.wait(t.Frames[i].Offset); o >= 0 {
+			if p.settled {
 				// The turn already ended (frames after message_end, e.g.
 				// tts_message_end, are the rest): nothing to record.
-				if dirty {
-					_ = sink.Flush()
-				}
+				p.flush()
 				return rep
 			}
-			return b.interrupted(o, i, rep, finish, settle)
+			return p.interrupted(o, i)
 		}
-		if i == t.terminal && !settled {
-			// The recorded end: record the turn, then let the client see it.
-			rep.Result = b.Fold(i + 1)
-			rep.Outcome = Completed
-			if t.Frames[i].Event == dify.EventError {
-				rep.Outcome = Failed
-			}
-			rep.Sent = i + 1
-			settle(rep)
-			settled = true
+		if i == t.terminal && !p.settled {
+			p.settleTerminal(i)
 		}
-		buf := getFrameBuf(t.maxFrame + 256)
-		*buf = b.Render((*buf)[:0], i)
-		ok := write(*buf)
-		putFrameBuf(buf)
-		if !ok {
-			if !settled {
+		if !p.writeRecorded(i) {
+			if !p.settled {
 				rep.Sent = i
-				rep.Result = b.Fold(i)
+				rep.Result = p.b.Fold(i)
 				rep.Outcome = Disconnected
-				settle(rep)
+				p.settle(rep)
 			}
 			return rep
 		}
 		rep.Sent = i + 1
 	}
-	if fp == end {
-		if r, done := fire(end); done {
+	if p.faultAt == p.end {
+		if r, done := p.fire(p.end); done {
 			return r
 		}
 	}
-	if c != nil {
-		if o := wait(c.offset); o >= 0 {
-			return b.interrupted(o, end, rep, finish, settle)
-		}
-		rep.Sent = end
-		rep.Result = b.Fold(end)
-		msg := fmt.Sprintf("%s (agent_run_id=%s)", c.message, NewUUID())
-		rep.Result.ErrorCode, rep.Result.ErrorMessage = RunLimitCode, msg
-		return finish(LimitExceeded, [][]byte{b.errorFrame(RunLimitCode, 400, msg)})
+	if p.cut != nil {
+		return p.cutRun()
 	}
-	if !settled {
-		rep.Result = b.Fold(end)
+	if !p.settled {
+		rep.Result = p.b.Fold(p.end)
 		rep.Outcome = Truncated
-		settle(rep)
+		p.settle(rep)
 	}
-	if dirty {
-		_ = sink.Flush()
-	}
+	p.flush()
 	return rep
+}
+
+// settleTerminal records the turn at its recorded end (message_end or
+// error, frame i) before the client sees that frame.
+func (p *player) settleTerminal(i int) {
+	rep := p.rep
+	rep.Result = p.b.Fold(i + 1)
+	rep.Outcome = Completed
+	if p.t.Frames[i].Event == dify.EventError {
+		rep.Outcome = Failed
+	}
+	rep.Sent = i + 1
+	p.settle(rep)
+	p.settled = true
+}
+
+// writeRecorded renders recorded frame i into a pooled buffer and writes it.
+func (p *player) writeRecorded(i int) bool {
+	buf := getFrameBuf(p.t.maxFrame + 256)
+	*buf = p.b.Render((*buf)[:0], i)
+	ok := p.write(*buf)
+	putFrameBuf(buf)
+	if ok && p.opt.Observe != nil {
+		f := &p.t.Frames[i]
+		p.opt.Observe(SentFrame{Index: i, Event: f.Event, Offset: f.Offset, At: time.Now()})
+	}
+	return ok
+}
+
+// cutRun waits for the cut's offset and ends the turn with the run-limit
+// error (API §18).
+func (p *player) cutRun() *Report {
+	c, rep := p.cut, p.rep
+	if o := p.wait(c.offset); o >= 0 {
+		return p.interrupted(o, p.end)
+	}
+	rep.Sent = p.end
+	rep.Result = p.b.Fold(p.end)
+	msg := fmt.Sprintf("%s (agent_run_id=%s)", c.message, NewUUID())
+	rep.Result.ErrorCode, rep.Result.ErrorMessage = RunLimitCode, msg
+	return p.finish(LimitExceeded, c.offset, madeUp{dify.EventError, p.b.errorFrame(RunLimitCode, 400, msg)})
+}
+
+// fire runs the fault at frame i (i == end: in place of the turn's end);
+// done reports that the stream is over.
+func (p *player) fire(i int) (r *Report, done bool) {
+	f, rep := p.opt.Fault, p.rep
+	off := frameOffset(p.t, i)
+	if p.cut != nil && i == p.cut.at {
+		off = p.cut.offset
+	}
+	if f.Kind == fault.StallAfter {
+		// Frame i and everything after it go out f.For late.
+		if o := p.waitUntil(p.due(off).Add(f.For)); o >= 0 {
+			return p.interrupted(o, i), true
+		}
+		p.start = p.start.Add(f.For)
+		if f.Then == fault.ThenContinue {
+			return nil, false
+		}
+	} else if o := p.wait(off); o >= 0 {
+		return p.interrupted(o, i), true
+	}
+	rep.Sent = i
+	switch f.Kind {
+	case fault.ErrorAfter:
+		code, status, msg := f.ErrorEvent(NewUUID)
+		rep.Result = p.b.Fold(i)
+		rep.Result.ErrorCode, rep.Result.ErrorMessage = code, msg
+		return p.finish(Faulted, off, madeUp{dify.EventError, p.b.errorFrame(code, status, msg)}), true
+	case fault.MalformedAfter:
+		if !p.write(p.b.brokenFrame()) {
+			rep.Result = p.b.Fold(i)
+			rep.Outcome = Disconnected
+			p.settle(rep)
+			return rep, true
+		}
+		p.observeMadeUp(dify.EventAgentMessage, off)
+		if f.Then == fault.ThenContinue {
+			return nil, false
+		}
+	}
+	// The stream ends here without its terminal frame: what was sent
+	// is the turn (as for a client that disconnects).
+	rep.Result = p.b.Fold(i)
+	rep.Reset = f.Kind == fault.ResetAfter || f.Then == fault.ThenReset
+	return p.finish(Faulted, off), true
+}
+
+// interrupted ends a replay that a signal cut before frame i.
+func (p *player) interrupted(o Outcome, i int) *Report {
+	b, rep := p.b, p.rep
+	rep.Sent = i
+	rep.Result = b.Fold(i)
+	off := frameOffset(p.t, i)
+	switch o {
+	case Stopped:
+		// API §2.7: a stopped turn still finishes with message_end, and the
+		// stored message keeps the partial answer (documented assumption).
+		var extra []madeUp
+		t := b.Turn
+		if t.Mode == dify.ModeAgent && rep.Result.Answer != "" && (t.closing < 0 || t.closing >= i) {
+			extra = append(extra, madeUp{dify.EventMessage, b.messageFrame(rep.Result.Answer)})
+		}
+		if t.messageEnd >= 0 {
+			extra = append(extra, madeUp{dify.EventMessageEnd, b.Render(nil, t.messageEnd)})
+			rep.Result.Usage = t.Frames[t.messageEnd].effect.usage
+		} else {
+			extra = append(extra, madeUp{dify.EventMessageEnd, b.messageEndFrame()})
+		}
+		rep.Result.Ended = true
+		return p.finish(Stopped, off, extra...)
+	case ShuttingDown:
+		rep.Result.ErrorCode, rep.Result.ErrorMessage = "internal_server_error", ShutdownMessage
+		return p.finish(ShuttingDown, off, madeUp{dify.EventError, b.errorFrame("internal_server_error", 500, ShutdownMessage)})
+	default:
+		rep.Outcome = Disconnected
+		p.settle(rep)
+		return rep
+	}
+}
+
+// madeUp is a frame the mock writes that is not in the recording.
+type madeUp struct {
+	event string
+	data  []byte
+}
+
+// finish settles the report with outcome o, then writes the frames that
+// end the stream (planned at recorded offset off) and flushes.
+func (p *player) finish(o Outcome, off time.Duration, extra ...madeUp) *Report {
+	p.rep.Outcome = o
+	p.settle(p.rep)
+	for _, f := range extra {
+		if !p.write(f.data) {
+			break
+		}
+		p.observeMadeUp(f.event, off)
+	}
+	p.flush()
+	return p.rep
+}
+
+func (p *player) observeMadeUp(event string, off time.Duration) {
+	if p.opt.Observe != nil {
+		p.opt.Observe(SentFrame{Index: -1, Event: event, Offset: off, At: time.Now()})
+	}
+}
+
+func (p *player) write(b []byte) bool {
+	if _, err := p.sink.Write(b); err != nil {
+		return false
+	}
+	p.dirty = true
+	return true
+}
+
+// flush flushes what was written since the last flush, if anything.
+func (p *player) flush() {
+	if p.dirty {
+		_ = p.sink.Flush()
+	}
+}
+
+// due is when a frame at recorded offset off is sent (now at speed 0).
+func (p *player) due(off time.Duration) time.Time {
+	if p.opt.Speed > 0 {
+		return p.start.Add(time.Duration(float64(off) / p.opt.Speed))
+	}
+	return time.Now()
+}
+
+// wait waits for the frame at recorded offset off (only for signals at
+// speed 0).
+func (p *player) wait(off time.Duration) Outcome {
+	if p.opt.Speed > 0 {
+		return p.waitUntil(p.due(off))
+	}
+	return p.waitUntil(time.Time{})
+}
+
+// waitUntil blocks until due or a signal; it returns the outcome that
+// interrupted it, or -1 when the deadline passed. Before it sleeps it
+// flushes what was written, so frames due together go out together.
+func (p *player) waitUntil(due time.Time) Outcome {
+	if d := time.Until(due); d > 0 {
+		if p.dirty {
+			if p.sink.Flush() != nil {
+				return Disconnected
+			}
+			p.dirty = false
+		}
+		if p.timer == nil {
+			p.timer = time.NewTimer(d)
+		} else {
+			p.timer.Reset(d)
+		}
+		select {
+		case <-p.timer.C:
+			return -1
+		case <-p.ctx.Done():
+			return Disconnected
+		case <-p.sig.Stop:
+			return Stopped
+		case <-p.sig.Shutdown:
+			return ShuttingDown
+		}
+	}
+	select {
+	case <-p.ctx.Done():
+		return Disconnected
+	case <-p.sig.Stop:
+		return Stopped
+	case <-p.sig.Shutdown:
+		return ShuttingDown
+	default:
+		return -1
+	}
 }
 
 // Frames are rendered into pooled buffers that go back to the pool as soon
@@ -388,37 +523,6 @@ func getFrameBuf(size int) *[]byte {
 func putFrameBuf(p *[]byte) {
 	if cap(*p) <= maxPooledFrame {
 		framePool.Put(p)
-	}
-}
-
-// interrupted ends a replay that a signal cut before frame i.
-func (b *Bound) interrupted(o Outcome, i int, rep *Report, finish func(Outcome, [][]byte) *Report, settle func(*Report)) *Report {
-	rep.Sent = i
-	rep.Result = b.Fold(i)
-	switch o {
-	case Stopped:
-		// API §2.7: a stopped turn still finishes with message_end, and the
-		// stored message keeps the partial answer (documented assumption).
-		var extra [][]byte
-		t := b.Turn
-		if t.Mode == dify.ModeAgent && rep.Result.Answer != "" && (t.closing < 0 || t.closing >= i) {
-			extra = append(extra, b.messageFrame(rep.Result.Answer))
-		}
-		if t.messageEnd >= 0 {
-			extra = append(extra, b.Render(nil, t.messageEnd))
-			rep.Result.Usage = t.Frames[t.messageEnd].effect.usage
-		} else {
-			extra = append(extra, b.messageEndFrame())
-		}
-		rep.Result.Ended = true
-		return finish(Stopped, extra)
-	case ShuttingDown:
-		rep.Result.ErrorCode, rep.Result.ErrorMessage = "internal_server_error", ShutdownMessage
-		return finish(ShuttingDown, [][]byte{b.errorFrame("internal_server_error", 500, ShutdownMessage)})
-	default:
-		rep.Outcome = Disconnected
-		settle(rep)
-		return rep
 	}
 }
 

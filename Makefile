@@ -52,6 +52,16 @@ release-check: ## goreleaser check + an offline snapshot build for this machine 
 	 "$$gr" check; \
 	 "$$gr" build --snapshot --clean --single-target
 
+.PHONY: image
+image: ## Build dify-mock's container image without a container daemon (OCI layout + tar in ./dist/image)
+	@for arch in amd64 arm64; do \
+	   CGO_ENABLED=0 GOOS=linux GOARCH=$$arch go build -trimpath -ldflags '-s -w $(LDFLAGS)' \
+	     -o dist/image/linux_$$arch/dify-mock ./mockserver/cmd/dify-mock; \
+	 done
+	go run ./tools/dify-mock-image --version '$(VERSION)' --revision '$(COMMIT)' \
+	  --binary linux/amd64=dist/image/linux_amd64/dify-mock --binary linux/arm64/v8=dist/image/linux_arm64/dify-mock \
+	  --out dist/image/oci --tar dist/image/dify-mock-image.tar
+
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each (default 60s)
 	@FUZZTIME='$(FUZZTIME)' scripts/fuzz.sh

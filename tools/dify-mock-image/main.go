@@ -156,12 +156,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dify-mock-image", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		b        build
-		bins     []string
-		dist     = fs.String("dist", "", "GoReleaser's dist folder: take the linux dify-mock binaries from its artifacts.json")
-		out      = fs.String("out", "", "write the OCI image layout into this folder (required; emptied first)")
-		tarPath  = fs.String("tar", "", "also write the layout as one tar file (docker load / podman load / skopeo oci-archive:)")
-		created  = fs.String("created", "", "image and file time, RFC 3339 (default: SOURCE_DATE_EPOCH, else 1970-01-01)")
+		b       build
+		bins    []string
+		dist    = fs.String("dist", "", "GoReleaser's dist folder: take the linux dify-mock binaries from its artifacts.json")
+		out     = fs.String("out", "", "write the OCI image layout into this folder (required; emptied first)")
+		tarPath = fs.String("tar", "", "also write the layout as one tar file (docker load / podman load / skopeo oci-archive:)")
+		created = fs.String("created", "", "image and file time, RFC 3339 (default: SOURCE_DATE_EPOCH, else 1970-01-01)")
 	)
 	fs.StringVar(&b.version, "version", "", "the version (a label, and the tag in index.json; required)")
 	fs.StringVar(&b.revision, "revision", "", "the source commit (label org.opencontainers.image.revision)")

@@ -13,6 +13,7 @@ import (
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/conformance"
 )
 
 func TestAuth(t *testing.T) {
@@ -84,10 +85,36 @@ func TestAppDescriptionIsServedAsRecorded(t *testing.T) {
 	}
 }
 
+// wantHTML404 checks Werkzeug's HTML NotFound page: the Service API does
+// not set flask-restx's catch_all_404s, so URLs no route matches never get
+// the JSON envelope (api/controllers/service_api/__init__.py).
+func wantHTML404(t *testing.T, resp *http.Response, body []byte) {
+	t.Helper()
+	if resp.StatusCode != 404 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") ||
+		!strings.Contains(string(body), "<title>404 Not Found</title>") {
+		t.Errorf("want Werkzeug's HTML 404, got %d %q %q", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+}
+
+// TestRoutingErrors: 404 pages are HTML, 405 keeps the JSON envelope
+// (flask-restx handles 405 for its own routes), no trailing-slash
+// redirect, /v1 → 308 /v1/ (Werkzeug routing; the old expectation of a
+// JSON 404 encoded the wrong behaviour).
 func TestRoutingErrors(t *testing.T) {
 	e := newEnv(t, mockserver.Config{})
 	resp, body := e.do(http.MethodGet, "/nope", nil)
-	e.wantError(resp, body, 404, "not_found", "The requested URL was not found on the server. If you entered the URL manually please check your spelling and try again.")
+	wantHTML404(t, resp, body)
+	resp, body = e.do(http.MethodGet, "/info/", nil)
+	wantHTML404(t, resp, body)
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Get(e.url(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 308 || resp.Header.Get("Location") != e.ts.URL+"/v1/" {
+		t.Errorf("/v1: %d Location %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
 	resp, body = e.do(http.MethodGet, "/chat-messages", nil)
 	e.wantError(resp, body, 405, "method_not_allowed", "The method is not allowed for the requested URL.")
 	if allow := resp.Header.Get("Allow"); !strings.Contains(allow, "POST") {
@@ -96,14 +123,14 @@ func TestRoutingErrors(t *testing.T) {
 	resp, body = e.do(http.MethodPut, "/conversations/"+recConv, nil)
 	e.wantError(resp, body, 405, "method_not_allowed", "*")
 	resp, body = e.do(http.MethodPost, "/conversations/not-a-uuid/name", map[string]any{"name": "x"})
-	e.wantError(resp, body, 404, "not_found", "*")
-	resp, err := e.hc.Get(e.ts.URL + "/")
+	wantHTML404(t, resp, body)
+	resp, err = e.hc.Get(e.ts.URL + "/")
 	if err != nil {
 		t.Fatal(err)
 	}
 	body, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
-	e.wantError(resp, body, 404, "not_found", "*")
+	wantHTML404(t, resp, body)
 }
 
 func TestCORS(t *testing.T) {
@@ -144,6 +171,11 @@ func TestCORS(t *testing.T) {
 	}
 }
 
+// pyMsg is conformance.PydanticError: str(ValidationError) of one error.
+func pyMsg(model, loc, msg, typ, input, inputType string) string {
+	return conformance.PydanticError(model, loc, msg, typ, input, inputType)
+}
+
 func TestChatValidation(t *testing.T) {
 	e := newEnv(t, mockserver.Config{})
 	legacy := newEnv(t, mockserver.Config{Mode: dify.ModeAgentChat})
@@ -157,21 +189,28 @@ func TestChatValidation(t *testing.T) {
 		code    string
 		message string
 	}{
-		{"empty body", e, "", nil, 400, "bad_request", "Invalid JSON payload received or JSON payload is empty."},
-		{"malformed JSON", e, `{"query":`, nil, 400, "bad_request", "Invalid JSON payload received or JSON payload is empty."},
-		{"not an object", e, `[1,2]`, nil, 400, "bad_request", "Invalid JSON payload received or JSON payload is empty."},
+		// Flask's get_json() outside debug mode: Werkzeug's BadRequest text;
+		// a JSON value that is not an object breaks validate_app_token's
+		// .get("user") → Dify's unhandled-exception 500.
+		{"empty body", e, "", nil, 400, "bad_request", "The browser (or proxy) sent a request that this server could not understand."},
+		{"malformed JSON", e, `{"query":`, nil, 400, "bad_request", "The browser (or proxy) sent a request that this server could not understand."},
+		{"not an object", e, `[1,2]`, nil, 500, "unknown", "Internal Server Error"},
 		{"oversize body", e, big, nil, 413, "request_entity_too_large", "*"},
 		{"missing user", e, map[string]any{"query": "q", "inputs": map[string]any{"city": "x"}}, nil, 400, "invalid_param", "Arg user must be provided."},
-		{"user of the wrong type", e, map[string]any{"query": "q", "user": 5, "inputs": map[string]any{}}, nil, 400, "invalid_param", "user: Input should be a valid string"},
-		{"missing query", e, map[string]any{"user": "u", "inputs": map[string]any{}}, nil, 400, "invalid_param", "query is required"},
-		{"query of the wrong type", e, map[string]any{"user": "u", "query": []int{1}, "inputs": map[string]any{}}, nil, 400, "invalid_param", "query: Input should be a valid string"},
-		{"missing inputs", e, map[string]any{"user": "u", "query": "q"}, nil, 400, "invalid_param", "inputs: Field required"},
-		{"inputs not an object", e, map[string]any{"user": "u", "query": "q", "inputs": "x"}, nil, 400, "invalid_param", "inputs: Input should be a valid dictionary"},
+		// validate_app_token takes any truthy user as str(user), so a
+		// number is a valid user; the turn then fails on the form.
+		{"user of the wrong type", e, map[string]any{"query": "q", "user": 5, "inputs": map[string]any{}}, nil, 400, "invalid_param", "city is required in input form"},
+		// ChatRequestPayload's pydantic messages (str(ValidationError)).
+		{"missing query", e, `{"user":"u","inputs":{}}`, nil, 400, "invalid_param", pyMsg("ChatRequestPayload", "query", "Field required", "missing", "{'user': 'u', 'inputs': {}}", "dict")},
+		{"query of the wrong type", e, `{"user":"u","query":[1],"inputs":{}}`, nil, 400, "invalid_param", pyMsg("ChatRequestPayload", "query", "Input should be a valid string", "string_type", "[1]", "list")},
+		{"missing inputs", e, `{"user":"u","query":"q"}`, nil, 400, "invalid_param", pyMsg("ChatRequestPayload", "inputs", "Field required", "missing", "{'user': 'u', 'query': 'q'}", "dict")},
+		{"inputs not an object", e, `{"user":"u","query":"q","inputs":"x"}`, nil, 400, "invalid_param", pyMsg("ChatRequestPayload", "inputs", "Input should be a valid dictionary", "dict_type", "'x'", "str")},
+		{"empty query", e, chatBody("", "u"), nil, 400, "invalid_param", "query is required"},
 		{"blocking on agent", e, chatBody("q", "u", "response_mode", "blocking"), nil, 400, "bad_request", "Agent App only supports streaming response mode."},
 		{"blocking on agent-chat", legacy, chatBody("q", "u", "response_mode", "blocking"), nil, 400, "invalid_param", "Agent Chat App does not support blocking mode"},
 		{"omitted mode on agent-chat", legacy, map[string]any{"user": "u", "query": "q", "inputs": map[string]any{"city": "x"}}, nil, 400, "invalid_param", "Agent Chat App does not support blocking mode"},
 		{"unknown response_mode", e, chatBody("q", "u", "response_mode", "fast"), nil, 400, "invalid_param", "*"},
-		{"bad conversation id", e, chatBody("q", "u", "conversation_id", "123"), nil, 400, "invalid_param", "conversation_id must be a valid UUID"},
+		{"bad conversation id", e, chatBody("q", "u", "conversation_id", "123"), nil, 400, "invalid_param", pyMsg("ChatRequestPayload", "conversation_id", "Value error, conversation_id must be a valid UUID", "value_error", "'123'", "str")},
 		{"unknown conversation", e, chatBody("q", "u", "conversation_id", recConv), nil, 404, "not_found", "Conversation Not Exists."},
 		{"required input missing", e, chatBody("q", "u", "inputs", map[string]any{}), nil, 400, "invalid_param", "city is required in input form"},
 		{"input too long", e, chatBody("q", "u", "inputs", map[string]any{"city": "Llanfairpwllgwyngyll"}), nil, 400, "invalid_param", "city in input form must be less than 10 characters"},

@@ -101,18 +101,30 @@ func (s *Server) textToAudio(w http.ResponseWriter, r *http.Request, _ httproute
 		writeError(w, invalidParam("TTS is not enabled"))
 		return
 	}
-	msgID, _, e := body.str("message_id")
-	if e != nil {
-		writeError(w, e)
-		return
+	// TextToAudioPayload (api/controllers/service_api/app/audio.py):
+	// message_id, voice, text: str | None; streaming: bool | None.
+	var errs []pyErr
+	strField := func(name string) string {
+		v := decodeJSONValue(body[name])
+		if v == nil {
+			return ""
+		}
+		str, pe := pyStrField(name, v)
+		if pe != nil {
+			errs = append(errs, *pe)
+		}
+		return str
 	}
-	text, _, e := body.str("text")
-	if e != nil {
-		writeError(w, e)
-		return
+	msgID := strField("message_id")
+	strField("voice")
+	text := strField("text")
+	if v := decodeJSONValue(body["streaming"]); v != nil {
+		if _, pe := pyBoolField("streaming", v); pe != nil {
+			errs = append(errs, *pe)
+		}
 	}
-	if _, _, e := body.str("voice"); e != nil {
-		writeError(w, e)
+	if len(errs) > 0 {
+		writeError(w, pydanticError("TextToAudioPayload", errs...))
 		return
 	}
 	if msgID = strings.ToLower(strings.TrimSpace(msgID)); msgID != "" {

@@ -15,6 +15,9 @@ import (
 	"github.com/difyops/terraform-provider-dify/mockserver/store"
 )
 
+// uuidNil is constants.UUID_NIL (api/constants/__init__.py).
+const uuidNil = "00000000-0000-0000-0000-000000000000"
+
 // Blocking-mode rejections (API §2.2).
 var (
 	errBlockingAgent     = newError(http.StatusBadRequest, "bad_request", "Agent App only supports streaming response mode.")
@@ -29,65 +32,121 @@ type chatRequest struct {
 	convID   string
 	files    []dify.InputFile
 	autoName bool
+	// blocking: the request asks for (or, for agent-chat, defaults to)
+	// blocking mode, which agent-chat refuses once the conversation is
+	// known (its generator raises it).
+	blocking bool
 }
 
-// parseChat validates the body in Dify's order: JSON, user, the payload
-// fields, then the streaming-only rule.
+// chatModel is the pydantic model Dify validates the body with.
+const chatModel = "ChatRequestPayload"
+
+// parseChat validates the body in Dify's order
+// (api/controllers/service_api/app/completion.py ChatApi.post): the JSON
+// body and `user` (validate_app_token), every ChatRequestPayload field at
+// once (one pydantic ValidationError listing each failing field, in the
+// model's field order), then the New Agent streaming-only rule
+// (_resolve_agent_app_streaming).
 func (s *Server) parseChat(w http.ResponseWriter, r *http.Request) (*chatRequest, *apiError) {
-	body, e := readJSON(w, r, false)
+	body, raw, e := readJSONRaw(w, r)
 	if e != nil {
 		return nil, e
 	}
-	req := &chatRequest{}
+	req := &chatRequest{autoName: true}
 	if req.user, e = body.user(true); e != nil {
 		return nil, e
 	}
-	q, present, e := body.str("query")
-	if e != nil {
-		return nil, e
+	dict := orderedBody(raw)
+	delete(dict.vals, "trace_session_id") // omit_trace_session_id_from_payload
+	for i, k := range dict.keys {
+		if k == "trace_session_id" {
+			dict.keys = append(dict.keys[:i:i], dict.keys[i+1:]...)
+			break
+		}
 	}
-	req.query = strings.ReplaceAll(q, "\x00", "")
-	if !present || strings.TrimSpace(req.query) == "" {
-		return nil, invalidParam("query is required")
+	var errs []pyErr
+	fail := func(pe *pyErr) {
+		if pe != nil {
+			errs = append(errs, *pe)
+		}
 	}
-	raw, ok := body["inputs"]
-	if !ok {
-		return nil, invalidParam("inputs: Field required")
+	missing := func(loc string) {
+		errs = append(errs, pyErr{loc: loc, msg: "Field required", typ: "missing", input: dict})
 	}
-	if err := json.Unmarshal(raw, &req.inputs); err != nil || req.inputs == nil {
-		return nil, invalidParam("inputs: Input should be a valid dictionary")
+
+	if v, ok := dict.vals["inputs"]; !ok {
+		missing("inputs")
+	} else if _, isDict := v.(map[string]any); !isDict {
+		fail(&pyErr{loc: "inputs", msg: "Input should be a valid dictionary", typ: "dict_type", input: v})
+	} else {
+		_ = json.Unmarshal(body["inputs"], &req.inputs)
 	}
-	mode, _, e := body.str("response_mode")
-	if e != nil {
-		return nil, e
+	if v, ok := dict.vals["query"]; !ok {
+		missing("query")
+	} else {
+		q, pe := pyStrField("query", v)
+		fail(pe)
+		req.query = strings.ReplaceAll(q, "\x00", "")
 	}
-	switch mode {
-	case dify.ResponseModeStreaming, dify.ResponseModeBlocking, "":
-	default:
-		return nil, invalidParam("response_mode: Input should be 'blocking' or 'streaming'")
+	if v := dict.vals["files"]; v != nil {
+		list, isList := v.([]any)
+		if !isList {
+			fail(&pyErr{loc: "files", msg: "Input should be a valid list", typ: "list_type", input: v})
+		}
+		for i, item := range list {
+			if _, isDict := item.(map[string]any); !isDict {
+				fail(&pyErr{loc: "files." + strconv.Itoa(i), msg: "Input should be a valid dictionary", typ: "dict_type", input: item})
+			}
+		}
 	}
-	conv, _, e := body.str("conversation_id")
-	if e != nil {
-		return nil, e
+	mode := ""
+	if v := dict.vals["response_mode"]; v != nil {
+		m, _ := v.(string)
+		if m != dify.ResponseModeStreaming && m != dify.ResponseModeBlocking {
+			fail(&pyErr{loc: "response_mode", msg: pyLiteral(dify.ResponseModeBlocking, dify.ResponseModeStreaming), typ: "literal_error", input: v})
+		}
+		mode = m
 	}
-	req.convID = strings.ToLower(strings.TrimSpace(conv))
-	if req.convID != "" && !validUUID(req.convID) {
-		return nil, invalidParam("conversation_id must be a valid UUID")
+	if v, ok := dict.vals["conversation_id"]; ok {
+		// normalize_conversation_id: strip, blank = new conversation,
+		// else helper.uuid_value (Python's uuid.UUID spellings).
+		str, isStr := v.(string)
+		if isStr {
+			str = strings.TrimSpace(str)
+		}
+		if v != nil && (!isStr || str != "") {
+			id, ok := pyUUID(str)
+			if !isStr || !ok {
+				fail(&pyErr{loc: "conversation_id", msg: "Value error, conversation_id must be a valid UUID", typ: "value_error", input: v})
+			}
+			req.convID = id
+		}
+	}
+	if v, ok := dict.vals["retriever_from"]; ok {
+		_, pe := pyStrField("retriever_from", v)
+		fail(pe)
+	}
+	if v, ok := dict.vals["auto_generate_name"]; ok {
+		b, pe := pyBoolField("auto_generate_name", v)
+		fail(pe)
+		req.autoName = b
+	}
+	if v := dict.vals["workflow_id"]; v != nil {
+		_, pe := pyStrField("workflow_id", v)
+		fail(pe)
+	}
+	if len(errs) > 0 {
+		return nil, pydanticError(chatModel, errs...)
 	}
 	if raw, ok := body["files"]; ok && !isNull(raw) {
 		if err := json.Unmarshal(raw, &req.files); err != nil {
 			return nil, invalidParam("files: Input should be a valid list of file objects")
 		}
 	}
-	if req.autoName, e = body.boolean("auto_generate_name", true); e != nil {
-		return nil, e
-	}
 	// Omitted response_mode streams for New Agent and is blocking for the
 	// legacy agent-chat app, which then refuses it (API §2.1, §2.2).
-	if mode == dify.ResponseModeBlocking || (mode == "" && s.mode == dify.ModeAgentChat) {
-		if s.mode == dify.ModeAgentChat {
-			return nil, errBlockingAgentChat
-		}
+	req.blocking = mode == dify.ResponseModeBlocking || (mode == "" && s.mode == dify.ModeAgentChat)
+	if req.blocking && s.mode != dify.ModeAgentChat {
 		return nil, errBlockingAgent
 	}
 	return req, nil
@@ -172,12 +231,25 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, req *chatRequ
 	}
 	endUser := s.store.EndUser(req.user)
 	var conv store.Conversation
+	// ChatApi.post looks the conversation up before generating; the
+	// generator then refuses blocking mode (agent-chat), requires a query
+	// and validates `inputs` against the form on every turn
+	// (_prepare_user_inputs runs whether or not the conversation exists).
 	if req.convID != "" {
 		if _, err := s.store.Conversation(req.convID, endUser.ID); err != nil {
 			writeError(w, errConvNotFound)
 			return
 		}
-	} else if e := s.validateInputs(req.inputs); e != nil {
+	}
+	if req.blocking {
+		writeError(w, errBlockingAgentChat)
+		return
+	}
+	if strings.TrimSpace(req.query) == "" {
+		writeError(w, invalidParam("query is required"))
+		return
+	}
+	if e := s.validateInputs(req.inputs); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -290,8 +362,12 @@ func (s *Server) recordTurn(conv store.Conversation, msgID, query string, userFi
 	files := make([]dify.MessageFile, 0, len(userFiles)+len(res.Files))
 	files = append(files, userFiles...)
 	files = append(files, res.Files...)
+	// Service API turns are not threaded: the generators set
+	// parent_message_id = UUID_NIL for InvokeFrom.SERVICE_API
+	// (api/core/app/apps/agent_chat/app_generator.py generate).
+	parent := uuidNil
 	m := dify.Message{
-		ID: msgID, ConversationID: conv.ID, Inputs: conv.Inputs, Query: query, Answer: res.Answer,
+		ID: msgID, ConversationID: conv.ID, ParentMessageID: &parent, Inputs: conv.Inputs, Query: query, Answer: res.Answer,
 		RetrieverResources: res.RetrieverResources, AgentThoughts: res.Thoughts, MessageFiles: files,
 		CreatedAt: created, Status: "normal", ExtraContents: []json.RawMessage{},
 	}

@@ -111,7 +111,9 @@ func TestStateMatchesStream(t *testing.T) {
 	if m.ID != msg || m.ConversationID != conv || m.Query != "Use your tools" || m.Answer != "Here it is." || m.CreatedAt != created {
 		t.Errorf("message: %+v", m)
 	}
-	if m.Status != "normal" || m.Error != nil || m.ParentMessageID != nil {
+	// Service API messages are not threaded: parent_message_id is
+	// UUID_NIL (AgentAppGenerator.generate, InvokeFrom.SERVICE_API).
+	if m.Status != "normal" || m.Error != nil || m.ParentMessageID == nil || *m.ParentMessageID != "00000000-0000-0000-0000-000000000000" {
 		t.Errorf("status %q error %v parent %v", m.Status, m.Error, m.ParentMessageID)
 	}
 	if m.MessageTokens != 40 || m.AnswerTokens != 12 || m.TotalTokens != 52 || m.ProviderResponseLatency != 1.25 ||
@@ -155,7 +157,11 @@ func TestFollowUpTurnsAndLifecycle(t *testing.T) {
 	e := newEnv(t, mockserver.Config{})
 	_, first := e.chat(chatBody("First question", "alice"))
 	conv := first[0].str("conversation_id")
-	resp, second := e.chat(chatBody("anything at all", "alice", "conversation_id", conv, "inputs", map[string]any{}))
+	// inputs are validated on every turn (_prepare_user_inputs), so the
+	// follow-up repeats them; a follow-up without them is refused.
+	resp, body := e.do(http.MethodPost, "/chat-messages", chatBody("anything at all", "alice", "conversation_id", conv, "inputs", map[string]any{}))
+	e.wantError(resp, body, 400, "invalid_param", "city is required in input form")
+	resp, second := e.chat(chatBody("anything at all", "alice", "conversation_id", conv))
 	if got := second[0].str("conversation_id"); got != conv {
 		t.Fatalf("follow-up conversation id %s, want %s", got, conv)
 	}
@@ -168,13 +174,13 @@ func TestFollowUpTurnsAndLifecycle(t *testing.T) {
 		t.Fatalf("third turn: cassette %q conv %q", resp.Header.Get(mockserver.HeaderCassette), third[0].str("conversation_id"))
 	}
 
-	_, body := e.do(http.MethodGet, "/messages?user=alice&conversation_id="+conv, nil)
+	_, body = e.do(http.MethodGet, "/messages?user=alice&conversation_id="+conv, nil)
 	mp := decode[dify.MessagePage](t, body)
 	if len(mp.Data) != 3 || mp.Data[0].Answer != "First answer." || mp.Data[2].Answer != "One, two, three." {
 		t.Fatalf("messages: %s", body)
 	}
-	if mp.Data[1].ParentMessageID == nil || *mp.Data[1].ParentMessageID != mp.Data[0].ID {
-		t.Errorf("parent_message_id threads the conversation: %+v", mp.Data[1].ParentMessageID)
+	if mp.Data[1].ParentMessageID == nil || *mp.Data[1].ParentMessageID != "00000000-0000-0000-0000-000000000000" {
+		t.Errorf("parent_message_id of a Service API follow-up: %+v, want UUID_NIL", mp.Data[1].ParentMessageID)
 	}
 	// Paging: newest page first, oldest first inside it (API §6).
 	_, body = e.do(http.MethodGet, "/messages?user=alice&limit=2&conversation_id="+conv, nil)
@@ -223,20 +229,25 @@ func TestFollowUpTurnsAndLifecycle(t *testing.T) {
 	e.wantError(resp, body, 404, "not_found", "Conversation Not Exists.")
 }
 
-func TestDeleteWithoutBody(t *testing.T) {
+// TestDeleteReadsUserFromJSONOnly: DELETE /conversations/{id} reads
+// `user` through request.get_json() (wraps.py validate_app_token,
+// FetchUserArg JSON): no JSON Content-Type → 415, ?user= is never read.
+// (This test used to expect a body-less DELETE with ?user= to succeed,
+// which no Dify version does.)
+func TestDeleteReadsUserFromJSONOnly(t *testing.T) {
 	e := newEnv(t, mockserver.Config{})
-	_, fr := e.chat(chatBody("Count to three", ""+"carol"))
+	_, fr := e.chat(chatBody("Count to three", "carol"))
 	conv := fr[0].str("conversation_id")
 	resp, body := e.do(http.MethodDelete, "/conversations/"+conv+"?user=carol", nil)
+	e.wantError(resp, body, 415, "unsupported_media_type", "Did not attempt to load JSON data because the request Content-Type was not 'application/json'.")
+	resp, body = e.do(http.MethodDelete, "/conversations/"+conv+"?user=carol", map[string]any{})
+	e.wantError(resp, body, 404, "not_found", "Conversation Not Exists.")
+	resp, body = e.do(http.MethodDelete, "/conversations/"+conv, map[string]any{"user": "carol"})
 	if resp.StatusCode != 204 {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
-	// The default user owns nothing here; a JSON body with no user is fine.
-	_, fr = e.chat(chatBody("Count to three", "dave"))
-	resp, body = e.do(http.MethodDelete, "/conversations/"+fr[0].str("conversation_id"), map[string]any{})
-	e.wantError(resp, body, 404, "not_found", "Conversation Not Exists.")
-	resp, body = e.do(http.MethodDelete, "/conversations/not-a-uuid", nil)
-	e.wantError(resp, body, 404, "not_found", "*")
+	resp, body = e.do(http.MethodDelete, "/conversations/not-a-uuid", map[string]any{})
+	wantHTML404(t, resp, body)
 }
 
 func TestSelectionRule(t *testing.T) {

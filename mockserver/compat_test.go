@@ -133,7 +133,9 @@ func TestRealClientRequestShapes(t *testing.T) {
 	for _, c := range []wireRequest{
 		{"dify-client 2.3.2", "GET", "/parameters?user=shape", "application/json", "", 200},
 		{"dify-client 2.3.2", "POST", "/chat-messages", "application/json", `{"inputs":{"city":"Seoul"},"query":"Hello","user":"shape","response_mode":"streaming","files":null}`, 200},
-		{"dify-client 2.3.2", "POST", "/chat-messages", "application/json", `{"inputs":{},"query":"Hello","user":"shape","response_mode":"streaming","files":null,"conversation_id":"` + conv + `"}`, 200},
+		// Follow-ups repeat the app's required inputs: Dify validates them
+		// on every turn (AppGenerator._prepare_user_inputs).
+		{"dify-client 2.3.2", "POST", "/chat-messages", "application/json", `{"inputs":{"city":"Seoul"},"query":"Hello","user":"shape","response_mode":"streaming","files":null,"conversation_id":"` + conv + `"}`, 200},
 		{"dify-client 2.3.2", "POST", "/chat-messages", "application/json", `{"inputs":{"city":"Seoul"},"query":"Hello","user":"shape","response_mode":"blocking","files":null}`, 400},
 		{"dify-client 1.0.3", "POST", "/chat-messages", "application/json", `{"inputs":{"city":"Seoul"},"query":"Hello","user":"shape","responseMode":"blocking"}`, 200},
 		{"dify-client 2.3.2", "GET", "/conversations?user=shape&first_id=" + conv + "&limit=1&pinned=false", "application/json", "", 200},

@@ -3,6 +3,7 @@ package mockserver
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/julienschmidt/httprouter"
@@ -16,26 +17,42 @@ func (s *Server) queryUser(r *http.Request) store.EndUser {
 	return s.store.EndUser(r.URL.Query().Get("user"))
 }
 
-// listConversations is GET /conversations (API §5).
+// listConversations is GET /conversations (API §5), validated as
+// api/controllers/service_api/app/conversation.py ConversationApi.get
+// does: ConversationListQuery.model_validate(request.args.to_dict())
+// (last_id: UUID | None, limit: int 1–100, sort_by: Literal[…]).
 func (s *Server) listConversations(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	q := r.URL.Query()
-	limit, e := queryLimit(r)
-	if e != nil {
-		writeError(w, e)
-		return
+	q := queryDict(r)
+	var errs []pyErr
+	lastID := ""
+	if v, ok := q.vals["last_id"].(string); ok && v != "" {
+		// "" is taken as no cursor: the newest tree's UUIDStrOrEmpty
+		// accepts it (the released UUID | None field did not).
+		id, pe := pydanticUUID("last_id", v)
+		if pe != nil {
+			errs = append(errs, *pe)
+		}
+		lastID = id
 	}
-	lastID := strings.ToLower(strings.TrimSpace(q.Get("last_id")))
-	if lastID != "" && !validUUID(lastID) {
-		writeError(w, invalidParam("last_id: Input should be a valid UUID"))
-		return
+	limit := 20
+	if v, ok := q.vals["limit"].(string); ok {
+		n, pe := pyIntQuery("limit", v, 1, 100)
+		if pe != nil {
+			errs = append(errs, *pe)
+		}
+		limit = n
 	}
-	sortBy := q.Get("sort_by")
-	switch sortBy {
-	case "":
-		sortBy = dify.SortUpdatedAtDesc
-	case dify.SortCreatedAt, dify.SortCreatedAtDesc, dify.SortUpdatedAt, dify.SortUpdatedAtDesc:
-	default:
-		writeError(w, invalidParam("sort_by: Input should be 'created_at', '-created_at', 'updated_at' or '-updated_at'"))
+	sortBy := dify.SortUpdatedAtDesc
+	if v, ok := q.vals["sort_by"].(string); ok {
+		switch v {
+		case dify.SortCreatedAt, dify.SortCreatedAtDesc, dify.SortUpdatedAt, dify.SortUpdatedAtDesc:
+			sortBy = v
+		default:
+			errs = append(errs, pyErr{loc: "sort_by", msg: pyLiteral(dify.SortCreatedAt, dify.SortCreatedAtDesc, dify.SortUpdatedAt, dify.SortUpdatedAtDesc), typ: "literal_error", input: v})
+		}
+	}
+	if len(errs) > 0 {
+		writeError(w, pydanticError("ConversationListQuery", errs...))
 		return
 	}
 	rows, more, err := s.store.ListConversations(s.queryUser(r).ID, lastID, limit, sortBy)
@@ -49,26 +66,70 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request, _ htt
 	writeJSON(w, http.StatusOK, dify.ConversationPage{Limit: limit, HasMore: more, Data: rows})
 }
 
-// listMessages is GET /messages (API §6).
+// queryDict is request.args.to_dict(): each parameter's first value, in
+// the order the query string names them.
+func queryDict(r *http.Request) *orderedDict {
+	d := &orderedDict{vals: map[string]any{}}
+	for _, pair := range strings.Split(r.URL.RawQuery, "&") {
+		if pair == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(pair, "=")
+		k, err1 := url.QueryUnescape(k)
+		v, err2 := url.QueryUnescape(v)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		if _, dup := d.vals[k]; dup {
+			continue
+		}
+		d.keys = append(d.keys, k)
+		d.vals[k] = v
+	}
+	return d
+}
+
+// listMessages is GET /messages (API §6), validated as
+// api/controllers/service_api/app/message.py MessageListApi.get does with
+// MessageListQuery (conversation_id: UUIDStrOrEmpty, required;
+// first_id: UUIDStrOrEmpty | None; limit: int 1–100).
 func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	q := r.URL.Query()
-	convID := strings.ToLower(strings.TrimSpace(q.Get("conversation_id")))
-	if convID == "" {
-		writeError(w, invalidParam("conversation_id: Field required"))
+	q := queryDict(r)
+	var errs []pyErr
+	uuidOrEmpty := func(loc string, v string) string {
+		if v == "" {
+			return ""
+		}
+		id, ok := pyUUID(v)
+		if !ok {
+			errs = append(errs, pyErr{loc: loc, msg: "Value error, must be a valid UUID", typ: "value_error", input: v})
+		}
+		return id
+	}
+	convID := ""
+	if v, ok := q.vals["conversation_id"].(string); ok {
+		convID = uuidOrEmpty("conversation_id", v)
+	} else {
+		errs = append(errs, pyErr{loc: "conversation_id", msg: "Field required", typ: "missing", input: q})
+	}
+	firstID := ""
+	if v, ok := q.vals["first_id"].(string); ok {
+		firstID = uuidOrEmpty("first_id", v)
+	}
+	limit := 20
+	if v, ok := q.vals["limit"].(string); ok {
+		n, pe := pyIntQuery("limit", v, 1, 100)
+		if pe != nil {
+			errs = append(errs, *pe)
+		}
+		limit = n
+	}
+	if len(errs) > 0 {
+		writeError(w, pydanticError("MessageListQuery", errs...))
 		return
 	}
-	if !validUUID(convID) {
-		writeError(w, invalidParam("conversation_id: Input should be a valid UUID"))
-		return
-	}
-	firstID := strings.ToLower(strings.TrimSpace(q.Get("first_id")))
-	if firstID != "" && !validUUID(firstID) {
-		writeError(w, invalidParam("first_id: Input should be a valid UUID"))
-		return
-	}
-	limit, e := queryLimit(r)
-	if e != nil {
-		writeError(w, e)
+	if convID == "" { // "" passes UUIDStrOrEmpty and names no conversation
+		writeError(w, errConvNotFound)
 		return
 	}
 	rows, more, err := s.store.ListMessages(convID, s.queryUser(r).ID, firstID, limit)
@@ -88,19 +149,24 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, _ httprout
 func pathUUID(w http.ResponseWriter, ps httprouter.Params, name string) (string, bool) {
 	v := ps.ByName(name)
 	if !validUUID(v) {
-		writeError(w, errNotFound)
+		writeNotFoundPage(w)
 		return "", false
 	}
 	return strings.ToLower(v), true
 }
 
-// renameConversation is POST /conversations/:id/name (API §7).
+// renameConversation is POST /conversations/:id/name (API §7), validated
+// as api/controllers/service_api/app/conversation.py
+// ConversationRenameApi.post does: `user` from the JSON body, then
+// ConversationRenamePayload (name: str | None, auto_generate: bool in
+// pydantic's lax mode, and the model validator requiring a non-blank name
+// unless auto_generate).
 func (s *Server) renameConversation(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	id, ok := pathUUID(w, ps, "conversation_id")
 	if !ok {
 		return
 	}
-	body, e := readJSON(w, r, false)
+	body, raw, e := readJSONRaw(w, r)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -110,18 +176,31 @@ func (s *Server) renameConversation(w http.ResponseWriter, r *http.Request, ps h
 		writeError(w, e)
 		return
 	}
-	name, _, e := body.str("name")
-	if e != nil {
-		writeError(w, e)
-		return
+	dict := orderedBody(raw)
+	var errs []pyErr
+	name := ""
+	if v := dict.vals["name"]; v != nil {
+		n, pe := pyStrField("name", v)
+		if pe != nil {
+			errs = append(errs, *pe)
+		}
+		name = n
 	}
-	auto, e := body.boolean("auto_generate", false)
-	if e != nil {
-		writeError(w, e)
+	auto := false
+	if v, present := dict.vals["auto_generate"]; present {
+		b, pe := pyBoolField("auto_generate", v)
+		if pe != nil {
+			errs = append(errs, *pe)
+		}
+		auto = b
+	}
+	if len(errs) > 0 {
+		writeError(w, pydanticError("ConversationRenamePayload", errs...))
 		return
 	}
 	if !auto && strings.TrimSpace(name) == "" {
-		writeError(w, invalidParam("name is required when auto_generate is false"))
+		writeError(w, pydanticError("ConversationRenamePayload",
+			pyErr{msg: "Value error, name is required when auto_generate is false", typ: "value_error", input: dict}))
 		return
 	}
 	c, err := s.store.Rename(id, s.store.EndUser(user).ID, name, auto)
@@ -137,13 +216,16 @@ func (s *Server) renameConversation(w http.ResponseWriter, r *http.Request, ps h
 }
 
 // deleteConversation is DELETE /conversations/:id (API §8): 204 with no
-// body; the JSON body (with `user`) is optional, ?user= is accepted too.
+// body. `user` comes from the JSON body only
+// (api/controllers/service_api/app/conversation.py ConversationDetailApi
+// .delete is guarded by FetchUserArg(fetch_from=JSON)); ?user= is never
+// read, and the body must be JSON like on every other JSON route.
 func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	id, ok := pathUUID(w, ps, "conversation_id")
 	if !ok {
 		return
 	}
-	body, e := readJSON(w, r, true)
+	body, e := readJSON(w, r, false)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -153,15 +235,19 @@ func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request, ps h
 		writeError(w, e)
 		return
 	}
-	if user == "" {
-		user = r.URL.Query().Get("user")
-	}
 	if err := s.store.Delete(id, s.store.EndUser(user).ID); err != nil {
 		writeError(w, errConvNotFound)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
+
+// errSuggestedDisabled is api/controllers/service_api/app/error.py
+// AppSuggestedQuestionsAfterAnswerDisabledError, which
+// MessageSuggestedApi.get raises when the feature is off (older servers
+// answered 400 bad_request "Suggested Questions Is Disabled.").
+var errSuggestedDisabled = newError(http.StatusForbidden, "app_suggested_questions_after_answer_disabled",
+	"The 'Suggested Questions After Answer' feature is disabled. Please refresh your page.")
 
 // suggested is GET /messages/:id/suggested (API §4): the questions of the
 // cassette that produced the message, else the app's opening suggestions.
@@ -176,7 +262,7 @@ func (s *Server) suggested(w http.ResponseWriter, r *http.Request, ps httprouter
 		return
 	}
 	if !s.app.Parameters.SuggestedQuestionsAfterAnswer.Enabled {
-		writeError(w, newError(http.StatusBadRequest, "bad_request", "Suggested Questions Is Disabled."))
+		writeError(w, errSuggestedDisabled)
 		return
 	}
 	_, name, err := s.store.Message(id, s.store.EndUser(user).ID)

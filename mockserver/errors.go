@@ -28,8 +28,16 @@ const (
 	msgMethodNotAllowed = "The method is not allowed for the requested URL."
 	msgInternal         = "The server encountered an internal error and was unable to complete your request. Either the server is overloaded or there is an error in the application."
 	msgTooLarge         = "The data value transmitted exceeds the capacity limit."
-	msgInvalidJSON      = "Invalid JSON payload received or JSON payload is empty."
-	msgUserRequired     = "Arg user must be provided."
+	// Flask's Request.on_json_loading_failed replaces a JSON decoding
+	// failure with a bare BadRequest outside debug mode, so Dify answers
+	// Werkzeug's default text (libs/external_api.py rewrites only the
+	// debug-mode "Failed to decode JSON object" text, which production
+	// servers never produce).
+	msgInvalidJSON = "The browser (or proxy) sent a request that this server could not understand."
+	// Werkzeug's UnsupportedMediaType from Request.get_json() when the
+	// request's Content-Type is not JSON.
+	msgNotJSON      = "Did not attempt to load JSON data because the request Content-Type was not 'application/json'."
+	msgUserRequired = "Arg user must be provided."
 )
 
 // Auth failures (API §1.2).
@@ -45,10 +53,15 @@ var (
 	errInternal         = newError(http.StatusInternalServerError, "internal_server_error", msgInternal)
 	errTooLarge         = newError(http.StatusRequestEntityTooLarge, "request_entity_too_large", msgTooLarge)
 	errInvalidJSON      = newError(http.StatusBadRequest, "bad_request", msgInvalidJSON)
-	errUserRequired     = invalidParam(msgUserRequired)
-	errConvNotFound     = newError(http.StatusNotFound, "not_found", "Conversation Not Exists.")
-	errMessageNotFound  = newError(http.StatusNotFound, "not_found", "Message Not Exists.")
-	errShuttingDown     = newError(http.StatusServiceUnavailable, "service_unavailable", "dify-mock is shutting down.")
+	errNotJSON          = newError(http.StatusUnsupportedMediaType, "unsupported_media_type", msgNotJSON)
+	// errUnhandled is libs/external_api.py handle_general_exception's body
+	// for an exception Dify does not map (e.g. a JSON body that is not an
+	// object reaching request.get_json().get("user")).
+	errUnhandled       = newError(http.StatusInternalServerError, "unknown", "Internal Server Error")
+	errUserRequired    = invalidParam(msgUserRequired)
+	errConvNotFound    = newError(http.StatusNotFound, "not_found", "Conversation Not Exists.")
+	errMessageNotFound = newError(http.StatusNotFound, "not_found", "Message Not Exists.")
+	errShuttingDown    = newError(http.StatusServiceUnavailable, "service_unavailable", "dify-mock is shutting down.")
 )
 
 func invalidParam(message string) *apiError {
@@ -79,4 +92,18 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	h.Set("Content-Length", strconv.Itoa(len(body)+1))
 	w.WriteHeader(status)
 	_, _ = w.Write(append(body, '\n'))
+}
+
+// notFoundPage is Werkzeug's HTML NotFound page. The Service API does not
+// set flask-restx's catch_all_404s, so a URL no route matches (unknown
+// path, trailing slash, an id the <uuid:…> converter rejects) gets Flask's
+// HTML page, not the JSON envelope.
+const notFoundPage = "<!doctype html>\n<html lang=en>\n<title>404 Not Found</title>\n<h1>Not Found</h1>\n<p>" + msgNotFound + "</p>\n"
+
+func writeNotFoundPage(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(len(notFoundPage)))
+	w.WriteHeader(http.StatusNotFound)
+	_, _ = w.Write([]byte(notFoundPage))
 }

@@ -660,7 +660,7 @@ func TestFaultFromCassette(t *testing.T) {
 		t.Fatalf("first turn: %v %+v", err, first)
 	}
 	c, _ = fe.client("")
-	follow := dify.ChatRequest{Query: "anything", User: "flaky", ConversationID: first.ConversationID, Inputs: map[string]any{}}
+	follow := dify.ChatRequest{Query: "anything", User: "flaky", ConversationID: first.ConversationID, Inputs: map[string]any{"city": "Seoul"}}
 	_, err = c.SendChatMessage(ctx, follow)
 	if apiErr, ok := dify.AsAPIError(err); !ok || apiErr.Status != 429 || apiErr.RetryAfter != 2*time.Second {
 		t.Fatalf("follow-up: %v", err)

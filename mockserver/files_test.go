@@ -120,7 +120,7 @@ func TestUploadAndEndUser(t *testing.T) {
 	resp, body = e.do(http.MethodGet, "/end-users/"+recConv, nil)
 	e.wantError(resp, body, 404, "end_user_not_found", "End user not found.")
 	resp, body = e.do(http.MethodGet, "/end-users/nope", nil)
-	e.wantError(resp, body, 404, "not_found", "*")
+	wantHTML404(t, resp, body)
 
 	// No user: the anonymous default end user (API §1.3).
 	resp, body = e.multipart("/files/upload", part{field: "file", filename: "a.txt", contentType: "text/plain", data: strings.NewReader("x")})
@@ -220,7 +220,7 @@ func TestAudio(t *testing.T) {
 	resp, body = e.do(http.MethodPost, "/text-to-audio", map[string]any{"user": "al"})
 	e.wantError(resp, body, 400, "invalid_param", "Text is required")
 	resp, body = e.do(http.MethodPost, "/text-to-audio", "{")
-	e.wantError(resp, body, 400, "bad_request", "Invalid JSON payload received or JSON payload is empty.")
+	e.wantError(resp, body, 400, "bad_request", "The browser (or proxy) sent a request that this server could not understand.")
 }
 
 type zeros struct{}
@@ -234,7 +234,9 @@ func TestDisabledFeatures(t *testing.T) {
 	e := newEnv(t, mockserver.Config{Cassettes: testSet(t, disabledParams)})
 	_, fr := e.chat(map[string]any{"query": "Count to three", "user": "u", "inputs": map[string]any{}})
 	resp, body := e.do(http.MethodGet, "/messages/"+fr[0].str("message_id")+"/suggested?user=u", nil)
-	e.wantError(resp, body, 400, "bad_request", "Suggested Questions Is Disabled.")
+	// MessageSuggestedApi.get: AppSuggestedQuestionsAfterAnswerDisabledError
+	// (403; the old 400 "Suggested Questions Is Disabled." is pre-1.x).
+	e.wantError(resp, body, 403, "app_suggested_questions_after_answer_disabled", "*")
 	resp, body = e.multipart("/audio-to-text", part{field: "file", filename: "a.mp3", contentType: "audio/mp3", data: strings.NewReader("x")})
 	e.wantError(resp, body, 400, "speech_to_text_disabled", "Speech to text is disabled.")
 	resp, body = e.do(http.MethodPost, "/text-to-audio", map[string]any{"text": "hi"})
@@ -264,5 +266,5 @@ func TestSuggested(t *testing.T) {
 	resp, body = e.do(http.MethodGet, "/messages/"+msg+"/suggested?user=tom", nil)
 	e.wantError(resp, body, 404, "not_found", "Message Not Exists.")
 	resp, body = e.do(http.MethodGet, "/messages/123/suggested?user=sue", nil)
-	e.wantError(resp, body, 404, "not_found", "*")
+	wantHTML404(t, resp, body)
 }

@@ -207,22 +207,39 @@ func mergeSlashes(next http.Handler) http.Handler {
 				return
 			}
 		}
-		scheme := "http"
-		if r.TLS != nil {
-			scheme = "https"
-		}
-		target := scheme + "://" + r.Host + collapseSlashes(r.URL.EscapedPath())
-		if r.URL.RawQuery != "" {
-			target += "?" + r.URL.RawQuery
-		}
-		h := w.Header()
-		h.Set("Location", target)
-		h.Set("Content-Type", "text/html; charset=utf-8")
-		w.WriteHeader(http.StatusPermanentRedirect)
-		esc := html.EscapeString(target) // Werkzeug's redirect page
-		_, _ = w.Write([]byte("<!doctype html>\n<html lang=en>\n<title>Redirecting...</title>\n<h1>Redirecting...</h1>\n" +
-			"<p>You should be redirected automatically to the target URL: <a href=\"" + esc + "\">" + esc + "</a>. If not, click the link.\n"))
+		permanentRedirect(w, r, collapseSlashes(r.URL.EscapedPath()))
 	})
+}
+
+// notFound answers what no route matches. GET /v1 is Werkzeug's strict-
+// slashes redirect to the index rule /v1/ (308, query kept); everything
+// else is Werkzeug's HTML 404 page (see notFoundPage).
+func notFound(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/v1" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		permanentRedirect(w, r, "/v1/")
+		return
+	}
+	writeNotFoundPage(w)
+}
+
+// permanentRedirect writes Werkzeug's 308 redirect to path on this host,
+// query string kept, with its HTML body.
+func permanentRedirect(w http.ResponseWriter, r *http.Request, path string) {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	target := scheme + "://" + r.Host + path
+	if r.URL.RawQuery != "" {
+		target += "?" + r.URL.RawQuery
+	}
+	h := w.Header()
+	h.Set("Location", target)
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(http.StatusPermanentRedirect)
+	esc := html.EscapeString(target) // Werkzeug's redirect page
+	_, _ = w.Write([]byte("<!doctype html>\n<html lang=en>\n<title>Redirecting...</title>\n<h1>Redirecting...</h1>\n" +
+		"<p>You should be redirected automatically to the target URL: <a href=\"" + esc + "\">" + esc + "</a>. If not, click the link.\n"))
 }
 
 // collapseSlashes replaces every run of slashes with one.

@@ -161,6 +161,7 @@ var droppers = map[string]dropper{
 		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.ts.URL+"/v1/chat-messages", bytes.NewReader(stormBody(c, user)))
 		req.Header.Set("Authorization", "Bearer app-storm")
+		req.Header.Set("Content-Type", "application/json") // Dify reads the body with get_json()
 		req.Header.Set(mockserver.HeaderCassette, c.name)
 		req.Header.Set(mockserver.HeaderSpeed, speed)
 		resp, err := stormClient.Do(req)
@@ -361,6 +362,7 @@ func completeTurn(t *testing.T, s *loggedServer, c stormCassette, user string) s
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, s.ts.URL+"/v1/chat-messages", bytes.NewReader(stormBody(c, user)))
 	req.Header.Set("Authorization", "Bearer app-storm")
+	req.Header.Set("Content-Type", "application/json") // Dify reads the body with get_json()
 	req.Header.Set(mockserver.HeaderCassette, c.name)
 	req.Header.Set(mockserver.HeaderSpeed, "0")
 	resp, err := stormClient.Do(req)
@@ -721,6 +723,7 @@ func TestDisconnectInALongGapEndsTheReplayAtOnce(t *testing.T) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.ts.URL+"/v1/chat-messages",
 		bytes.NewReader(stormBody(stormCassette{"long-with-pings", c.Turns[0].Request.Query}, "gap")))
 	req.Header.Set("Authorization", "Bearer app-gap")
+	req.Header.Set("Content-Type", "application/json") // Dify reads the body with get_json()
 	req.Header.Set(mockserver.HeaderCassette, "long-with-pings")
 	req.Header.Set(mockserver.HeaderSpeed, fmt.Sprint(speed))
 	start := time.Now()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,28 +18,51 @@ const maxJSONBody = 4 << 20
 // each problem names its field.
 type jsonBody map[string]json.RawMessage
 
-// readJSON reads a JSON object body. Empty bodies are an error unless
-// optional is set (DELETE accepts no body, API §8).
+// readJSON reads a JSON object body the way Flask's request.get_json()
+// does for Dify (api/controllers/service_api/wraps.py validate_app_token
+// reads `user` through it on every JSON route): a Content-Type that is not
+// JSON → 415 unsupported_media_type; an empty or malformed body → 400
+// bad_request; a JSON value that is not an object → Dify's unhandled 500.
+// optional is kept for callers but no longer changes anything: Dify
+// rejects an empty body on every route that reads JSON, DELETE included.
 func readJSON(w http.ResponseWriter, r *http.Request, optional bool) (jsonBody, *apiError) {
+	_ = optional
+	body, _, e := readJSONRaw(w, r)
+	return body, e
+}
+
+// readJSONRaw is readJSON that also returns the body's bytes (for
+// pydantic's input_value, which shows the body's keys in request order).
+func readJSONRaw(w http.ResponseWriter, r *http.Request) (jsonBody, []byte, *apiError) {
+	if !isJSONContentType(r.Header.Get("Content-Type")) {
+		return nil, nil, errNotJSON
+	}
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxJSONBody))
 	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
-			return nil, errTooLarge
+			return nil, nil, errTooLarge
 		}
-		return nil, errInvalidJSON
+		return nil, nil, errInvalidJSON
 	}
-	if len(bytes.TrimSpace(data)) == 0 {
-		if optional {
-			return jsonBody{}, nil
-		}
-		return nil, errInvalidJSON
+	if !json.Valid(data) {
+		return nil, nil, errInvalidJSON
 	}
 	var body jsonBody
 	if err := json.Unmarshal(data, &body); err != nil || body == nil {
-		return nil, errInvalidJSON
+		return nil, nil, errUnhandled
 	}
-	return body, nil
+	return body, data, nil
+}
+
+// isJSONContentType is Werkzeug's Request.is_json: application/json or
+// application/*+json, parameters ignored.
+func isJSONContentType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		mt = strings.ToLower(strings.TrimSpace(strings.SplitN(ct, ";", 2)[0]))
+	}
+	return mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
 }
 
 func isNull(raw json.RawMessage) bool {
@@ -70,16 +94,42 @@ func (b jsonBody) boolean(field string, def bool) (bool, *apiError) {
 	return v, nil
 }
 
-// user reads the end-user id from a JSON body (API §1.3).
+// user reads the end-user id from a JSON body as
+// api/controllers/service_api/wraps.py validate_app_token does:
+// `request.get_json().get("user")`, a falsy value ("", 0, false, [], {},
+// null) counts as missing, anything else becomes str(value).
 func (b jsonBody) user(required bool) (string, *apiError) {
-	u, present, e := b.str("user")
-	if e != nil {
-		return "", e
+	v := decodeJSONValue(b["user"])
+	if pyFalsy(v) {
+		if required {
+			return "", errUserRequired
+		}
+		return "", nil
 	}
-	if required && (!present || u == "") {
-		return "", errUserRequired
+	if s, ok := v.(string); ok {
+		return s, nil
 	}
-	return u, nil
+	return pyRepr(v), nil
+}
+
+// pyFalsy is Python truthiness for a decoded JSON value.
+func pyFalsy(v any) bool {
+	switch t := v.(type) {
+	case nil:
+		return true
+	case bool:
+		return !t
+	case string:
+		return t == ""
+	case json.Number:
+		f, err := t.Float64()
+		return err == nil && f == 0
+	case []any:
+		return len(t) == 0
+	case map[string]any:
+		return len(t) == 0
+	}
+	return false
 }
 
 // validUUID accepts the canonical 8-4-4-4-12 hex form (any case), as

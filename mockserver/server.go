@@ -294,9 +294,12 @@ func (s *Server) stopTask(taskID, owner string) bool {
 func (s *Server) routes() http.Handler {
 	r := httprouter.New()
 	r.RedirectFixedPath = false
+	// Werkzeug's rules are strict about a trailing slash: /v1/info/ is a
+	// 404, not a redirect (the one redirect, /v1 → /v1/, is in notFound).
+	r.RedirectTrailingSlash = false
 	r.HandleMethodNotAllowed = true
 	r.HandleOPTIONS = true
-	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeError(w, errNotFound) })
+	r.NotFound = http.HandlerFunc(notFound)
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeError(w, errMethodNotAllowed) })
 	r.GlobalOPTIONS = http.HandlerFunc(s.preflight)
 

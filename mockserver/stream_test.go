@@ -140,7 +140,7 @@ func TestStop(t *testing.T) {
 	r, body = e.do(http.MethodPost, "/chat-messages/x/stop", map[string]any{})
 	e.wantError(r, body, 400, "invalid_param", "Arg user must be provided.")
 	r, body = e.do(http.MethodPost, "/chat-messages/x/stop", "nope")
-	e.wantError(r, body, 400, "bad_request", "Invalid JSON payload received or JSON payload is empty.")
+	e.wantError(r, body, 400, "bad_request", "The browser (or proxy) sent a request that this server could not understand.")
 }
 
 var runIDRE = regexp.MustCompile(`\(agent_run_id=[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\)$`)
@@ -207,6 +207,7 @@ func TestDisconnect(t *testing.T) {
 		j, _ := json.Marshal(chatBody("Take your time", "dc"))
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.url("/chat-messages"), strings.NewReader(string(j)))
 		req.Header.Set("Authorization", "Bearer app-test")
+		req.Header.Set("Content-Type", "application/json") // Dify reads the body with get_json()
 		resp, err := e.hc.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -291,6 +292,7 @@ func TestConcurrentUse(t *testing.T) {
 		}
 		req, _ := http.NewRequest(method, e.url(path), r)
 		req.Header.Set("Authorization", "Bearer app-test")
+		req.Header.Set("Content-Type", "application/json") // Dify reads the body with get_json()
 		for i := 0; i+1 < len(hdr); i += 2 {
 			req.Header.Set(hdr[i], hdr[i+1])
 		}

@@ -1,0 +1,260 @@
+package conformance
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Observed is what a client could see of one answer. It holds no key and no
+// request headers, so it can be printed or written to a report as is.
+type Observed struct {
+	Case   string `json:"case"`
+	Route  string `json:"route"`
+	Class  string `json:"class"`
+	Status int    `json:"status,omitempty"`
+	// ContentType is the media type without parameters.
+	ContentType string `json:"content_type,omitempty"`
+	// Envelope is set when the body is Dify's error envelope
+	// ({"code","message","status"}).
+	Envelope *Envelope `json:"envelope,omitempty"`
+	// Shape is the JSON body's shape (nil when the body is not JSON).
+	Shape Shape `json:"shape,omitempty"`
+	// Location is the redirect target's path and query (3xx).
+	Location string `json:"location,omitempty"`
+	// Events are the SSE event names in order, pings left out.
+	Events []string `json:"events,omitempty"`
+	// Body is the start of the raw body (at most 2 KiB), for reports.
+	Body string `json:"body,omitempty"`
+	// Skipped says why the case did not run (a requirement not met, a
+	// fixture that could not be made, the chat-turn cap).
+	Skipped string `json:"skipped,omitempty"`
+	// Err is a transport failure (no answer at all).
+	Err string `json:"error,omitempty"`
+}
+
+// Envelope is Dify's error body (API §1.4). Message has the run's
+// placeholders put back and pydantic's URL normalised.
+type Envelope struct {
+	Code    string  `json:"code"`
+	Message string  `json:"message"`
+	Status  int     `json:"status"`
+	Params  *string `json:"params,omitempty"`
+}
+
+// Shape maps each JSON path of a body to its kind: "object", "array",
+// "string", "number", "boolean" or "null". The root is "$"; object members
+// are "$.name"; array elements are merged under "$.name[]". A path seen
+// with several kinds (elements that differ, a nullable field) lists them
+// sorted and joined with "|", e.g. "null|string".
+type Shape map[string]string
+
+// ShapeOf returns the shape of a JSON document, nil if it is not JSON.
+func ShapeOf(data []byte) Shape {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil
+	}
+	s := Shape{}
+	s.add("$", v)
+	return s
+}
+
+func (s Shape) add(path string, v any) {
+	kind := "null"
+	switch t := v.(type) {
+	case map[string]any:
+		kind = "object"
+		for k, child := range t {
+			s.add(path+"."+k, child)
+		}
+	case []any:
+		kind = "array"
+		for _, child := range t {
+			s.add(path+"[]", child)
+		}
+	case string:
+		kind = "string"
+	case json.Number:
+		kind = "number"
+	case bool:
+		kind = "boolean"
+	}
+	s.merge(path, kind)
+}
+
+func (s Shape) merge(path, kind string) {
+	old, ok := s[path]
+	if !ok {
+		s[path] = kind
+		return
+	}
+	kinds := strings.Split(old, "|")
+	for _, k := range kinds {
+		if k == kind {
+			return
+		}
+	}
+	kinds = append(kinds, kind)
+	sort.Strings(kinds)
+	s[path] = strings.Join(kinds, "|")
+}
+
+// Paths returns the shape's paths, sorted.
+func (s Shape) Paths() []string {
+	out := make([]string, 0, len(s))
+	for p := range s {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// pydanticURL matches the documentation link pydantic appends to each
+// validation error; its version part differs between servers.
+var pydanticURL = regexp.MustCompile(`https://errors\.pydantic\.dev/[0-9]+\.[0-9]+/`)
+
+// NormalizeMessage makes an error message comparable across servers:
+// pydantic's documentation URL loses its version.
+func NormalizeMessage(m string) string {
+	return pydanticURL.ReplaceAllString(m, "https://errors.pydantic.dev/<version>/")
+}
+
+// Check compares an observation with a case's expectation and returns one
+// line per mismatch (empty when it conforms). A skipped case conforms.
+func Check(c Case, o Observed) []string {
+	if o.Skipped != "" {
+		return nil
+	}
+	if o.Err != "" {
+		return []string{"no answer: " + o.Err}
+	}
+	e := c.Expect
+	var out []string
+	bad := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	if e.Status != 0 && o.Status != e.Status {
+		bad("status %d, want %d", o.Status, e.Status)
+	}
+	if e.ContentType != "" && o.ContentType != e.ContentType {
+		bad("content type %q, want %q", o.ContentType, e.ContentType)
+	}
+	if e.Code != "" || e.Message != "" {
+		switch {
+		case o.Envelope == nil:
+			bad("no error envelope, want code %q", e.Code)
+		default:
+			if e.Code != "" && o.Envelope.Code != e.Code {
+				bad("code %q, want %q", o.Envelope.Code, e.Code)
+			}
+			if e.Message != "" && e.Message != "*" && o.Envelope.Message != NormalizeMessage(e.Message) {
+				bad("message %q, want %q", o.Envelope.Message, NormalizeMessage(e.Message))
+			}
+			if o.Envelope.Status != o.Status {
+				bad("envelope status %d differs from HTTP status %d", o.Envelope.Status, o.Status)
+			}
+		}
+	}
+	if e.Params != "" && (o.Envelope == nil || o.Envelope.Params == nil || *o.Envelope.Params != e.Params) {
+		bad("params missing or not %q", e.Params)
+	}
+	for _, p := range sortedKeys(e.Fields) {
+		kind, ok := o.Shape[p]
+		switch {
+		case !ok:
+			bad("field %s missing", p)
+		case e.Fields[p] != "" && kind != e.Fields[p]:
+			bad("field %s is %s, want %s", p, kind, e.Fields[p])
+		}
+	}
+	for _, p := range e.Absent {
+		if _, ok := o.Shape[p]; ok {
+			bad("field %s present, want absent", p)
+		}
+	}
+	if e.Location != "" && o.Location != e.Location {
+		bad("location %q, want %q", o.Location, e.Location)
+	}
+	if e.BodyContains != "" && !strings.Contains(o.Body, e.BodyContains) {
+		bad("body does not contain %q", e.BodyContains)
+	}
+	if e.Events != nil && strings.Join(o.Events, ",") != strings.Join(e.Events, ",") {
+		bad("events %v, want %v", o.Events, e.Events)
+	}
+	return out
+}
+
+// Difference is one way two observations of the same case differ.
+type Difference struct {
+	Case   string `json:"case"`
+	Route  string `json:"route"`
+	Class  string `json:"class"`
+	Aspect string `json:"aspect"` // status, content_type, code, message, params, field, location, events
+	Path   string `json:"path,omitempty"`
+	A      string `json:"a"`
+	B      string `json:"b"`
+}
+
+// Diff lists how two observations of one case differ in what clients see:
+// status, content type, error code/message/params, JSON shape (field
+// names, kinds, null vs missing), redirect target and event sequence.
+// Timing and text content are never compared. Skipped sides give nothing.
+func Diff(a, b Observed) []Difference {
+	if a.Skipped != "" || b.Skipped != "" {
+		return nil
+	}
+	var out []Difference
+	add := func(aspect, path, x, y string) {
+		if x != y {
+			out = append(out, Difference{Case: a.Case, Route: a.Route, Class: a.Class, Aspect: aspect, Path: path, A: x, B: y})
+		}
+	}
+	add("error", "", a.Err, b.Err)
+	add("status", "", fmt.Sprint(a.Status), fmt.Sprint(b.Status))
+	add("content_type", "", a.ContentType, b.ContentType)
+	env := func(o Observed) (code, msg, params string) {
+		if o.Envelope == nil {
+			return "", "", ""
+		}
+		if o.Envelope.Params != nil {
+			params = *o.Envelope.Params
+		}
+		return o.Envelope.Code, o.Envelope.Message, params
+	}
+	ac, am, ap := env(a)
+	bc, bm, bp := env(b)
+	add("code", "", ac, bc)
+	add("message", "", am, bm)
+	add("params", "", ap, bp)
+	seen := map[string]bool{}
+	for _, p := range append(a.Shape.Paths(), b.Shape.Paths()...) {
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		x, y := a.Shape[p], b.Shape[p]
+		if x == "" {
+			x = "(missing)"
+		}
+		if y == "" {
+			y = "(missing)"
+		}
+		add("field", p, x, y)
+	}
+	add("location", "", a.Location, b.Location)
+	add("events", "", strings.Join(a.Events, ","), strings.Join(b.Events, ","))
+	return out
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

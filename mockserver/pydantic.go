@@ -1,0 +1,420 @@
+package mockserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+// Dify's Service API validates request bodies and query strings with
+// pydantic 2 models (e.g. ChatRequestPayload in
+// api/controllers/service_api/app/completion.py) and lets the
+// ValidationError reach libs/external_api.py, which answers
+// 400 invalid_param with message = str(ValidationError). This file
+// reproduces that text: pydantic_core's ValidationError.__str__ with the
+// Python repr of the offending input.
+
+// pydanticVersion is the pydantic minor version of the Dify release the
+// mock follows (api/pyproject.toml pins pydantic~=2.12); it appears in the
+// documentation URL of every error.
+const pydanticVersion = "2.12"
+
+// pyErr is one pydantic line error.
+type pyErr struct {
+	loc   string // dotted location; "" for a model-level error
+	msg   string // rendered message, e.g. "Input should be a valid string"
+	typ   string // error type, e.g. "string_type"
+	input any    // the offending input, as decoded from JSON (UseNumber)
+}
+
+// pydanticError renders str(ValidationError) for model.
+func pydanticError(model string, errs ...pyErr) *apiError {
+	var b strings.Builder
+	if len(errs) == 1 {
+		fmt.Fprintf(&b, "1 validation error for %s", model)
+	} else {
+		fmt.Fprintf(&b, "%d validation errors for %s", len(errs), model)
+	}
+	for _, e := range errs {
+		b.WriteByte('\n')
+		if e.loc != "" {
+			b.WriteString(e.loc + "\n")
+		}
+		fmt.Fprintf(&b, "  %s [type=%s, input_value=%s, input_type=%s]", e.msg, e.typ, truncateRepr(pyRepr(e.input)), pyType(e.input))
+		fmt.Fprintf(&b, "\n    For further information visit https://errors.pydantic.dev/%s/v/%s", pydanticVersion, e.typ)
+	}
+	return invalidParam(b.String())
+}
+
+// truncateRepr shortens long reprs as pydantic_core does: the first 25 and
+// last 24 characters around "...".
+func truncateRepr(s string) string {
+	r := []rune(s)
+	if len(r) <= 50 {
+		return s
+	}
+	return string(r[:25]) + "..." + string(r[len(r)-24:])
+}
+
+// decodeJSONValue decodes raw JSON keeping number literals, so ints and
+// floats stay apart as in Python's json module.
+func decodeJSONValue(raw json.RawMessage) any {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil
+	}
+	return v
+}
+
+// bodyDict rebuilds the request body as the dict pydantic saw, keys in
+// request order (Python dicts keep insertion order).
+type orderedDict struct {
+	keys []string
+	vals map[string]any
+}
+
+func orderedBody(data []byte) *orderedDict {
+	d := &orderedDict{vals: map[string]any{}}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return d
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return d
+		}
+		k, _ := t.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return d
+		}
+		if _, dup := d.vals[k]; !dup {
+			d.keys = append(d.keys, k)
+		}
+		d.vals[k] = decodeJSONValue(raw)
+	}
+	return d
+}
+
+func pyType(v any) string {
+	switch t := v.(type) {
+	case nil:
+		return "NoneType"
+	case bool:
+		return "bool"
+	case string:
+		return "str"
+	case json.Number:
+		if isPyInt(t) {
+			return "int"
+		}
+		return "float"
+	case float64:
+		return "float"
+	case int, int64:
+		return "int"
+	case []any:
+		return "list"
+	case map[string]any, *orderedDict:
+		return "dict"
+	}
+	return "object"
+}
+
+func isPyInt(n json.Number) bool { return !strings.ContainsAny(string(n), ".eE") }
+
+// pyRepr renders a decoded JSON value as Python's repr() does.
+func pyRepr(v any) string {
+	switch t := v.(type) {
+	case nil:
+		return "None"
+	case bool:
+		if t {
+			return "True"
+		}
+		return "False"
+	case string:
+		return pyStr(t)
+	case json.Number:
+		if isPyInt(t) {
+			return string(t)
+		}
+		f, err := t.Float64()
+		if err != nil {
+			return string(t)
+		}
+		return pyFloat(f)
+	case float64:
+		return pyFloat(t)
+	case int:
+		return strconv.Itoa(t)
+	case []any:
+		parts := make([]string, len(t))
+		for i, x := range t {
+			parts[i] = pyRepr(x)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case *orderedDict:
+		parts := make([]string, len(t.keys))
+		for i, k := range t.keys {
+			parts[i] = pyStr(k) + ": " + pyRepr(t.vals[k])
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	case map[string]any:
+		// Only reached for nested objects decoded without order; sorted
+		// keys keep the output stable.
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = pyStr(k) + ": " + pyRepr(t[k])
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	}
+	return fmt.Sprint(v)
+}
+
+// pyFloat is Python's float repr: shortest round-trip digits, scientific
+// outside 1e-4 ≤ |f| < 1e16, and always a ".0" on integral values.
+func pyFloat(f float64) string {
+	switch {
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	case math.IsNaN(f):
+		return "nan"
+	}
+	abs := math.Abs(f)
+	if abs != 0 && (abs < 1e-4 || abs >= 1e16) {
+		s := strconv.FormatFloat(f, 'e', -1, 64) // e.g. 1e+20, 1.5e-05
+		mant, exp, _ := strings.Cut(s, "e")
+		sign := exp[0]
+		digits := strings.TrimLeft(exp[1:], "0")
+		if len(digits) < 2 {
+			digits = strings.Repeat("0", 2-len(digits)) + digits
+		}
+		return mant + "e" + string(sign) + digits
+	}
+	s := strconv.FormatFloat(f, 'f', -1, 64)
+	if !strings.Contains(s, ".") {
+		s += ".0"
+	}
+	return s
+}
+
+// pyStr is Python's str repr: single quotes unless the text holds a single
+// quote and no double quote; backslash escapes for the quote, backslash,
+// \t \n \r and other non-printable characters.
+func pyStr(s string) string {
+	q := byte('\'')
+	if strings.ContainsRune(s, '\'') && !strings.ContainsRune(s, '"') {
+		q = '"'
+	}
+	var b strings.Builder
+	b.WriteByte(q)
+	for _, r := range s {
+		switch {
+		case r == rune(q) || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case r > 0x7f && !unicode.IsPrint(r):
+			switch {
+			case r <= 0xff:
+				fmt.Fprintf(&b, `\x%02x`, r)
+			case r <= 0xffff:
+				fmt.Fprintf(&b, `\u%04x`, r)
+			default:
+				fmt.Fprintf(&b, `\U%08x`, r)
+			}
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte(q)
+	return b.String()
+}
+
+// Pydantic field checks. Each returns the field's value and a *pyErr when
+// the input does not validate; absent fields are the caller's business.
+
+// pyStrField validates a `str` field (strict about type: numbers are not
+// strings in pydantic 2).
+func pyStrField(loc string, v any) (string, *pyErr) {
+	s, ok := v.(string)
+	if !ok {
+		return "", &pyErr{loc: loc, msg: "Input should be a valid string", typ: "string_type", input: v}
+	}
+	return s, nil
+}
+
+// pyBoolField validates a `bool` field in lax mode: true/false, the ints 0
+// and 1, and the strings 0/1, f/t, n/y, no/yes, off/on, false/true in any
+// case (pydantic_core str_to_bool).
+func pyBoolField(loc string, v any) (bool, *pyErr) {
+	switch t := v.(type) {
+	case bool:
+		return t, nil
+	case json.Number:
+		if isPyInt(t) {
+			switch string(t) {
+			case "0":
+				return false, nil
+			case "1":
+				return true, nil
+			}
+		} else if f, err := t.Float64(); err == nil && (f == 0 || f == 1) {
+			return f == 1, nil
+		}
+		return false, &pyErr{loc: loc, msg: "Input should be a valid boolean, unable to interpret input", typ: "bool_parsing", input: v}
+	case string:
+		switch strings.ToLower(t) {
+		case "0", "off", "f", "false", "n", "no":
+			return false, nil
+		case "1", "on", "t", "true", "y", "yes":
+			return true, nil
+		}
+		return false, &pyErr{loc: loc, msg: "Input should be a valid boolean, unable to interpret input", typ: "bool_parsing", input: v}
+	}
+	return false, &pyErr{loc: loc, msg: "Input should be a valid boolean", typ: "bool_type", input: v}
+}
+
+// pyIntQuery validates an `int` field read from a query string (always a
+// str input) with ge/le bounds.
+func pyIntQuery(loc, raw string, ge, le int) (int, *pyErr) {
+	t := strings.TrimSpace(raw)
+	m := intLiteral.FindStringSubmatch(t)
+	if m == nil {
+		if f, err := strconv.ParseFloat(t, 64); err == nil && f != math.Trunc(f) && !strings.ContainsAny(t, "eEnN") {
+			return 0, &pyErr{loc: loc, msg: "Input should be a valid integer, got a number with a fractional part", typ: "int_from_float", input: raw}
+		}
+		return 0, &pyErr{loc: loc, msg: "Input should be a valid integer, unable to parse string as an integer", typ: "int_parsing", input: raw}
+	}
+	// Python ints are unbounded: a huge number is a bounds error, not a
+	// parsing error.
+	digits := strings.TrimLeft(strings.ReplaceAll(m[2], "_", ""), "0")
+	n, err := strconv.Atoi(digits)
+	if digits == "" {
+		n, err = 0, nil
+	}
+	if err != nil || len(digits) > 15 {
+		if m[1] == "-" {
+			return 0, &pyErr{loc: loc, msg: fmt.Sprintf("Input should be greater than or equal to %d", ge), typ: "greater_than_equal", input: raw}
+		}
+		return 0, &pyErr{loc: loc, msg: fmt.Sprintf("Input should be less than or equal to %d", le), typ: "less_than_equal", input: raw}
+	}
+	if m[1] == "-" {
+		n = -n
+	}
+	if n < ge {
+		return 0, &pyErr{loc: loc, msg: fmt.Sprintf("Input should be greater than or equal to %d", ge), typ: "greater_than_equal", input: raw}
+	}
+	if n > le {
+		return 0, &pyErr{loc: loc, msg: fmt.Sprintf("Input should be less than or equal to %d", le), typ: "less_than_equal", input: raw}
+	}
+	return n, nil
+}
+
+// intLiteral is what pydantic_core accepts as an int in a string: an
+// optional sign, digits (underscores between them allowed) and an optional
+// fractional part of zeros ("20.0").
+var intLiteral = regexp.MustCompile(`^([+-]?)([0-9](?:_?[0-9])*)(?:\.0*)?$`)
+
+// pyLiteral is a Literal[...] error message: "Input should be 'a', 'b' or 'c'".
+func pyLiteral(options ...string) string {
+	q := make([]string, len(options))
+	for i, o := range options {
+		q[i] = "'" + o + "'"
+	}
+	if len(q) == 1 {
+		return "Input should be " + q[0]
+	}
+	return "Input should be " + strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+}
+
+// pyUUID parses a UUID the way Python's uuid.UUID(str) does (used by
+// api/libs/helper.py uuid_value): "urn:" and "uuid:" prefixes and braces
+// removed, hyphens anywhere ignored, then 32 hex digits. It returns the
+// canonical lower-case form.
+func pyUUID(s string) (string, bool) {
+	h := strings.ReplaceAll(s, "urn:", "")
+	h = strings.ReplaceAll(h, "uuid:", "")
+	h = strings.Trim(h, "{}")
+	h = strings.ReplaceAll(h, "-", "")
+	if len(h) != 32 {
+		return "", false
+	}
+	for i := 0; i < 32; i++ {
+		c := h[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return "", false
+		}
+	}
+	h = strings.ToLower(h)
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:], true
+}
+
+// pydanticUUID parses a `uuid.UUID` field from a string as pydantic_core
+// does (the Rust uuid crate's formats: simple, hyphenated, braced, urn),
+// with that crate's error text.
+func pydanticUUID(loc, s string) (string, *pyErr) {
+	bad := func(detail string) *pyErr {
+		return &pyErr{loc: loc, msg: "Input should be a valid UUID, " + detail, typ: "uuid_parsing", input: s}
+	}
+	body := s
+	switch len(s) {
+	case 32, 36:
+	case 38:
+		if s[0] != '{' || s[37] != '}' {
+			return "", bad(uuidCharError(s))
+		}
+		body = s[1:37]
+	case 45:
+		if !strings.HasPrefix(s, "urn:uuid:") {
+			return "", bad(uuidCharError(s))
+		}
+		body = s[9:]
+	default:
+		return "", bad(fmt.Sprintf("invalid length: expected length 32 for simple format, found %d", len(s)))
+	}
+	if len(body) == 36 && (body[8] != '-' || body[13] != '-' || body[18] != '-' || body[23] != '-') {
+		return "", bad(uuidCharError(s))
+	}
+	id, ok := pyUUID(body)
+	if !ok || (len(body) == 32 && strings.Contains(body, "-")) {
+		return "", bad(uuidCharError(s))
+	}
+	return id, nil
+}
+
+// uuidCharError is the uuid crate's text for the first character that
+// cannot be part of a UUID.
+func uuidCharError(s string) string {
+	for i, r := range s {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F' || r == '-' || r == '{' || r == '}') {
+			return fmt.Sprintf("invalid character: expected an optional prefix of `urn:uuid:` followed by [0-9a-fA-F-], found `%c` at %d", r, i+1)
+		}
+	}
+	return "invalid group count: expected 5, found 1"
+}

@@ -166,9 +166,12 @@ func TestNewAgentToolTurnShape(t *testing.T) {
 		t.Errorf("source %q does not say it was synthesized", c.Meta.Source)
 	}
 	evs := events(t, c.Turns[0])
+	// Agent App runner (_AgentProcessRecorder): rows are created with their
+	// first content, so the turn opens with the thinking row, not an empty
+	// one (that is the legacy agent-chat layout).
 	first := evs[0]
-	if first.name != dify.EventAgentThought || first.fields["position"] != 1.0 || first.fields["thought"] != "" || first.fields["tool"] != "" {
-		t.Fatalf("first event is not the empty position-1 thought: %s", first.raw)
+	if first.name != dify.EventAgentThought || first.fields["position"] != 1.0 || first.fields["thought"] == "" || first.fields["tool"] != "" {
+		t.Fatalf("first event is not the position-1 thinking row: %s", first.raw)
 	}
 	n := len(evs)
 	if evs[n-2].name != dify.EventMessage || evs[n-1].name != dify.EventMessageEnd {
@@ -181,12 +184,19 @@ func TestNewAgentToolTurnShape(t *testing.T) {
 	if v, ok := end["files"]; !ok || v != nil {
 		t.Errorf("message_end.files should be null")
 	}
-	if _, ok := end["metadata"].(map[string]any)["retriever_resources"]; ok {
-		t.Errorf("New Agent message_end carries retriever_resources")
+	// TaskStateMetadata is dumped whole: annotation_reply null,
+	// retriever_resources [] (task_entities.py).
+	meta := end["metadata"].(map[string]any)
+	if rr, ok := meta["retriever_resources"].([]any); !ok || len(rr) != 0 {
+		t.Errorf("metadata.retriever_resources should be []: %v", meta)
+	}
+	if ar, ok := meta["annotation_reply"]; !ok || ar != nil {
+		t.Errorf("metadata.annotation_reply should be null: %v", meta)
 	}
 
-	// Thought rows: one id per position, re-emitted as they change
-	// (thinking text, then tool + tool_input, then observation).
+	// Thought rows: one id per position, re-emitted as they change: a
+	// thinking row, a row per tool call (input, then observation), another
+	// thinking row, the calculator's row, the answer row.
 	ids := map[float64]string{}
 	emissions := map[float64]int{}
 	for _, e := range evs {
@@ -200,11 +210,11 @@ func TestNewAgentToolTurnShape(t *testing.T) {
 		ids[pos] = e.fields["id"].(string)
 		emissions[pos]++
 	}
-	if len(ids) != 3 {
-		t.Errorf("want 3 thought positions (search round, calculator round, answer), got %v", emissions)
+	if len(ids) != 5 {
+		t.Errorf("want 5 thought positions (thinking, web_search, thinking, calculator, answer), got %v", emissions)
 	}
-	if emissions[1] < 4 {
-		t.Errorf("position 1 emitted %d times; want empty, thinking, tool call, observation", emissions[1])
+	if emissions[2] != 2 || emissions[4] != 2 {
+		t.Errorf("tool rows emitted %d and %d times; want call, then observation", emissions[2], emissions[4])
 	}
 
 	turn, err := collect(t, c.Turns[0])
@@ -261,8 +271,10 @@ steps:
 		t.Fatalf("only %d batches", len(offs))
 	}
 	const tol = 2 * time.Millisecond
-	if d := offs[0] - evs[0].offset; d < 800*time.Millisecond-tol || d > 800*time.Millisecond+tol {
-		t.Errorf("first batch %v after the thought row, want ≈800ms", d)
+	// The answer row is created with the first batch (start_delay +
+	// time_to_first_token).
+	if d := offs[0]; d < 900*time.Millisecond-tol || d > 900*time.Millisecond+tol {
+		t.Errorf("first batch at %v, want ≈900ms", d)
 	}
 	for i := 1; i < len(offs); i++ {
 		if gap := offs[i] - offs[i-1]; gap < 500*time.Millisecond-tol || gap > 500*time.Millisecond+tol {
@@ -492,14 +504,12 @@ steps:
 	if len(turn.Files) != 1 || turn.Files[0].Type != "image" || !strings.HasPrefix(turn.Files[0].URL, "/files/tools/") || !strings.Contains(turn.Files[0].URL, ".jpg?") {
 		t.Errorf("files %+v", turn.Files)
 	}
-	var withFile bool
+	// New Agent rows never list files (_AgentProcessRecorder writes
+	// message_files ""), so the file stands on its own message_file event.
 	for _, th := range turn.Thoughts {
-		if len(th.MessageFiles) == 1 && th.MessageFiles[0] == turn.Files[0].ID {
-			withFile = true
+		if len(th.MessageFiles) != 0 {
+			t.Errorf("a New Agent thought row lists files: %+v", th.MessageFiles)
 		}
-	}
-	if !withFile {
-		t.Errorf("no thought row lists the message file")
 	}
 }
 

@@ -47,8 +47,10 @@ type turnBuilder struct {
 	frames []cassette.Frame
 	cursor time.Duration
 	row    *thoughtRow
-	answer strings.Builder
-	facts  usageFacts
+	// lastWasTool: the latest New Agent step was a tool call.
+	lastWasTool bool
+	answer      strings.Builder
+	facts       usageFacts
 }
 
 func (b *turnBuilder) legacy() bool { return b.mode == ModeAgentChat }
@@ -100,6 +102,27 @@ func (b *turnBuilder) emitRow() {
 	r.dirty = false
 }
 
+// New Agent rows follow Dify's Agent App runner
+// (api/core/app/apps/agent_app/app_runner.py _AgentProcessRecorder, "Agent
+// v2 process events"): a row is created when its first content arrives,
+// never empty ahead of time; thinking, each tool call and each answer-text
+// segment get a row of their own at the next position; a tool result fills
+// the observation of its call's row; any change re-emits the row. Answer
+// rows keep their text in a column the SSE schema does not carry, so they
+// look empty on the wire.
+
+// openRow starts a New Agent row at the next position and emits it.
+func (b *turnBuilder) openRow(r thoughtRow) {
+	pos := 1
+	if b.row != nil {
+		pos = b.row.position + 1
+	}
+	r.id = deriveID(b.name, "thought", strconv.Itoa(b.turn), strconv.Itoa(pos))
+	r.position = pos
+	b.row = &r
+	b.emitRow()
+}
+
 // newRow starts the next thought position, i.e. the next model request.
 func (b *turnBuilder) newRow() {
 	pos := 1
@@ -145,11 +168,29 @@ func (b *turnBuilder) sendAnswer(batch string) {
 }
 
 func (b *turnBuilder) thinking(text string) {
+	b.facts.completionText = append(b.facts.completionText, text)
+	if !b.legacy() {
+		// A thinking segment: a row created with its first delta and
+		// re-emitted as each delta arrives (thinking is not debounced; the
+		// batches here stand for the model's deltas).
+		b.afterTool()
+		b.lastWasTool = false
+		for i, batch := range splitBatches(text, b.pacing.charsPerBatch()) {
+			if i == 0 {
+				b.wait(b.pacing.TimeToFirstToken.D)
+				b.openRow(thoughtRow{thought: batch})
+				continue
+			}
+			b.wait(b.pacing.BatchInterval.D)
+			b.row.thought += batch
+			b.emitRow()
+		}
+		return
+	}
 	if !b.row.pristine {
 		b.newRow()
 	}
 	b.row.pristine = false
-	b.facts.completionText = append(b.facts.completionText, text)
 	if b.legacy() {
 		// Legacy agents stream the round's model text as agent_message and
 		// then store it as the thought (API §2.6 legacy).
@@ -165,7 +206,20 @@ func (b *turnBuilder) thinking(text string) {
 	})
 }
 
+// afterTool counts a model request when model output follows a tool
+// result (or starts the turn): the agent loop sends the tool results back
+// to the model.
+func (b *turnBuilder) afterTool() {
+	if b.row == nil || b.lastWasTool {
+		b.facts.rounds++
+	}
+}
+
 func (b *turnBuilder) tool(st Step) {
+	if !b.legacy() {
+		b.newAgentTool(st)
+		return
+	}
 	if b.row.tool != "" || b.row.answer {
 		b.newRow()
 	}
@@ -196,7 +250,53 @@ func (b *turnBuilder) tool(st Step) {
 	b.emitRow()
 }
 
+// newAgentTool is a New Agent tool call: its own row, created with the tool
+// name and arguments (json.dumps(args, ensure_ascii=False), as
+// _json_or_text writes them), re-emitted with the observation when the
+// result arrives.
+func (b *turnBuilder) newAgentTool(st Step) {
+	args, _ := nodeValue(&st.Input)
+	if args == nil {
+		args = object{}
+	}
+	// A call straight after another tool's result is a new model request;
+	// one after thinking belongs to the thinking's request.
+	b.afterTool()
+	input := encode(args, stylePythonUTF8)
+	b.facts.completionText = append(b.facts.completionText, input)
+	b.wait(b.pacing.StepGap.D)
+	b.openRow(thoughtRow{tool: st.Tool, toolInput: input})
+	b.lastWasTool = true
+	b.wait(st.Duration.or(Duration{D: defaultToolDuration}).D)
+	b.row.observation = st.Observation
+	b.facts.promptText = append(b.facts.promptText, st.Observation)
+	b.emitRow()
+}
+
+// newAgentAnswer streams answer text: each debounced batch first creates
+// (then updates) the segment's answer row, then goes out as agent_message
+// (_consume_stream persist_answer_text).
+func (b *turnBuilder) newAgentAnswer(text string) {
+	b.afterTool()
+	b.lastWasTool = false
+	b.facts.completionText = append(b.facts.completionText, text)
+	open := false
+	b.streamText(text, func(batch string) {
+		if !open {
+			b.openRow(thoughtRow{answer: true})
+			open = true
+		} else {
+			b.emitRow()
+		}
+		b.sendAnswer(batch)
+	})
+}
+
 func (b *turnBuilder) answerStep(text string) {
+	if !b.legacy() {
+		b.newAgentAnswer(text)
+		return
+	}
 	if !b.row.pristine && !b.row.answer {
 		b.newRow()
 	}
@@ -231,14 +331,16 @@ func (b *turnBuilder) messageFile(f *FileSpec, index int) {
 		member{"belongs_to", "assistant"},
 		member{"url", url},
 	))
-	b.row.files = append(b.row.files, id)
-	b.row.pristine = false
-	b.wait(b.pacing.EndDelay.D)
-	b.emitRow()
+	if b.legacy() {
+		b.row.files = append(b.row.files, id)
+		b.row.pristine = false
+		b.wait(b.pacing.EndDelay.D)
+		b.emitRow()
+	}
 }
 
 func (b *turnBuilder) finish(t Turn) {
-	if b.row.dirty {
+	if b.row != nil && b.row.dirty {
 		b.wait(b.pacing.EndDelay.D)
 		b.emitRow()
 	}
@@ -268,9 +370,12 @@ func (b *turnBuilder) finish(t Turn) {
 	if b.legacy() {
 		end = append(end, member{"metadata", object{{"retriever_resources", []any{}}, {"usage", usage}}})
 	} else {
-		// New Agent never sends retriever_resources; newer servers dump
-		// files as null (API §1.5, §2.5).
-		end = append(end, member{"metadata", object{{"usage", usage}}}, member{"files", nil})
+		// The EasyUI chat pipeline New Agent turns run through dumps
+		// TaskStateMetadata whole (api/core/app/entities/task_entities.py;
+		// easy_ui_based_generate_task_pipeline.py
+		// _message_end_to_stream_response): annotation_reply null,
+		// retriever_resources [] and usage; files is dumped as null.
+		end = append(end, member{"metadata", object{{"annotation_reply", nil}, {"retriever_resources", []any{}}, {"usage", usage}}}, member{"files", nil})
 	}
 	b.emit(end)
 }
@@ -279,7 +384,10 @@ func (b *turnBuilder) finish(t Turn) {
 func (b *turnBuilder) build(t Turn) []cassette.Frame {
 	b.facts.promptText = append(b.facts.promptText, t.Query)
 	b.cursor = b.pacing.StartDelay.D
-	b.newRow()
+	if b.legacy() {
+		// Legacy agents emit the round's empty row first (API §19).
+		b.newRow()
+	}
 	files := 0
 	for _, st := range t.Steps {
 		switch {

@@ -71,7 +71,7 @@ func TestBrokenCassettesReportPreciseProblems(t *testing.T) {
 			"testdata/broken/other-interaction-secret.yaml:26: interaction 1: response header Set-Cookie is stored; credentials must be dropped when recording",
 		},
 		"retriever-resources": {
-			"testdata/broken/retriever-resources.yaml:10: interaction 0: frame 3: message_end carries retriever_resources, which New Agent (mode agent) never sends (API §2.5)",
+			"testdata/broken/retriever-resources.yaml:10: interaction 0: frame 3: message_end carries retriever_resources entries, which New Agent (mode agent) never has (docs/api §2.5, §29.4)",
 		},
 		"secret-in-meta": {
 			"testdata/broken/secret-in-meta.yaml:9: column 30: a Dify API key (app-…) is stored in the file (remove it; secrets never belong in a cassette)",

@@ -353,7 +353,13 @@ func (s *streamCheck) messageEnd(k int, m map[string]json.RawMessage) {
 			}
 		}
 	}
-	if _, ok := meta["retriever_resources"]; ok && s.mode == dify.ModeAgent {
-		s.add(k, "message_end carries retriever_resources, which New Agent (mode agent) never sends (API §2.5)")
+	// Newer servers dump the whole TaskStateMetadata, so New Agent's
+	// message_end carries "retriever_resources": [] (docs/api §29.4); a
+	// New Agent turn never has entries in it.
+	if raw, ok := meta["retriever_resources"]; ok && s.mode == dify.ModeAgent {
+		var list []json.RawMessage
+		if json.Unmarshal(raw, &list) != nil || len(list) > 0 {
+			s.add(k, "message_end carries retriever_resources entries, which New Agent (mode agent) never has (docs/api §2.5, §29.4)")
+		}
 	}
 }

@@ -204,6 +204,7 @@ func compileTurn(c *cassette.Cassette, index int, t *cassette.Turn) (*Turn, erro
 		ct.collectIDs(ev, f.Raw)
 	}
 	positions := map[int]bool{}
+	lastRowTool := false
 	for i, f := range t.Frames {
 		fr := Frame{Offset: f.Offset, raw: f.Raw}
 		ev := events[i]
@@ -224,10 +225,21 @@ func compileTurn(c *cassette.Cassette, index int, t *cassette.Turn) (*Turn, erro
 			case dify.EventMessage:
 				ct.closing = i
 			case dify.EventAgentThought:
+				// A model request starts with the turn's first row and
+				// with the first new row after a row that called a tool
+				// (the agent sends the tool's result back to the model).
+				// Legacy turns use one row per round, so every new
+				// position after a tool round counts; New Agent turns
+				// give thinking, each tool call and each answer segment
+				// rows of their own, and a thinking row followed by its
+				// tool call's row is one request.
 				if !positions[ev.Position] {
 					positions[ev.Position] = true
-					ct.modelRequestFrames = append(ct.modelRequestFrames, i)
+					if len(ct.modelRequestFrames) == 0 || lastRowTool {
+						ct.modelRequestFrames = append(ct.modelRequestFrames, i)
+					}
 				}
+				lastRowTool = deref(ev.Tool) != ""
 			}
 		}
 		if n := len(f.Raw) + 64*(len(fr.segs)-1); n > ct.maxFrame {

@@ -3,12 +3,21 @@ package cassette
 import (
 	"bytes"
 	"fmt"
+	"net/http"
 	"regexp"
 	"sort"
+	"strings"
 )
 
 // Redacted is what a scrubbed secret is replaced with.
 const Redacted = "[REDACTED]"
+
+// This file is the one definition of what counts as a secret in a
+// cassette: the recorder (mockserver/record) drops and redacts with it at
+// capture and checks with it before saving; the linter (mockserver/lint)
+// reports with it. To recognise a new kind of secret, add a pattern to
+// SecretPatterns, a name to tokenFieldNames or a header to
+// credentialHeaders; every user picks it up.
 
 // SecretPattern is one kind of secret that must never reach a cassette. The
 // recorder redacts matches at capture time and refuses to save a cassette in
@@ -40,13 +49,44 @@ var credentialNameRE = regexp.MustCompile(`(?i)^(?:` + tokenFieldNames + `)$`)
 // "accessToken", "password", …).
 func IsCredentialName(name string) bool { return credentialNameRE.MatchString(name) }
 
+// credentialHeaders are headers that carry credentials (request and
+// response).
+var credentialHeaders = map[string]bool{
+	"Authorization":       true,
+	"Cookie":              true,
+	"Set-Cookie":          true,
+	"X-Api-Key":           true,
+	"Proxy-Authorization": true,
+}
+
+// IsCredentialHeader reports whether a header (any case) carries a
+// credential and so must never be stored: the fixed list above and custom
+// token headers (X-Auth-Token, X-Client-Secret…). WWW-Authenticate is a
+// challenge, not a credential, and Dify sends it with every 401 (API §1.2).
+func IsCredentialHeader(name string) bool {
+	if credentialHeaders[http.CanonicalHeaderKey(name)] {
+		return true
+	}
+	l := strings.ToLower(name)
+	if l == "www-authenticate" {
+		return false
+	}
+	for _, s := range []string{"token", "secret", "password", "api-key", "apikey", "auth", "cookie", "session"} {
+		if strings.Contains(l, s) {
+			return true
+		}
+	}
+	return false
+}
+
 // SecretPatterns are the built-in patterns, shared by the recorder's scrubber
 // and the save-time/lint checks.
 var SecretPatterns = []SecretPattern{
 	// Dify API keys: "app-" (app keys) or "dataset-" followed by random
-	// letters and digits (24 in current servers; API §1.1). No word
-	// boundaries: a key glued to other text (x_app-…, app-…_y) still counts.
-	{Name: "Dify API key (app-…)", Regexp: regexp.MustCompile(`(?:app|dataset)-[A-Za-z0-9]{20,}`)},
+	// letters and digits (24 in current servers; API §1.1; 16 or more also
+	// catches the shorter keys of older servers). No word boundaries: a key
+	// glued to other text (x_app-…, app-…_y) still counts.
+	{Name: "Dify API key (app-…)", Regexp: regexp.MustCompile(`(?:app|dataset)-[A-Za-z0-9]{16,}`)},
 	{Name: "bearer token", Regexp: regexp.MustCompile(`(?i)\bbearer\s+([A-Za-z0-9._~+/=-]{16,})`), Group: 1},
 	{Name: "OpenAI-style key (sk-…)", Regexp: regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{20,}`)},
 	{Name: "GitHub token", Regexp: regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{36,}`)},

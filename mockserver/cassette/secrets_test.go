@@ -107,3 +107,29 @@ func FuzzRedactSecrets(f *testing.F) {
 		}
 	})
 }
+
+func TestIsCredentialHeader(t *testing.T) {
+	for _, h := range []string{"Authorization", "authorization", "Cookie", "Set-Cookie", "X-Api-Key", "Proxy-Authorization", "X-Auth-Token", "X-Client-Secret", "X-Session-Id"} {
+		if !cassette.IsCredentialHeader(h) {
+			t.Errorf("%s is not a credential header", h)
+		}
+	}
+	for _, h := range []string{"WWW-Authenticate", "Content-Type", "X-Dify-Mock-Frames", "X-Dify-Mock-Model-Requests", "Retry-After"} {
+		if cassette.IsCredentialHeader(h) {
+			t.Errorf("%s is a credential header", h)
+		}
+	}
+}
+
+// TestShortDifyKeysAreSecrets: keys of older servers (16 characters after
+// "app-") are found and redacted like current ones, so the recorder never
+// saves what the linter would report.
+func TestShortDifyKeysAreSecrets(t *testing.T) {
+	in := "key app-Zx9Qw8Er7Ty6Ui5O done"
+	if got := string(cassette.RedactSecrets([]byte(in))); got != "key [REDACTED] done" {
+		t.Errorf("redacted %q", got)
+	}
+	if f := cassette.ScanSecrets([]byte("key app-shortkey123 done")); len(f) != 0 {
+		t.Errorf("an 11-character suffix counted as a key: %v", f)
+	}
+}

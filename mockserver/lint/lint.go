@@ -12,10 +12,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -65,21 +66,12 @@ type Report struct {
 // OK reports whether no problem was found.
 func (r *Report) OK() bool { return len(r.Problems) == 0 }
 
-// SecretHeaders are headers that must never be stored in a cassette: the
-// recorder drops them at capture (engineering notes §6).
-var SecretHeaders = []string{"Authorization", "Cookie", "Set-Cookie", "X-Api-Key", "Proxy-Authorization"}
-
-// shortDifyKey also catches app keys shorter than current servers issue
-// (16+ characters after "app-"), which cassette.SecretPatterns leaves to
-// the 20+ form.
-var shortDifyKey = cassette.SecretPattern{Name: "Dify API key (app-…)", Regexp: regexp.MustCompile(`\bapp-[A-Za-z0-9]{16,}`)}
-
-// scanSecrets is cassette.ScanSecrets plus shortDifyKey, one finding per
-// position.
+// scanSecrets is cassette.ScanSecrets (the recorder's own check), one
+// finding per position.
 func scanSecrets(data []byte) []cassette.SecretFinding {
 	var out []cassette.SecretFinding
 	seen := map[int]bool{}
-	for _, f := range cassette.ScanSecrets(data, shortDifyKey) {
+	for _, f := range cassette.ScanSecrets(data) {
 		if !seen[f.Offset] {
 			seen[f.Offset] = true
 			out = append(out, f)
@@ -313,14 +305,15 @@ func headerValues(h http.Header, name string) []string {
 // side and non-stream responses are scanned here.
 func (l *linter) secretsIn(i int, in *vcr.Interaction, scanResponseBody bool) int {
 	n := 0
-	for _, h := range SecretHeaders {
-		if len(headerValues(in.Request.Headers, h)) > 0 {
-			l.add(i, -1, "request header %s is stored; credentials must be dropped when recording", h)
-			n++
-		}
-		if len(headerValues(in.Response.Headers, h)) > 0 {
-			l.add(i, -1, "response header %s is stored; credentials must be dropped when recording", h)
-			n++
+	for _, side := range []struct {
+		name string
+		h    http.Header
+	}{{"request", in.Request.Headers}, {"response", in.Response.Headers}} {
+		for _, k := range slices.Sorted(maps.Keys(side.h)) {
+			if cassette.IsCredentialHeader(k) {
+				l.add(i, -1, "%s header %s is stored; credentials must be dropped when recording", side.name, http.CanonicalHeaderKey(k))
+				n++
+			}
 		}
 	}
 	report := func(where string, data string) {

@@ -163,3 +163,25 @@ func FuzzBytes(f *testing.F) {
 		}
 	})
 }
+
+// TestCustomCredentialHeaders: lint reports every header the recorder
+// drops, not only the usual five.
+func TestCustomCredentialHeaders(t *testing.T) {
+	data, err := os.ReadFile("testdata/valid.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := strings.Replace(string(data), "Content-Type: [application/json]", "Content-Type: [application/json]\n            X-Auth-Token: [t0k3n]", 1)
+	if broken == string(data) {
+		t.Fatal("testdata/valid.yaml has no request Content-Type header to add to")
+	}
+	var found bool
+	for _, p := range lint.Bytes("custom.yaml", []byte(broken)) {
+		if strings.Contains(p.String(), "request header X-Auth-Token is stored") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("X-Auth-Token not reported: %v", lint.Bytes("custom.yaml", []byte(broken)))
+	}
+}

@@ -288,7 +288,7 @@ func (r *Recorder) outbound(ctx context.Context, req *http.Request, p string, bo
 	}
 	for k, vs := range req.Header {
 		ck := http.CanonicalHeaderKey(k)
-		if isHopByHop(ck) || isCredentialHeader(ck) || strings.HasPrefix(ck, cassette.HeaderPrefix) ||
+		if isHopByHop(ck) || cassette.IsCredentialHeader(ck) || strings.HasPrefix(ck, cassette.HeaderPrefix) ||
 			ck == "Accept-Encoding" || ck == "Host" || ck == "Content-Length" {
 			// Accept-Encoding is left to the transport so responses
 			// arrive decompressed and SSE frames can be split.

@@ -76,34 +76,6 @@ func LoadRuleFile(path string) ([]Rule, error) {
 	return rules, nil
 }
 
-// Credential headers dropped at capture (request and response).
-var credentialHeaders = map[string]bool{
-	"Authorization":       true,
-	"Cookie":              true,
-	"Set-Cookie":          true,
-	"X-Api-Key":           true,
-	"Proxy-Authorization": true,
-}
-
-// isCredentialHeader also catches custom token headers (X-Auth-Token,
-// X-Client-Secret…). WWW-Authenticate is a challenge, not a credential, and
-// Dify sends it with every 401 (API §1.2).
-func isCredentialHeader(canonical string) bool {
-	if credentialHeaders[canonical] {
-		return true
-	}
-	l := strings.ToLower(canonical)
-	if l == "www-authenticate" {
-		return false
-	}
-	for _, s := range []string{"token", "secret", "password", "api-key", "apikey", "auth", "cookie", "session"} {
-		if strings.Contains(l, s) {
-			return true
-		}
-	}
-	return false
-}
-
 var hopByHop = map[string]bool{
 	"Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true, "Proxy-Authorization": true,
 	"Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true, "Proxy-Connection": true,
@@ -169,7 +141,7 @@ func (s *scrubber) header(h http.Header) http.Header {
 	out := http.Header{}
 	for k, vs := range h {
 		ck := http.CanonicalHeaderKey(k)
-		if isCredentialHeader(ck) || isHopByHop(ck) || ck == "Content-Length" || strings.HasPrefix(ck, cassette.HeaderPrefix) {
+		if cassette.IsCredentialHeader(ck) || isHopByHop(ck) || ck == "Content-Length" || strings.HasPrefix(ck, cassette.HeaderPrefix) {
 			continue
 		}
 		if s.string(ck) != ck {

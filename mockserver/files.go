@@ -95,7 +95,23 @@ type multipartForm struct {
 	user  string
 }
 
-var errBodyTooLarge = errors.New("body too large")
+// Werkzeug's form limits, which Dify runs with (Flask's MAX_FORM_PARTS and
+// MAX_FORM_MEMORY_SIZE defaults; Dify's config sets neither): at most 1000
+// parts, and at most 500,000 bytes in any one non-file field. Either one
+// exceeded is RequestEntityTooLarge, which Dify answers with its 413
+// request_entity_too_large envelope. They also bound what one request can
+// make the mock hold: the part list and one field value.
+const (
+	maxFormParts      = 1000
+	maxFormFieldBytes = 500_000
+)
+
+var (
+	errBodyTooLarge = errors.New("body too large")
+	// errFormTooLarge is a Werkzeug form limit exceeded (too many parts,
+	// or a field value too long).
+	errFormTooLarge = errors.New("form limits exceeded")
+)
 
 func readMultipart(w http.ResponseWriter, r *http.Request, maxBody int64, limitFor func(filename string) int64) (*multipartForm, error) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
@@ -104,7 +120,7 @@ func readMultipart(w http.ResponseWriter, r *http.Request, maxBody int64, limitF
 		return &multipartForm{}, nil // not multipart: no files (Dify: no_file_uploaded)
 	}
 	form := &multipartForm{}
-	for {
+	for parts := 1; ; parts++ {
 		p, err := mr.NextPart()
 		if err == io.EOF {
 			return form, nil
@@ -112,16 +128,28 @@ func readMultipart(w http.ResponseWriter, r *http.Request, maxBody int64, limitF
 		if err != nil {
 			return form, bodyErr(err)
 		}
+		if parts > maxFormParts {
+			return form, errFormTooLarge
+		}
 		_, params, _ := mime.ParseMediaType(p.Header.Get("Content-Disposition"))
 		filename, isFile := params["filename"]
 		field := params["name"]
 		if !isFile {
-			v, err := io.ReadAll(io.LimitReader(p, 64<<10))
+			// Only `user` is kept; other fields are counted, not held.
+			dst := io.Discard
+			var v strings.Builder
+			if field == "user" {
+				dst = &v
+			}
+			n, err := io.Copy(dst, io.LimitReader(p, maxFormFieldBytes+1))
 			if err != nil {
 				return form, bodyErr(err)
 			}
+			if n > maxFormFieldBytes {
+				return form, errFormTooLarge
+			}
 			if field == "user" {
-				form.user = string(v)
+				form.user = v.String()
 			}
 			continue
 		}
@@ -167,6 +195,10 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, _ httprouter
 	}
 	form, err := readMultipart(w, r, maxLimit+mb, func(name string) int64 { return s.sizeLimit(fileCategory(extension(name))) })
 	if err != nil {
+		if errors.Is(err, errFormTooLarge) {
+			writeError(w, errTooLarge)
+			return
+		}
 		if errors.Is(err, errBodyTooLarge) {
 			if n := len(form.files); n > 0 && form.files[n-1].field == "file" {
 				writeError(w, s.fileTooLarge(form.files[n-1].filename))

@@ -1,0 +1,147 @@
+package mockserver_test
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/difyops/terraform-provider-dify/mockserver"
+)
+
+// manyParts streams a multipart body of n tiny parts without holding it:
+// the client side allocates next to nothing, so what the process allocates
+// while the request runs is the server's doing.
+type manyParts struct {
+	n, sent int
+	part    []byte
+	tail    []byte
+	buf     []byte
+}
+
+const tinyBoundary = "b0undary"
+
+func newManyParts(n int, file bool) *manyParts {
+	p := "--" + tinyBoundary + "\r\nContent-Disposition: form-data; name=\"x\"\r\n\r\nv\r\n"
+	if file {
+		p = "--" + tinyBoundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\nContent-Type: text/plain\r\n\r\nv\r\n"
+	}
+	return &manyParts{n: n, part: []byte(p), tail: []byte("--" + tinyBoundary + "--\r\n")}
+}
+
+func (m *manyParts) Read(p []byte) (int, error) {
+	total := 0
+	for len(p) > 0 {
+		if len(m.buf) == 0 {
+			switch {
+			case m.sent < m.n:
+				m.buf = m.part
+				m.sent++
+			case m.tail != nil:
+				m.buf, m.tail = m.tail, nil
+			default:
+				if total == 0 {
+					return 0, io.EOF
+				}
+				return total, nil
+			}
+		}
+		c := copy(p, m.buf)
+		m.buf, p, total = m.buf[c:], p[c:], total+c
+	}
+	return total, nil
+}
+
+// postBody sends a chunked POST over a raw connection and reads the answer
+// while the body is still being written: a server that refuses early and
+// closes the connection makes http.Client report the write error instead.
+func (e *env) postBody(path, contentType string, body io.Reader) (*http.Response, []byte, error) {
+	conn, err := net.Dial("tcp", e.ts.Listener.Addr().String())
+	if err != nil {
+		return nil, nil, err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(time.Minute))
+	go func() {
+		bw := bufio.NewWriter(conn)
+		fmt.Fprintf(bw, "POST /v1%s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer app-test\r\nContent-Type: %s\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+			path, e.ts.Listener.Addr(), contentType)
+		cw := httputil.NewChunkedWriter(bw)
+		if _, err := io.Copy(cw, body); err != nil {
+			return
+		}
+		_ = cw.Close()
+		_, _ = bw.WriteString("\r\n")
+		_ = bw.Flush()
+	}()
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp, data, nil
+}
+
+// A multipart body of a few hundred thousand tiny parts is refused after
+// Werkzeug's 1000 parts with Dify's 413, and the server does not allocate in
+// proportion to the parts it was sent (before the bound, 1M parts took the
+// process from 18 MB to 343 MB).
+func TestMultipartPartsAreBounded(t *testing.T) {
+	e := newEnv(t, mockserver.Config{})
+	const parts = 300_000 // about 25 MB of body
+	for _, path := range []string{"/files/upload", "/audio-to-text"} {
+		for _, file := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s file=%v", path, file), func(t *testing.T) {
+				runtime.GC()
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				resp, body, err := e.postBody(path, "multipart/form-data; boundary="+tinyBoundary, newManyParts(parts, file))
+				runtime.ReadMemStats(&after)
+				if err != nil {
+					t.Fatalf("request: %v", err)
+				}
+				if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 32<<20 {
+					t.Errorf("the request allocated %d MiB; want the part bound to keep it well under 32 MiB", alloc>>20)
+				}
+				if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), `"code":"request_entity_too_large"`) {
+					t.Errorf("got %d %s, want 413 request_entity_too_large", resp.StatusCode, body)
+				}
+			})
+		}
+	}
+}
+
+// Exactly 1000 parts are still a form (Werkzeug raises on the 1001st), and a
+// field of 500,000 bytes is accepted while one byte more is refused.
+func TestMultipartLimitsMatchWerkzeug(t *testing.T) {
+	e := newEnv(t, mockserver.Config{})
+	ps := []part{}
+	for range 999 {
+		ps = append(ps, part{field: "x", filename: "-", data: strings.NewReader("v")})
+	}
+	ps = append(ps, part{field: "file", filename: "a.txt", contentType: "text/plain", data: strings.NewReader("hello")})
+	if resp, body := e.multipart("/files/upload", ps...); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("1000 parts: %d %s", resp.StatusCode, body)
+	}
+	ps = append(ps, part{field: "y", filename: "-", data: strings.NewReader("v")})
+	resp, body := e.multipart("/files/upload", ps...)
+	e.wantError(resp, body, http.StatusRequestEntityTooLarge, "request_entity_too_large", "The data value transmitted exceeds the capacity limit.")
+
+	file := part{field: "file", filename: "a.txt", contentType: "text/plain", data: strings.NewReader("hello")}
+	ok := part{field: "user", filename: "-", data: bytes.NewReader(bytes.Repeat([]byte("u"), 500_000))}
+	if resp, body := e.multipart("/files/upload", ok, file); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("500,000-byte field: %d %s", resp.StatusCode, body)
+	}
+	file.data = strings.NewReader("hello")
+	long := part{field: "note", filename: "-", data: bytes.NewReader(bytes.Repeat([]byte("u"), 500_001))}
+	resp, body = e.multipart("/files/upload", long, file)
+	e.wantError(resp, body, http.StatusRequestEntityTooLarge, "request_entity_too_large", "The data value transmitted exceeds the capacity limit.")
+}

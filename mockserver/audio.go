@@ -46,6 +46,10 @@ func (s *Server) audioToText(w http.ResponseWriter, r *http.Request, _ httproute
 	}
 	form, err := readMultipart(w, r, maxAudioBytes+mb, func(string) int64 { return maxAudioBytes })
 	if err != nil {
+		if errors.Is(err, errBodyTimeout) {
+			writeError(w, errRequestTimeout)
+			return
+		}
 		if errors.Is(err, errFormTooLarge) {
 			writeError(w, errTooLarge) // Werkzeug's, before Dify's audio checks
 			return

@@ -195,6 +195,10 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, _ httprouter
 	}
 	form, err := readMultipart(w, r, maxLimit+mb, func(name string) int64 { return s.sizeLimit(fileCategory(extension(name))) })
 	if err != nil {
+		if errors.Is(err, errBodyTimeout) {
+			writeError(w, errRequestTimeout)
+			return
+		}
 		if errors.Is(err, errFormTooLarge) {
 			writeError(w, errTooLarge)
 			return

@@ -43,6 +43,9 @@ func readJSONRaw(w http.ResponseWriter, r *http.Request) (jsonBody, []byte, *api
 		if errors.As(err, &mb) {
 			return nil, nil, errTooLarge
 		}
+		if errors.Is(err, errBodyTimeout) {
+			return nil, nil, errRequestTimeout
+		}
 		return nil, nil, errInvalidJSON
 	}
 	if !json.Valid(data) {

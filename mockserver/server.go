@@ -52,6 +52,10 @@ type Config struct {
 	MaxModelRequests int              // default 500
 	Logger           *slog.Logger     // nil = discard
 	Now              func() time.Time // optional clock for created_at
+	// BodyReadTimeout bounds how long a client may take to send a request
+	// body (0 = DefaultBodyReadTimeout, negative = no bound). It never
+	// applies while a response streams.
+	BodyReadTimeout time.Duration
 	// Fault is a fault spec for every request that neither the
 	// X-Dify-Mock-Fault header nor its cassette gives one (docs/mock/faults.md).
 	Fault string
@@ -103,6 +107,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.RunTimeout == 0 {
 		cfg.RunTimeout = DefaultRunTimeout
+	}
+	if cfg.BodyReadTimeout == 0 {
+		cfg.BodyReadTimeout = DefaultBodyReadTimeout
 	}
 	if cfg.MaxModelRequests < 0 {
 		return nil, fmt.Errorf("max model requests %d: want a positive number", cfg.MaxModelRequests)
@@ -323,5 +330,5 @@ func (s *Server) routes() http.Handler {
 	r.POST("/v1/messages/:message_id/feedbacks", a(s.messageFeedback))
 	r.GET("/v1/app/feedbacks", a(s.appFeedbacks))
 
-	return s.recoverer(s.logRequests(s.cors(r)))
+	return s.recoverer(s.logRequests(s.bodyDeadline(s.cors(r))))
 }

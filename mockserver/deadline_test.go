@@ -77,7 +77,9 @@ func TestSlowBodiesAreCutOff(t *testing.T) {
 	}
 	start := time.Now()
 	settle(t, 10*time.Second, func() bool { return open.Load() == 0 },
-		func() string { return fmt.Sprintf("%d of %d dribbling connections still open after %v", open.Load(), conns, time.Since(start)) })
+		func() string {
+			return fmt.Sprintf("%d of %d dribbling connections still open after %v", open.Load(), conns, time.Since(start))
+		})
 	wg.Wait()
 	close(answers)
 	for a := range answers {

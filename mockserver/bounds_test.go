@@ -145,3 +145,70 @@ func TestMultipartLimitsMatchWerkzeug(t *testing.T) {
 	resp, body = e.multipart("/files/upload", long, file)
 	e.wantError(resp, body, http.StatusRequestEntityTooLarge, "request_entity_too_large", "The data value transmitted exceeds the capacity limit.")
 }
+
+// The slash-merging redirect names the path only: a forged Host header
+// (DNS rebinding, cache poisoning) never ends up in Location or the page.
+func TestSlashRedirectIgnoresHost(t *testing.T) {
+	e := newEnv(t, mockserver.Config{})
+	conn, err := net.Dial("tcp", e.ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /v1//parameters?x=1 HTTP/1.1\r\nHost: evil.example:666\r\nConnection: close\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusPermanentRedirect || resp.Header.Get("Location") != "/v1/parameters?x=1" {
+		t.Errorf("got %d Location %q, want 308 /v1/parameters?x=1", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if strings.Contains(string(body), "evil") {
+		t.Errorf("redirect page names the request's Host: %s", body)
+	}
+}
+
+// HEAD is answered on every GET route with the GET status and headers and no
+// body, as Flask does, instead of 405; routes without GET still say 405.
+func TestHeadOnGetRoutes(t *testing.T) {
+	e := newEnv(t, mockserver.Config{})
+	for _, path := range []string{"/", "/info", "/parameters", "/meta", "/site", "/conversations?user=u", "/messages?user=u&conversation_id=" + recConv} {
+		get, getBody := e.do(http.MethodGet, path, nil)
+		head, headBody := e.do(http.MethodHead, path, nil)
+		if head.StatusCode != get.StatusCode || head.Header.Get("Content-Type") != get.Header.Get("Content-Type") || len(headBody) != 0 {
+			t.Errorf("HEAD %s: %d %q body %d bytes; GET: %d %q", path, head.StatusCode, head.Header.Get("Content-Type"), len(headBody), get.StatusCode, get.Header.Get("Content-Type"))
+		}
+		if get.StatusCode == http.StatusOK && head.Header.Get("Content-Length") != fmt.Sprint(len(getBody)) {
+			t.Errorf("HEAD %s: Content-Length %q, GET body %d bytes", path, head.Header.Get("Content-Length"), len(getBody))
+		}
+	}
+	resp, _ := e.do(http.MethodHead, "/info", nil, "Authorization", "")
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("HEAD without a key: %d, want 401", resp.StatusCode)
+	}
+	resp, _ = e.do(http.MethodHead, "/chat-messages", nil)
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("HEAD on a POST-only route: %d, want 405", resp.StatusCode)
+	}
+}
+
+// A refused origin gets no CORS grant but still Vary: Origin, so a shared
+// cache never serves an allowed origin's answer to it or the reverse.
+func TestRefusedOriginVaries(t *testing.T) {
+	e := newEnv(t, mockserver.Config{CORSOrigin: "http://app.test"})
+	for _, origin := range []string{"http://evil.test", "http://app.test", ""} {
+		resp, _ := e.do(http.MethodGet, "/info", nil, "Origin", origin)
+		if resp.Header.Get("Vary") != "Origin" {
+			t.Errorf("Origin %q: Vary %q, want Origin", origin, resp.Header.Values("Vary"))
+		}
+		want := ""
+		if origin == "http://app.test" {
+			want = origin
+		}
+		if allowed := resp.Header.Get("Access-Control-Allow-Origin"); allowed != want {
+			t.Errorf("Origin %q: Access-Control-Allow-Origin %q", origin, allowed)
+		}
+	}
+}

@@ -72,8 +72,8 @@ func TestRepeatedSlashesRedirect(t *testing.T) {
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusPermanentRedirect || resp.Header.Get("Location") != e.ts.URL+c.want {
-			t.Errorf("%s %s: %d Location %q, want 308 %q", c.method, c.path, resp.StatusCode, resp.Header.Get("Location"), e.ts.URL+c.want)
+		if resp.StatusCode != http.StatusPermanentRedirect || resp.Header.Get("Location") != c.want {
+			t.Errorf("%s %s: %d Location %q, want 308 %q", c.method, c.path, resp.StatusCode, resp.Header.Get("Location"), c.want)
 		}
 		cors := resp.Header.Get("Access-Control-Allow-Origin") == "*" || !strings.HasPrefix(c.path, "/v1")
 		if !cors || !strings.Contains(string(body), "Redirecting...") {

@@ -100,9 +100,37 @@ func (s *Server) allowedOrigin(origin string) string {
 
 // cors is the layer routes() puts in front of the router for /v1: CORS
 // headers on every response (errors included, so a browser can read 401 and
-// 4xx bodies too), and Werkzeug's slash merging before a route is matched.
+// 4xx bodies too), then Werkzeug's routing habits before a route is matched:
+// slash merging, and HEAD on every GET route.
 func (s *Server) cors(next http.Handler) http.Handler {
+	if rt, ok := next.(*httprouter.Router); ok {
+		next = headRouter{rt}
+	}
 	return s.corsHeaders(mergeSlashes(next))
+}
+
+// headRouter answers HEAD on every GET route as Flask does (Werkzeug adds
+// HEAD to each rule with GET): the GET handler runs and net/http drops the
+// body, keeping the status and headers. Routes registered for HEAD win.
+type headRouter struct{ *httprouter.Router }
+
+// Lookup finds the GET route for a HEAD request that has no HEAD route.
+func (h headRouter) Lookup(method, path string) (httprouter.Handle, httprouter.Params, bool) {
+	handle, ps, tsr := h.Router.Lookup(method, path)
+	if handle == nil && method == http.MethodHead {
+		return h.Router.Lookup(http.MethodGet, path)
+	}
+	return handle, ps, tsr
+}
+
+func (h headRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodHead {
+		if handle, ps, _ := h.Lookup(http.MethodHead, r.URL.Path); handle != nil {
+			handle(w, r, ps)
+			return
+		}
+	}
+	h.Router.ServeHTTP(w, r)
 }
 
 // corsHeaders adds Access-Control-* headers to /v1 responses.
@@ -110,12 +138,15 @@ func (s *Server) corsHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/v1") {
 			h := w.Header()
-			if ao := s.allowedOrigin(r.Header.Get("Origin")); ao != "" {
+			ao := s.allowedOrigin(r.Header.Get("Origin"))
+			if ao != "" {
 				h.Set("Access-Control-Allow-Origin", ao)
 				h.Set("Access-Control-Expose-Headers", corsExposeHeaders)
-				if ao != "*" {
-					h.Add("Vary", "Origin")
-				}
+			}
+			if ao != "*" {
+				// The answer depends on Origin whether it was allowed or
+				// refused; a shared cache must not serve one for the other.
+				h.Add("Vary", "Origin")
 			}
 		}
 		next.ServeHTTP(w, r)
@@ -223,13 +254,12 @@ func notFound(w http.ResponseWriter, r *http.Request) {
 }
 
 // permanentRedirect writes Werkzeug's 308 redirect to path on this host,
-// query string kept, with its HTML body.
+// query string kept, with its HTML body. Unlike Werkzeug, the Location is the
+// path alone: the request's Host header is the client's to choose, and
+// echoing it would let a forged Host (DNS rebinding, a poisoned cache) send
+// other clients elsewhere.
 func permanentRedirect(w http.ResponseWriter, r *http.Request, path string) {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	target := scheme + "://" + r.Host + path
+	target := path
 	if r.URL.RawQuery != "" {
 		target += "?" + r.URL.RawQuery
 	}

@@ -102,8 +102,8 @@ func resolveSettings(m providerModel, getenv func(string) string) (settings, dia
 	}
 	if err := validateBaseURL(s.BaseURL); err != nil {
 		diags.AddAttributeError(path.Root("base_url"), "Invalid Dify base URL",
-			fmt.Sprintf("The base URL %q (from %s) is not usable: %s. Use the Service API base including /v1, for example %q or \"http://127.0.0.1:5001/v1\".",
-				s.BaseURL, from, err, dify.DefaultBaseURL))
+			fmt.Sprintf("The base URL %s (from %s) is not usable: %s. Use the Service API base including /v1, for example %q or \"http://127.0.0.1:5001/v1\".",
+				redactURL(s.BaseURL), from, err, dify.DefaultBaseURL))
 	}
 
 	s.APIKey, _ = pick(m.APIKey, EnvAPIKey)
@@ -167,19 +167,46 @@ func pickDuration(v types.String, getenv func(string) string, env, attr string, 
 	return d, diags
 }
 
+// validateBaseURL checks a base URL. Its errors never repeat the URL or
+// any part of it, since a mistyped base URL can carry a secret.
 func validateBaseURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return err
+		// url.Parse's error quotes the whole value, credentials included.
+		return fmt.Errorf("it is not a valid URL")
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return fmt.Errorf("the scheme must be http or https")
+	}
+	if u.User != nil {
+		return fmt.Errorf("it carries credentials (user:password@); Dify authenticates with the app's API key only, so set api_key (or %s) and remove them from the URL", EnvAPIKey)
 	}
 	if u.Host == "" {
 		return fmt.Errorf("it has no host")
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("it must not carry a query or fragment")
+		return fmt.Errorf("it must not carry a query or fragment (an API key belongs in api_key or %s)", EnvAPIKey)
 	}
 	return nil
+}
+
+// redactURL renders a base URL for diagnostics and logs: scheme, host and
+// path, with the user name and password, the query and the fragment replaced,
+// so a secret typed into the wrong place is never repeated. A value that
+// does not parse is not shown at all.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(not shown: it does not parse as a URL)"
+	}
+	if u.User != nil {
+		u.User = url.User("REDACTED")
+	}
+	if u.RawQuery != "" {
+		u.RawQuery = "REDACTED" // a bare key (?app-…) is as secret as a value
+	}
+	if u.Fragment != "" {
+		u.Fragment, u.RawFragment = "REDACTED", ""
+	}
+	return fmt.Sprintf("%q", u.String())
 }

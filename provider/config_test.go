@@ -157,6 +157,42 @@ func TestResolveSettingsInvalidValues(t *testing.T) {
 	}
 }
 
+// A base URL with credentials or a query is refused, and neither the
+// diagnostic nor the redacted form repeats the password, user name or the
+// query's values (before, user:pass@ was accepted and logged at DEBUG, and
+// the query error quoted the whole URL).
+func TestBaseURLSecretsAreNeverEchoed(t *testing.T) {
+	for _, tc := range []struct{ raw, words string }{
+		{"http://alice:hunter2-pass@dify.test/v1", "credentials"},
+		{"https://alice@dify.test/v1", "credentials"},
+		{"http://dify.test/v1?api_key=app-hunter2-pass", "query"},
+		{"http://dify.test/v1#app-hunter2-pass", "fragment"},
+		{"http://alice:hunter2-pass@dify.test:bad/v1", "not a valid URL"},
+		{"http://dify.test/v1?api_key=app-hunter2-pass&alice", "query"},
+	} {
+		m := nullModel()
+		m.BaseURL = types.StringValue(tc.raw)
+		_, diags := resolveSettings(m, envOf(map[string]string{EnvAPIKey: "app-key"}))
+		if !hasAttrError(diags, "base_url", tc.words) {
+			t.Errorf("%s: want a base_url error mentioning %q, got %v", tc.raw, tc.words, diags)
+		}
+		for _, d := range diags {
+			text := d.Summary() + " " + d.Detail()
+			for _, secret := range []string{"hunter2", "alice"} {
+				if strings.Contains(text, secret) {
+					t.Errorf("%s: diagnostic repeats %q: %s", tc.raw, secret, text)
+				}
+			}
+		}
+		if r := redactURL(tc.raw); strings.Contains(r, "hunter2") || strings.Contains(r, "alice") {
+			t.Errorf("redactURL(%s) = %s", tc.raw, r)
+		}
+	}
+	if r := redactURL("http://127.0.0.1:5001/v1"); r != `"http://127.0.0.1:5001/v1"` {
+		t.Errorf("redactURL of a clean URL = %s", r)
+	}
+}
+
 func TestUserAgentNamesProviderAndTerraform(t *testing.T) {
 	p := &difyProvider{version: "1.2.3"}
 	got := p.userAgent("1.11.4")

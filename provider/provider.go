@@ -103,7 +103,7 @@ func (p *difyProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 			"Check base_url ("+EnvBaseURL+") and api_key ("+EnvAPIKey+").")
 		return
 	}
-	tflog.Debug(ctx, "configured Dify client", map[string]any{"base_url": s.BaseURL, "user": s.User,
+	tflog.Debug(ctx, "configured Dify client", map[string]any{"base_url": redactURL(s.BaseURL), "user": s.User,
 		"retry_max_attempts": s.RetryMaxAttempts, "retry_max_delay": s.RetryMaxDelay.String(), "request_timeout": s.RequestTimeout.String()})
 	resp.DataSourceData = data
 	resp.ResourceData = data

@@ -18,7 +18,7 @@ const DefaultBodyReadTimeout = 2 * time.Minute
 var errRequestTimeout = newError(http.StatusRequestTimeout, "request_timeout",
 	"The server closed the network connection because the browser didn't finish the request within the specified time.")
 
-// bodyDeadline bounds the time a client may take to send its request body.
+// armBodyDeadline bounds the time a client may take to send its request body.
 // The deadline is set on the connection when the handler starts and cleared
 // the moment the body is read to its end (net/http clears it too when it
 // starts watching for the client going away), so it never cuts a long SSE
@@ -27,21 +27,15 @@ var errRequestTimeout = newError(http.StatusRequestTimeout, "request_timeout",
 // option and keep-alive requests each get their own. Header reads are
 // bounded by the http.Server's ReadHeaderTimeout, idle keep-alive
 // connections by its IdleTimeout (both set by `dify-mock serve`).
-func (s *Server) bodyDeadline(next http.Handler) http.Handler {
-	timeout := s.cfg.BodyReadTimeout
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if timeout <= 0 || r.Body == nil || r.Body == http.NoBody {
-			next.ServeHTTP(w, r)
-			return
-		}
-		rc := http.NewResponseController(w)
-		if rc.SetReadDeadline(time.Now().Add(timeout)) != nil {
-			next.ServeHTTP(w, r) // not a net/http connection (e.g. a recorder in tests)
-			return
-		}
-		r.Body = &deadlineBody{ReadCloser: r.Body, clear: func() { _ = rc.SetReadDeadline(time.Time{}) }}
-		next.ServeHTTP(w, r)
-	})
+func (s *Server) armBodyDeadline(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.BodyReadTimeout <= 0 || r.Body == nil || r.Body == http.NoBody {
+		return
+	}
+	rc := http.NewResponseController(w)
+	if rc.SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout)) != nil {
+		return // not a net/http connection (e.g. a recorder in tests)
+	}
+	r.Body = &deadlineBody{ReadCloser: r.Body, clear: func() { _ = rc.SetReadDeadline(time.Time{}) }}
 }
 
 // deadlineBody clears the read deadline at the end of the body and reports

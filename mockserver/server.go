@@ -330,5 +330,5 @@ func (s *Server) routes() http.Handler {
 	r.POST("/v1/messages/:message_id/feedbacks", a(s.messageFeedback))
 	r.GET("/v1/app/feedbacks", a(s.appFeedbacks))
 
-	return s.recoverer(s.logRequests(s.bodyDeadline(s.cors(r))))
+	return s.recoverer(s.logRequests(s.cors(r)))
 }

@@ -1,0 +1,454 @@
+// Package verify runs the conformance cases against a live Dify and against
+// dify-mock, request for request, and reports where the mock answers
+// differently: status, error code and message, response shape (field names,
+// kinds, null vs missing), the headers clients read, and for a real chat
+// turn the event sequence and each event type's fields. Timing and text are
+// never compared.
+//
+// It is made to be safe on a real app: every request runs as a dedicated
+// end user (dify-mock-verify-<random>), it deletes only the conversations
+// that user created (also when ctx is cancelled), it caps the chat turns it
+// sends, and the app key never reaches a report, a log line or a file.
+// `dify-mock verify` is the command; docs/mock/verify.md describes it.
+package verify
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/difyops/terraform-provider-dify/dify"
+	"github.com/difyops/terraform-provider-dify/mockserver"
+	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/conformance"
+	"github.com/difyops/terraform-provider-dify/mockserver/record"
+)
+
+// DefaultMaxChatTurns is the CLI's chat-turn cap per server.
+const DefaultMaxChatTurns = conformance.DefaultMaxChatTurns
+
+// UserPrefix starts the dedicated end-user string of every run.
+const UserPrefix = "dify-mock-verify-"
+
+// Options configures a run. Upstream and UpstreamKey are required.
+type Options struct {
+	// Upstream is the live Dify's Service API base URL
+	// ("https://dify.example.com/v1").
+	Upstream    string
+	UpstreamKey string
+	// Mock is the base URL of a running dify-mock; "" starts the mock
+	// in-process on 127.0.0.1 (impersonating the upstream's app mode).
+	Mock string
+	// MockKey is the key sent to Mock; "" = a random "app-…" key, which the
+	// in-process mock is configured to accept (and only it).
+	MockKey string
+	// Cassettes are the in-process mock's cassettes; nil = the built-in set.
+	Cassettes *cassette.Set
+	// MaxChatTurns caps the chat turns sent to each server (they cost model
+	// tokens upstream): cases that would spend more are skipped on both
+	// sides. 0 = none at all; negative = no cap.
+	MaxChatTurns int
+	// Inputs are the chat turns' `inputs` (apps whose form has required
+	// fields need them). nil = {}.
+	Inputs map[string]any
+	// User is the dedicated end-user string; "" = UserPrefix + random hex.
+	User string
+	// Timeout bounds each request (a chat turn included); 0 =
+	// conformance.Timeout.
+	Timeout time.Duration
+	// Confirm is asked once, before the first request, with what the run
+	// will spend; false ends the run with ErrDeclined. nil = proceed.
+	Confirm func(Plan) bool
+	// Logf receives progress lines (never the key). nil discards.
+	Logf func(format string, args ...any)
+	// RecordDiff, when set, is the folder the live answers of differing
+	// cases are written to as cassettes (see Report.Recorded).
+	RecordDiff string
+	// Rules are extra redactions for RecordDiff, as `record --redact`.
+	Rules []record.Rule
+	// Transport carries the upstream's requests; nil = a fresh
+	// http.Transport (proxy from the environment).
+	Transport http.RoundTripper
+	// Cases replaces the case list (tests); nil = Cases().
+	Cases []conformance.Case
+}
+
+// Plan is what a run is about to do, for Options.Confirm.
+type Plan struct {
+	Upstream string `json:"upstream"` // without credentials
+	Mock     string `json:"mock"`     // "built-in" or the URL
+	User     string `json:"user"`
+	Cases    int    `json:"cases"`
+	// ChatTurns is the most chat turns the run sends the upstream.
+	ChatTurns int `json:"chat_turns"`
+	// ChatRoutes counts the other cases that POST /chat-messages: they
+	// are meant to be refused (bad input), but a server that accepts one
+	// runs a turn for it.
+	ChatRoutes int `json:"chat_route_cases"`
+}
+
+// ErrDeclined is returned when Options.Confirm said no.
+var ErrDeclined = errors.New("not confirmed; nothing was sent")
+
+// UsageError is a problem with the options themselves.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+// TransportError is a server that could not be reached or read at all.
+type TransportError struct {
+	Side string // "upstream" or "mock"
+	Err  error
+}
+
+func (e *TransportError) Error() string { return e.Side + ": " + e.Err.Error() }
+func (e *TransportError) Unwrap() error { return e.Err }
+
+// StreamCaseName names the case that runs one real chat turn.
+const StreamCaseName = "stream/chat-turn"
+
+// StreamQuery is the query of that turn.
+const StreamQuery = "dify-mock verify: please answer with one short sentence."
+
+// StreamCase is one streamed chat turn in a new conversation: its event
+// sequence and each event type's fields are compared (the stream layout of
+// the app's mode). inputs are the turn's `inputs`.
+func StreamCase(inputs map[string]any) conformance.Case {
+	if inputs == nil {
+		inputs = map[string]any{}
+	}
+	in, _ := json.Marshal(inputs)
+	q, _ := json.Marshal(StreamQuery)
+	return conformance.Case{
+		Name: StreamCaseName, Route: "POST /chat-messages", Class: conformance.ClassValid,
+		Source: "api/controllers/service_api/app/completion.py ChatApi.post (response_mode streaming)",
+		Request: conformance.Request{Method: http.MethodPost, Path: "/chat-messages",
+			Header: map[string]string{"Content-Type": "application/json"},
+			Body:   fmt.Sprintf(`{"query":%s,"inputs":%s,"user":"{user}","response_mode":"streaming"}`, q, in)},
+		ChatTurn: true,
+		Expect:   conformance.Expect{Status: http.StatusOK, ContentType: "text/event-stream"},
+	}
+}
+
+// Cases is the default case list: the real chat turn, then the
+// conformance table (which keeps its destructive cases last).
+func Cases(inputs map[string]any) []conformance.Case {
+	return append([]conformance.Case{StreamCase(inputs)}, conformance.Cases()...)
+}
+
+// Report is a run's result. It holds no key.
+type Report struct {
+	Upstream     string `json:"upstream"`
+	Mock         string `json:"mock"`
+	User         string `json:"user"`
+	UpstreamMode string `json:"upstream_mode"`
+	MockMode     string `json:"mock_mode"`
+	Cases        int    `json:"cases"`
+	// Compared counts the cases both servers answered.
+	Compared    int          `json:"compared"`
+	Differences []Difference `json:"differences"`
+	// Skipped are the cases skipped on both sides, with the reason.
+	Skipped []Skip `json:"skipped,omitempty"`
+	// Errors are cases without an answer from a server (timeouts,
+	// refused connections): the comparison is incomplete.
+	Errors []Difference `json:"errors,omitempty"`
+	// Recorded are the cassettes --record-diff wrote; NotRecorded says
+	// why a differing case has none.
+	Recorded    []string `json:"recorded,omitempty"`
+	NotRecorded []Skip   `json:"not_recorded,omitempty"`
+	// Cleanup lists what could not be removed again.
+	Cleanup     []string `json:"cleanup_errors,omitempty"`
+	Interrupted bool     `json:"interrupted,omitempty"`
+}
+
+// Difference is one way the mock answered a case differently from the
+// upstream.
+type Difference struct {
+	Case   string `json:"case"`
+	Route  string `json:"route"`
+	Class  string `json:"class"`
+	Aspect string `json:"aspect"`
+	Path   string `json:"path,omitempty"`
+	// Upstream and Mock are what each side showed ("" = nothing).
+	Upstream string `json:"upstream"`
+	Mock     string `json:"mock"`
+}
+
+// Skip is a case and a reason.
+type Skip struct {
+	Case   string `json:"case"`
+	Reason string `json:"reason"`
+}
+
+// Aspects of a Difference besides conformance.Diff's (status,
+// content_type, code, message, params, field, location).
+const (
+	AspectError       = "error"        // one side gave no answer
+	AspectSkipped     = "skipped"      // a case ran on one side only
+	AspectEvents      = "events"       // the event sequence, repeats folded
+	AspectEventFields = "event_fields" // one event type's fields
+	AspectHeader      = "header"       // a header clients read
+)
+
+// Run verifies the mock against the upstream. The report is returned also
+// when err is not nil, as far as the run got (an interrupted run has
+// Interrupted set and has cleaned up). Errors are *UsageError,
+// *TransportError, ErrDeclined or ctx's error.
+func Run(ctx context.Context, opts Options) (*Report, error) {
+	up, err := checkURL(opts.Upstream, "upstream")
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(opts.UpstreamKey) == "" {
+		return nil, &UsageError{"no upstream API key"}
+	}
+	mockLabel := "built-in"
+	if opts.Mock != "" {
+		mu, err := checkURL(opts.Mock, "mock")
+		if err != nil {
+			return nil, err
+		}
+		mockLabel = mu.Redacted()
+	}
+	logf := opts.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	user := opts.User
+	if user == "" {
+		user = UserPrefix + randomHex(6)
+	}
+	cases := opts.Cases
+	if cases == nil {
+		cases = Cases(opts.Inputs)
+	}
+	plan := Plan{Upstream: up.Redacted(), Mock: mockLabel, User: user, Cases: len(cases), ChatTurns: conformance.ChatTurns(cases)}
+	if opts.MaxChatTurns >= 0 {
+		plan.ChatTurns = min(plan.ChatTurns, opts.MaxChatTurns)
+	}
+	for _, c := range cases {
+		if !c.ChatTurn && c.Request.Method == http.MethodPost && strings.HasPrefix(c.Request.Path, "/chat-messages") && !strings.Contains(c.Request.Path, "/stop") {
+			plan.ChatRoutes++
+		}
+	}
+	if opts.Confirm != nil && !opts.Confirm(plan) {
+		return nil, ErrDeclined
+	}
+	rep := &Report{Upstream: plan.Upstream, Mock: mockLabel, User: user, Cases: len(cases), Differences: []Difference{}}
+	mockURL, mockKey := opts.Mock, opts.MockKey
+	if mockKey == "" {
+		mockKey = "app-" + randomHex(12)
+	}
+	// Runs last, after both cleanups: no key in anything reported.
+	defer rep.redact(opts.UpstreamKey, mockKey)
+
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = conformance.Timeout
+	}
+	upTransport := opts.Transport
+	if upTransport == nil {
+		upTransport = newTransport()
+	}
+	upCap := &capturing{base: upTransport}
+	upRun := newRunner(opts.Upstream, opts.UpstreamKey, user, upCap, timeout, opts, logf, "upstream")
+	defer cleanup(upRun, rep, "upstream")
+	if err := upRun.Probe(ctx); err != nil {
+		return rep, sideError(ctx, rep, "upstream", err)
+	}
+	rep.UpstreamMode = upRun.Mode()
+
+	if mockURL == "" {
+		mode := ""
+		if rep.UpstreamMode == dify.ModeAgent || rep.UpstreamMode == dify.ModeAgentChat {
+			mode = rep.UpstreamMode
+		}
+		stop, base, err := startMock(opts.Cassettes, mode, mockKey)
+		if err != nil {
+			return rep, err
+		}
+		defer stop()
+		mockURL = base
+		logf("built-in mock on %s", base)
+	}
+	mockCap := &capturing{base: newTransport()}
+	mockRun := newRunner(mockURL, mockKey, user, mockCap, timeout, opts, logf, "mock")
+	defer cleanup(mockRun, rep, "mock")
+	if err := mockRun.Probe(ctx); err != nil {
+		return rep, sideError(ctx, rep, "mock", err)
+	}
+	rep.MockMode = mockRun.Mode()
+
+	var differing []pending
+	for _, c := range cases {
+		if ctx.Err() != nil {
+			break
+		}
+		uo, uex := play(ctx, upRun, upCap, c, opts.MaxChatTurns)
+		mo, mex := play(ctx, mockRun, mockCap, c, opts.MaxChatTurns)
+		if ctx.Err() != nil {
+			break // an answer cut by the interrupt is no evidence
+		}
+		ds := compare(c, uo, mo, uex, mex)
+		switch {
+		case uo.Skipped != "" && mo.Skipped != "":
+			rep.Skipped = append(rep.Skipped, Skip{c.Name, uo.Skipped})
+		case uo.Err != "" || mo.Err != "":
+			rep.Errors = append(rep.Errors, ds...)
+		default:
+			if uo.Skipped == "" && mo.Skipped == "" {
+				rep.Compared++
+			}
+			rep.Differences = append(rep.Differences, ds...)
+			if len(ds) > 0 {
+				differing = append(differing, pending{c, uex, ds})
+			}
+		}
+		logf("%-60s %d difference(s)", c.Name, len(ds))
+	}
+	if err := ctx.Err(); err != nil {
+		rep.Interrupted = true
+		return rep, err
+	}
+	if opts.RecordDiff != "" {
+		recordDiff(rep, opts, up, upCap.since(0), differing)
+	}
+	return rep, nil
+}
+
+// pending is a differing case and its live exchange, for RecordDiff.
+type pending struct {
+	c  conformance.Case
+	ex *exchange
+	ds []Difference
+}
+
+func checkURL(raw, what string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if raw == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, &UsageError{fmt.Sprintf("--%s %q: want an http(s) URL of the Service API, e.g. https://dify.example.com/v1", what, redactURL(raw))}
+	}
+	return u, nil
+}
+
+// redactURL hides credentials in a URL that did not parse cleanly.
+func redactURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	if i := strings.LastIndex(raw, "@"); i >= 0 {
+		return "…" + raw[i:]
+	}
+	return raw
+}
+
+func newTransport() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 4
+	return t
+}
+
+func newRunner(base, key, user string, tr http.RoundTripper, timeout time.Duration, opts Options, logf func(string, ...any), side string) *conformance.Runner {
+	turns := opts.MaxChatTurns
+	if turns < 0 {
+		turns = -1
+	}
+	return &conformance.Runner{
+		Target: conformance.Target{BaseURL: base, Key: key, Client: &http.Client{
+			Transport:     tr,
+			Timeout:       timeout,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}},
+		User:         user,
+		MaxChatTurns: turns, // 0 never reaches the runner's default: play skips every costly case
+		Inputs:       opts.Inputs,
+		Logf:         func(f string, a ...any) { logf(side+": "+f, a...) },
+	}
+}
+
+func sideError(ctx context.Context, rep *Report, side string, err error) error {
+	if ctx.Err() != nil {
+		rep.Interrupted = true
+		return ctx.Err()
+	}
+	return &TransportError{Side: side, Err: err}
+}
+
+// cleanup removes what the run created on one side, on a fresh context
+// (the runner's Cleanup), and notes what it could not remove.
+func cleanup(r *conformance.Runner, rep *Report, side string) {
+	for _, err := range r.Cleanup() {
+		rep.Cleanup = append(rep.Cleanup, side+": "+err.Error())
+	}
+}
+
+// play runs one case on one side and returns its observation and the
+// case's own exchange (fixture requests come before it).
+func play(ctx context.Context, r *conformance.Runner, c *capturing, cs conformance.Case, maxTurns int) (conformance.Observed, *exchange) {
+	if maxTurns == 0 && costsTurn(cs) {
+		return conformance.Observed{Case: cs.Name, Route: cs.Route, Class: cs.Class, Skipped: "chat-turn cap is 0"}, nil
+	}
+	n := c.count()
+	o := r.RunCase(ctx, cs)
+	if o.Skipped != "" || o.Err != "" {
+		return o, nil
+	}
+	list := c.since(n)
+	if len(list) == 0 {
+		return o, nil
+	}
+	return o, list[len(list)-1]
+}
+
+func costsTurn(c conformance.Case) bool {
+	if c.ChatTurn {
+		return true
+	}
+	for _, f := range c.Needs {
+		if f.ChatCost() {
+			return true
+		}
+	}
+	return false
+}
+
+func isLiveTurn(ex *exchange) bool {
+	return ex.method == http.MethodPost && strings.HasSuffix(strings.SplitN(ex.url, "?", 2)[0], "/chat-messages") &&
+		ex.status == http.StatusOK && ex.isStream() && len(ex.frames()) > 0
+}
+
+// startMock serves a mockserver on a loopback port.
+func startMock(set *cassette.Set, mode, key string) (stop func(), base string, err error) {
+	srv, err := mockserver.New(mockserver.Config{Cassettes: set, Mode: mode, APIKeys: []string{key}})
+	if err != nil {
+		return nil, "", &UsageError{"built-in mock: " + err.Error()}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", &TransportError{Side: "mock", Err: err}
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	stop = func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		_ = hs.Shutdown(sctx)
+		hs.Close()
+	}
+	return stop, "http://" + ln.Addr().String() + "/v1", nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

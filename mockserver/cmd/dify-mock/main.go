@@ -47,6 +47,7 @@ var commands = []command{
 	{Name: "record", Summary: "proxy a real Dify and record what clients do as cassettes", Run: runRecord},
 	{Name: "author", Summary: "turn a scenario file into a cassette, without a live Dify", Run: runAuthor},
 	{Name: "lint", Summary: "check cassettes: format, frames, event order, fields, ids, secrets", Run: runLint},
+	{Name: "verify", Summary: "compare the mock with your Dify, case by case (see docs/mock/verify.md)", Run: runVerify},
 	{Name: "faults", Summary: "list the faults the mock can inject, with an example each", Run: runFaults},
 	{Name: "health", Summary: "check that a running mock answers (exit 0) — for container HEALTHCHECKs", Run: runHealth},
 	{Name: "version", Summary: "print the version (also: --version)", Run: runVersion},

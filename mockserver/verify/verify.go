@@ -45,12 +45,14 @@ type Options struct {
 	Upstream    string
 	UpstreamKey string
 	// Mock is the base URL of a running dify-mock; "" starts the mock
-	// in-process on 127.0.0.1 (impersonating the upstream's app mode).
+	// in-process on 127.0.0.1, describing the upstream's app (its GET /,
+	// /info, /parameters, /meta and /site answers, read at the start).
 	Mock string
 	// MockKey is the key sent to Mock; "" = a random "app-…" key, which the
 	// in-process mock is configured to accept (and only it).
 	MockKey string
-	// Cassettes are the in-process mock's cassettes; nil = the built-in set.
+	// Cassettes are the in-process mock's chat cassettes; nil = the
+	// built-in set. Their app description is replaced by the upstream's.
 	Cassettes *cassette.Set
 	// MaxChatTurns caps the chat turns sent to each server (they cost model
 	// tokens upstream): cases that would spend more are skipped on both
@@ -271,7 +273,11 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		if rep.UpstreamMode == dify.ModeAgent || rep.UpstreamMode == dify.ModeAgentChat {
 			mode = rep.UpstreamMode
 		}
-		stop, base, err := startMock(opts.Cassettes, mode, mockKey)
+		set, err := mirrorApp(ctx, opts.Cassettes, &http.Client{Transport: upTransport, Timeout: timeout}, opts.Upstream, opts.UpstreamKey)
+		if err != nil {
+			return rep, sideError(ctx, rep, "upstream", err)
+		}
+		stop, base, err := startMock(set, mode, mockKey)
 		if err != nil {
 			return rep, err
 		}

@@ -56,7 +56,13 @@ type seenRequest struct {
 
 func newFakeUpstream(t *testing.T, devs ...deviation) *fakeUpstream {
 	t.Helper()
-	srv, err := mockserver.New(mockserver.Config{APIKeys: []string{upstreamKey}})
+	return newFakeUpstreamOf(t, nil, devs...)
+}
+
+// newFakeUpstreamOf serves set (nil = the built-in cassettes).
+func newFakeUpstreamOf(t *testing.T, set *cassette.Set, devs ...deviation) *fakeUpstream {
+	t.Helper()
+	srv, err := mockserver.New(mockserver.Config{Cassettes: set, APIKeys: []string{upstreamKey}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,6 +210,47 @@ func TestAgainstItselfNoDifferences(t *testing.T) {
 	}
 	if len(rep.Cleanup) != 0 {
 		t.Errorf("cleanup errors: %v", rep.Cleanup)
+	}
+}
+
+// TestMirrorsTheUpstreamApp: the in-process mock describes the upstream's
+// app, so an app with suggested questions switched off (unlike the
+// built-in one) compares like for like: the feature-gated case runs on
+// both sides and nothing differs.
+func TestMirrorsTheUpstreamApp(t *testing.T) {
+	set, err := mockserver.BuiltinSet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := *set.App
+	app.Responses = map[string]*cassette.Response{}
+	for k, v := range set.App.Responses {
+		app.Responses[k] = v
+	}
+	var params map[string]any
+	if err := json.Unmarshal(set.App.Responses["/parameters"].Body, &params); err != nil {
+		t.Fatal(err)
+	}
+	params["suggested_questions_after_answer"] = map[string]any{"enabled": false}
+	body, _ := json.Marshal(params)
+	resp := *set.App.Responses["/parameters"]
+	resp.Body = body
+	app.Responses["/parameters"] = &resp
+	if err := json.Unmarshal(body, &app.Parameters); err != nil {
+		t.Fatal(err)
+	}
+	off := *set
+	off.App = &app
+
+	up := newFakeUpstreamOf(t, &off)
+	rep := run(t, verify.Options{Upstream: up.base(), UpstreamKey: upstreamKey})
+	if len(rep.Differences) != 0 || len(rep.Errors) != 0 {
+		t.Fatalf("differences:\n%s", showReport(rep))
+	}
+	for _, s := range rep.Skipped {
+		if s.Case == "state/suggested-disabled-403" {
+			t.Errorf("the feature-gated case did not run: %s", s.Reason)
+		}
 	}
 }
 

@@ -50,9 +50,9 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs := f.fs
 	upstream := fs.String("upstream", "", "`URL` of your Dify's Service API, e.g. https://dify.example.com/v1 (required)")
 	key := fs.String("upstream-key", "", "the app's API `KEY` (app-…); prefer the environment variable, which keeps it out of the process list")
-	mock := fs.String("mock", "", "`URL` (Service API base) of a running dify-mock to check (default: the built-in mock, started in-process on 127.0.0.1 in the upstream's app mode)")
+	mock := fs.String("mock", "", "`URL` (Service API base) of a running dify-mock to check (default: the built-in mock, started in-process on 127.0.0.1 with the upstream's app description)")
 	mockKey := fs.String("mock-key", "", "API `KEY` sent to --mock (default: a random app-… key)")
-	cassettes := fs.String("cassettes", "", "cassette folder `DIR` for the built-in mock (default: the built-in cassettes)")
+	cassettes := fs.String("cassettes", "", "chat cassettes `DIR` for the built-in mock (default: the built-in cassettes; the app description is always the upstream's)")
 	maxTurns := fs.Int("max-chat-turns", verify.DefaultMaxChatTurns, "most chat turns sent to each server (they cost model tokens); 0 skips every case that needs one")
 	inputs := fs.String("inputs", "", "`JSON` object sent as the inputs of each chat turn (for apps whose form has required fields)")
 	timeout := fs.Duration("timeout", conformance.Timeout, "bound on each request, a chat turn included")

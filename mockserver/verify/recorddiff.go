@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -23,66 +24,118 @@ func cassetteName(caseName string) string {
 	return n
 }
 
-// recordDiff writes the live answer of each differing case as a chat
-// cassette through the recorder's scrubbing and secret check
-// (record.SaveCaptured). An answer to POST /chat-messages is a turn of its
-// own; any other answer rides along a live chat turn of the run (a chat
-// cassette needs one), in the order a client would meet them.
+// recordDiff writes the live answers of the differing cases as chat
+// cassettes through the recorder's scrubbing and secret check
+// (record.SaveCaptured):
+//
+//   - the streamed turn, when it differs, as verify-stream-chat-turn.yaml:
+//     the mock replays your server's stream layout from it;
+//   - every other differing answer in one verify-differences.yaml, in case
+//     order, after a live chat turn of the run (a chat cassette needs one;
+//     one file keeps its query unique in the folder). Answers to
+//     POST /chat-messages are turns of their own there.
+//
+// Should the combined file be refused, each case is tried on its own, so
+// one answer that keeps a secret does not cost the others.
 func recordDiff(rep *Report, opts Options, up *url.URL, live []*exchange, differing []pending) {
-	var turn *exchange
-	for _, ex := range live {
-		if isLiveTurn(ex) {
-			turn = ex
-			break
-		}
-	}
 	mode := ""
 	if rep.UpstreamMode == dify.ModeAgent || rep.UpstreamMode == dify.ModeAgentChat {
 		mode = rep.UpstreamMode
 	}
-	for _, p := range differing {
-		if p.ex == nil {
-			rep.NotRecorded = append(rep.NotRecorded, Skip{p.c.Name, "no live answer"})
-			continue
+	meta := func(desc string) cassette.Meta {
+		return cassette.Meta{
+			Format:      cassette.FormatVersion,
+			Kind:        cassette.KindChat,
+			Description: desc,
+			Provenance:  cassette.ProvenanceRecorded,
+			Source:      "recorded by dify-mock verify from " + up.Host,
+			RecordedAt:  time.Now().UTC().Format(time.RFC3339),
+			Mode:        mode,
 		}
-		aspects := map[string]bool{}
-		var list []string
-		for _, d := range p.ds {
-			if !aspects[d.Aspect] {
-				aspects[d.Aspect] = true
-				list = append(list, d.Aspect)
-			}
-		}
-		meta := cassette.Meta{
-			Format:     cassette.FormatVersion,
-			Kind:       cassette.KindChat,
-			Provenance: cassette.ProvenanceRecorded,
-			Source:     "recorded by dify-mock verify from " + up.Host,
-			RecordedAt: time.Now().UTC().Format(time.RFC3339),
-			Mode:       mode,
-		}
-		var caps []record.Capture
-		switch {
-		case isChatRequest(p.ex):
-			meta.Description = fmt.Sprintf("Live answer to conformance case %s (%s, %s), where dify-mock differed in: %s.", p.c.Name, p.c.Route, p.c.Class, strings.Join(list, ", "))
-			caps = []record.Capture{p.ex.capture()}
-		case turn != nil:
-			meta.Description = fmt.Sprintf("Live answer to conformance case %s (%s, %s), where dify-mock differed in: %s; after a live chat turn of the same run, which a chat cassette needs.", p.c.Name, p.c.Route, p.c.Class, strings.Join(list, ", "))
-			caps = []record.Capture{turn.capture(), p.ex.capture()}
-		default:
-			rep.NotRecorded = append(rep.NotRecorded, Skip{p.c.Name, "a cassette needs a live chat turn and the run made none (chat-turn cap?)"})
-			continue
-		}
-		path, err := record.SaveCaptured(opts.RecordDiff, cassetteName(p.c.Name), meta, opts.UpstreamKey, opts.Rules, caps)
-		if err != nil {
-			rep.NotRecorded = append(rep.NotRecorded, Skip{p.c.Name, err.Error()})
-			continue
-		}
-		rep.Recorded = append(rep.Recorded, path)
 	}
+	save := func(name, desc string, caps []record.Capture) error {
+		path, err := record.SaveCaptured(opts.RecordDiff, name, meta(desc), opts.UpstreamKey, opts.Rules, caps)
+		if err == nil {
+			rep.Recorded = append(rep.Recorded, path)
+		}
+		return err
+	}
+
+	var streamEx *exchange
+	var rest []pending
+	for _, p := range differing {
+		switch {
+		case p.ex == nil:
+			rep.NotRecorded = append(rep.NotRecorded, Skip{p.c.Name, "no live answer"})
+		case p.c.Name == StreamCaseName && isLiveTurn(p.ex):
+			streamEx = p.ex
+			desc := fmt.Sprintf("Live streamed turn of conformance case %s, where dify-mock differed in: %s.", p.c.Name, aspectList(p.ds))
+			if err := save(cassetteName(p.c.Name), desc, []record.Capture{p.ex.capture()}); err != nil {
+				rep.NotRecorded = append(rep.NotRecorded, Skip{p.c.Name, err.Error()})
+			}
+		case isChatRequest(p.ex) && !isChatBody(p.ex.reqBody):
+			rep.NotRecorded = append(rep.NotRecorded, Skip{p.c.Name, "its request body is not a chat request, which a cassette turn must be"})
+		default:
+			rest = append(rest, p)
+		}
+	}
+	if len(rest) == 0 {
+		return
+	}
+	// The turn the other answers ride along: preferably not the one
+	// written on its own above (its query would be in two files).
+	var turn *exchange
+	for _, ex := range live {
+		if isLiveTurn(ex) && (turn == nil || turn == streamEx) {
+			turn = ex
+		}
+	}
+	if turn == nil {
+		for _, p := range rest {
+			rep.NotRecorded = append(rep.NotRecorded, Skip{p.c.Name, "a cassette needs a live chat turn and the run made none (chat-turn cap 0?)"})
+		}
+		return
+	}
+	caps := []record.Capture{turn.capture()}
+	var items []string
+	for _, p := range rest {
+		caps = append(caps, p.ex.capture())
+		items = append(items, fmt.Sprintf("%s (%s)", p.c.Name, aspectList(p.ds)))
+	}
+	const note = " The first turn is a live chat turn of the same run, which a chat cassette needs."
+	desc := fmt.Sprintf("Live answers of %d conformance case(s) where dify-mock differed, in this order: %s.", len(rest), strings.Join(items, "; ")) + note
+	err := save("verify-differences", desc, caps)
+	if err == nil {
+		return
+	}
+	for _, p := range rest {
+		desc := fmt.Sprintf("Live answer of conformance case %s, where dify-mock differed in: %s.", p.c.Name, aspectList(p.ds)) + note
+		if err := save(cassetteName(p.c.Name), desc, []record.Capture{turn.capture(), p.ex.capture()}); err != nil {
+			rep.NotRecorded = append(rep.NotRecorded, Skip{p.c.Name, err.Error()})
+		}
+	}
+}
+
+func aspectList(ds []Difference) string {
+	seen := map[string]bool{}
+	var list []string
+	for _, d := range ds {
+		if !seen[d.Aspect] {
+			seen[d.Aspect] = true
+			list = append(list, d.Aspect)
+		}
+	}
+	return strings.Join(list, ", ")
 }
 
 func isChatRequest(ex *exchange) bool {
 	u, err := url.Parse(ex.url)
 	return err == nil && ex.method == "POST" && strings.HasSuffix(u.Path, "/chat-messages")
+}
+
+// isChatBody reports whether body reads as a chat request (the check a
+// cassette's turns must pass to load).
+func isChatBody(body []byte) bool {
+	var req dify.ChatRequest
+	return json.Unmarshal(body, &req) == nil
 }

@@ -149,3 +149,48 @@ func TestVerifyUsage(t *testing.T) {
 		t.Errorf("help verify: exit %d\n%s", code, out.String())
 	}
 }
+
+// TestVerifyInterrupted: Ctrl-C (ctx cancelled) mid-run ends with exit 2,
+// a partial report, and none of the run's conversations left upstream.
+func TestVerifyInterrupted(t *testing.T) {
+	t.Setenv("DIFY_MOCK_UPSTREAM_KEY", verifyTestKey)
+	withTerminal(t, false, "")
+	srv, err := mockserver.New(mockserver.Config{APIKeys: []string{verifyTestKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/messages" && r.URL.Query().Get("conversation_id") != "" {
+			cancel() // the user presses Ctrl-C
+		}
+		srv.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	var out, errOut bytes.Buffer
+	code := run(ctx, []string{"verify", "--upstream", ts.URL + "/v1", "--yes", "--json", "--quiet"}, &out, &errOut)
+	if code != 2 || !strings.Contains(errOut.String(), "interrupted") {
+		t.Fatalf("exit %d\n%s", code, errOut.String())
+	}
+	var rep verify.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || !rep.Interrupted {
+		t.Fatalf("partial report: %v\n%s", err, out.String())
+	}
+	req, _ := http.NewRequest(http.MethodGet, ts.URL+"/v1/conversations?user="+rep.User, nil)
+	req.Header.Set("Authorization", "Bearer "+verifyTestKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Data []json.RawMessage `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil || len(list.Data) != 0 {
+		t.Errorf("conversations of %s after the interrupt: %d (%v)", rep.User, len(list.Data), err)
+	}
+	if strings.Contains(out.String()+errOut.String(), verifyTestKey) {
+		t.Error("the key was printed")
+	}
+}

@@ -22,6 +22,7 @@ var (
 	errAudioTooLarge = newError(http.StatusRequestEntityTooLarge, "audio_too_large", "Audio size larger than 30 mb")
 	errAudioType     = newError(http.StatusUnsupportedMediaType, "unsupported_audio_type", "Audio type not allowed.")
 	errSTTDisabled   = newError(http.StatusBadRequest, "speech_to_text_disabled", "Speech to text is disabled.")
+	errNoFilePart    = newError(http.StatusBadRequest, "bad_request_key_error", msgInvalidJSON)
 )
 
 // audioTypes is the union of the MIME types Dify versions accept (API §11,
@@ -35,10 +36,6 @@ var audioTypes = map[string]bool{
 // selected cassette's `transcript` (X-Dify-Mock-Cassette, else the default
 // cassette), else a deterministic placeholder naming the file.
 func (s *Server) audioToText(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	if !s.app.Parameters.SpeechToText.Enabled {
-		writeError(w, errSTTDisabled)
-		return
-	}
 	name, e := s.headerCassette(r)
 	if e != nil {
 		writeError(w, e)
@@ -68,8 +65,21 @@ func (s *Server) audioToText(w http.ResponseWriter, r *http.Request, _ httproute
 			break
 		}
 	}
+	// api/controllers/service_api/app/audio.py AudioApi.post reads
+	// request.files["file"] before anything else: no such part is
+	// Werkzeug's BadRequestKeyError (code bad_request_key_error, the
+	// BadRequest text outside debug mode). AudioService.transcript_asr then
+	// checks the feature, the part, its MIME type and its size.
+	if file == nil {
+		writeError(w, errNoFilePart)
+		return
+	}
+	if !s.app.Parameters.SpeechToText.Enabled {
+		writeError(w, errSTTDisabled)
+		return
+	}
 	switch {
-	case file == nil || file.size == 0 && file.filename == "":
+	case file.size == 0 && file.filename == "":
 		writeError(w, errNoAudio)
 		return
 	case file.over:
@@ -105,10 +115,6 @@ func (s *Server) textToAudio(w http.ResponseWriter, r *http.Request, _ httproute
 		writeError(w, e)
 		return
 	}
-	if !s.app.Parameters.TextToSpeech.Enabled {
-		writeError(w, invalidParam("TTS is not enabled"))
-		return
-	}
 	// TextToAudioPayload (api/controllers/service_api/app/audio.py):
 	// message_id, voice, text: str | None; streaming: bool | None.
 	var errs []pyErr
@@ -133,6 +139,12 @@ func (s *Server) textToAudio(w http.ResponseWriter, r *http.Request, _ httproute
 	}
 	if len(errs) > 0 {
 		writeError(w, pydanticError("TextToAudioPayload", errs...))
+		return
+	}
+	// AudioService.transcript_tts checks the feature after the payload
+	// validated.
+	if !s.app.Parameters.TextToSpeech.Enabled {
+		writeError(w, invalidParam("TTS is not enabled"))
 		return
 	}
 	if msgID = strings.ToLower(strings.TrimSpace(msgID)); msgID != "" {

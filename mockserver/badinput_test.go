@@ -206,7 +206,7 @@ func badInputRows() []badRow {
 		{"end-user: unknown", "GET", "/end-users/" + unknownUUID, nil, nil, 404, "end_user_not_found", "End user not found."},
 
 		// POST /audio-to-text (API §11).
-		{"audio: JSON body", "POST", "/audio-to-text", `{"file":"x"}`, nil, 400, "no_audio_uploaded", "Please upload your audio."},
+		{"audio: JSON body", "POST", "/audio-to-text", `{"file":"x"}`, nil, 400, "bad_request_key_error", msgBadJSON},
 		{"audio: garbage multipart", "POST", "/audio-to-text", garbage, nil, 400, "bad_request", "*"},
 		{"audio: text file", "POST", "/audio-to-text", multipartBytes(filePart("a.txt", "text/plain", "a")), nil, 415, "unsupported_audio_type", "Audio type not allowed."},
 		{"audio: over 30 MB", "POST", "/audio-to-text", multipartBytes(filePart("a.mp3", "audio/mpeg", bigAudio)), nil, 413, "audio_too_large", "Audio size larger than 30 mb"},

@@ -180,11 +180,23 @@ func bodyErr(err error) error {
 	return err
 }
 
+// extension is FileService.upload_file's
+// os.path.splitext(filename)[1].lstrip(".").lower(): the text after the
+// last dot, "" when there is none or the dots only lead the name
+// (".bashrc").
 func extension(filename string) string {
-	if i := strings.LastIndexByte(filename, '.'); i >= 0 && i < len(filename)-1 {
-		return strings.ToLower(filename[i+1:])
+	i := strings.LastIndexByte(filename, '.')
+	if i < 0 {
+		return ""
 	}
-	return ""
+	lead := 0
+	for lead < len(filename) && filename[lead] == '.' {
+		lead++
+	}
+	if i < lead {
+		return ""
+	}
+	return strings.ToLower(strings.TrimLeft(filename[i:], "."))
 }
 
 // uploadFile is POST /files/upload (API §9.1).
@@ -220,18 +232,27 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, _ httprouter
 			file = &form.files[i]
 		}
 	}
+	// api/controllers/service_api/app/file.py FileApi.post, in its order:
+	// no "file" key in request.files; more than one key in request.files
+	// (a MultiDict: parts sharing a field name count once); the part's
+	// mimetype; its filename; then FileService.upload_file (invalid
+	// characters, size).
+	fields := map[string]bool{}
+	for _, f := range form.files {
+		fields[f.field] = true
+	}
 	switch {
 	case file == nil:
 		writeError(w, errNoFile)
 		return
-	case len(form.files) > 1:
+	case len(fields) > 1:
 		writeError(w, errTooManyFiles)
-		return
-	case file.filename == "":
-		writeError(w, errNoFilename)
 		return
 	case file.contentType == "":
 		writeError(w, errFileType)
+		return
+	case file.filename == "":
+		writeError(w, errNoFilename)
 		return
 	case strings.ContainsAny(file.filename, `/\:*?"<>|`):
 		writeError(w, errFilenameChars)
@@ -249,21 +270,19 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, _ httprouter
 		ID: id, Name: file.filename, Size: file.size, MimeType: &mimeType, CreatedBy: &createdBy,
 		CreatedAt: now.Unix(), SourceURL: s.signedURL(r, id, now.Unix()), TenantID: &tenant,
 	}
-	if ext != "" {
-		res.Extension = &ext
-	}
+	// UploadFile.extension is a string column: "" when the name has none.
+	res.Extension = &ext
 	s.store.AddFile(store.File{Result: res, OwnerID: owner.ID})
 	writeJSON(w, http.StatusCreated, res)
 }
 
+// fileTooLarge is FileTooLargeError as the newest FileService raises it
+// (FileTooLargeError(message="File size exceeds limit")); older releases
+// raised it bare, so their message was the class text
+// "File size exceeded. {message}" unformatted.
 func (s *Server) fileTooLarge(filename string) *apiError {
-	cat := fileCategory(extension(filename))
-	what := cat + " files"
-	if cat == dify.FileTypeCustom || cat == dify.FileTypeDocument {
-		what = "this file type"
-	}
-	return newError(http.StatusRequestEntityTooLarge, "file_too_large",
-		fmt.Sprintf("File size exceeded. The limit for %s is %d MB.", what, s.sizeLimit(cat)/mb))
+	_ = filename
+	return newError(http.StatusRequestEntityTooLarge, "file_too_large", "File size exceeds limit")
 }
 
 // signedURL imitates Dify's signed file-preview URL (API §9.1). The mock

@@ -194,8 +194,10 @@ func TestAudio(t *testing.T) {
 	e.wantError(resp, body, 415, "unsupported_audio_type", "Audio type not allowed.")
 	resp, body = audio("audio/mpeg", "", io.LimitReader(zeros{}, 30<<20+1))
 	e.wantError(resp, body, 413, "audio_too_large", "Audio size larger than 30 mb")
+	// No "file" part: audio.py reads request.files["file"] → Werkzeug's
+	// BadRequestKeyError (the old no_audio_uploaded expectation was wrong).
 	resp, body = e.multipart("/audio-to-text", part{field: "user", filename: "-", data: strings.NewReader("al")})
-	e.wantError(resp, body, 400, "no_audio_uploaded", "Please upload your audio.")
+	e.wantError(resp, body, 400, "bad_request_key_error", "The browser (or proxy) sent a request that this server could not understand.")
 
 	// text-to-audio: silent MPEG audio (API §12).
 	resp, body = e.do(http.MethodPost, "/text-to-audio", map[string]any{"text": "Hello there", "user": "al"})

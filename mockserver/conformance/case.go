@@ -143,8 +143,10 @@ type Expect struct {
 	// BodyContains is a substring of the raw body (HTML pages).
 	BodyContains string
 	// Events is the SSE event sequence (names, pings left out) when the
-	// answer is a stream.
-	Events []string
+	// answer is a stream; EventsEnd is what the sequence must end with
+	// (for streams whose middle depends on the model).
+	Events    []string
+	EventsEnd []string
 }
 
 // Case is one row of the comparison.

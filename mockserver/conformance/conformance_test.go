@@ -3,6 +3,7 @@ package conformance_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -118,5 +119,105 @@ func TestTableIsWellFormed(t *testing.T) {
 		if !classes[want] {
 			t.Errorf("no case of class %q", want)
 		}
+	}
+}
+
+// TestRunIsSafeAndCleansUp: the run creates its conversations under one
+// dedicated user, leaves none behind, never writes the key into what it
+// reports, and stops sending chat turns at the cap.
+func TestRunIsSafeAndCleansUp(t *testing.T) {
+	srv, err := mockserver.New(mockserver.Config{APIKeys: []string{testKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	r := &conformance.Runner{Target: conformance.Target{BaseURL: ts.URL + "/v1/", Key: testKey}, User: "conformance-cleanup", MaxChatTurns: 1}
+	cases := conformance.Cases()
+	obs, err := r.Run(context.Background(), cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	capped := 0
+	for _, o := range obs {
+		data, _ := json.Marshal(o)
+		if strings.Contains(string(data), testKey) {
+			t.Errorf("%s: the key is in the observation: %s", o.Case, data)
+		}
+		if o.Skipped == "chat-turn cap reached" {
+			capped++
+		}
+	}
+	if capped == 0 || conformance.ChatTurns(cases) < 2 {
+		t.Errorf("cap of 1 chat turn skipped %d cases (table has %d)", capped, conformance.ChatTurns(cases))
+	}
+	c := &http.Client{}
+	req, _ := http.NewRequest(http.MethodGet, ts.URL+"/v1/conversations?user=conformance-cleanup", nil)
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var page struct{ Data []json.RawMessage }
+	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil || len(page.Data) != 0 {
+		t.Errorf("conversations left behind: %v %d", err, len(page.Data))
+	}
+}
+
+// TestServerVersionMatchesSource: GET /v1/ reports the Dify release whose
+// source the table encodes.
+func TestServerVersionMatchesSource(t *testing.T) {
+	srv, err := mockserver.New(mockserver.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	resp, err := http.Get(ts.URL + "/v1/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var root struct {
+		ServerVersion string `json:"server_version"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&root); err != nil || root.ServerVersion != conformance.SourceVersion {
+		t.Errorf("server_version %q (%v), want %q", root.ServerVersion, err, conformance.SourceVersion)
+	}
+}
+
+func TestShapeCheckAndDiff(t *testing.T) {
+	s := conformance.ShapeOf([]byte(`{"a":1,"b":null,"c":[{"x":"s"},{"x":null}],"d":[]}`))
+	want := map[string]string{"$": "object", "$.a": "number", "$.b": "null", "$.c": "array", "$.c[]": "object", "$.c[].x": "null|string", "$.d": "array"}
+	if len(s) != len(want) {
+		t.Errorf("shape %v", s)
+	}
+	for k, v := range want {
+		if s[k] != v {
+			t.Errorf("shape[%s] = %q, want %q", k, s[k], v)
+		}
+	}
+	if conformance.ShapeOf([]byte("<html>")) != nil {
+		t.Error("HTML has a shape")
+	}
+	c := conformance.Case{Name: "x", Expect: conformance.Expect{Status: 400, Code: "invalid_param", Message: "m https://errors.pydantic.dev/2.12/v/x", Fields: map[string]string{"$.a": "number"}, Absent: []string{"$.b"}}}
+	o := conformance.Observed{Status: 400, Envelope: &conformance.Envelope{Code: "invalid_param", Message: "m https://errors.pydantic.dev/<version>/v/x", Status: 400}, Shape: conformance.Shape{"$.a": "number"}}
+	if m := conformance.Check(c, o); len(m) != 0 {
+		t.Errorf("conforming observation: %v", m)
+	}
+	o.Shape["$.b"] = "null"
+	o.Status = 422
+	if m := conformance.Check(c, o); len(m) != 3 {
+		t.Errorf("want status, envelope-status and absent-field mismatches, got %v", m)
+	}
+	a := conformance.Observed{Case: "x", Status: 200, Shape: conformance.Shape{"$.id": "string", "$.n": "null"}}
+	b := conformance.Observed{Case: "x", Status: 200, Shape: conformance.Shape{"$.id": "string", "$.m": "null"}}
+	d := conformance.Diff(a, b)
+	if len(d) != 2 || d[0].Path != "$.m" || d[0].A != "(missing)" || d[1].Path != "$.n" || d[1].B != "(missing)" {
+		t.Errorf("diff %+v", d)
+	}
+	if len(conformance.Diff(a, a)) != 0 {
+		t.Error("an observation differs from itself")
 	}
 }

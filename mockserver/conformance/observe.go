@@ -185,6 +185,9 @@ func Check(c Case, o Observed) []string {
 	if e.Events != nil && strings.Join(o.Events, ",") != strings.Join(e.Events, ",") {
 		bad("events %v, want %v", o.Events, e.Events)
 	}
+	if n := len(e.EventsEnd); n > 0 && (len(o.Events) < n || strings.Join(o.Events[len(o.Events)-n:], ",") != strings.Join(e.EventsEnd, ",")) {
+		bad("events %v do not end with %v", o.Events, e.EventsEnd)
+	}
 	return out
 }
 
@@ -230,12 +233,14 @@ func Diff(a, b Observed) []Difference {
 	add("code", "", ac, bc)
 	add("message", "", am, bm)
 	add("params", "", ap, bp)
-	seen := map[string]bool{}
-	for _, p := range append(a.Shape.Paths(), b.Shape.Paths()...) {
-		if seen[p] {
-			continue
-		}
-		seen[p] = true
+	union := Shape{}
+	for p := range a.Shape {
+		union[p] = ""
+	}
+	for p := range b.Shape {
+		union[p] = ""
+	}
+	for _, p := range union.Paths() {
 		x, y := a.Shape[p], b.Shape[p]
 		if x == "" {
 			x = "(missing)"

@@ -332,11 +332,6 @@ func Cases() []Case {
 			Request: Request{Method: "GET", Path: "/chat-messages"},
 			Expect:  Expect{Status: 405},
 			Note:    "flask-restx answers the JSON envelope (method_not_allowed); the newest tree's Blueprint handlers do not see routing errors, so only the status is common to both."},
-		Case{Name: "valid/chat-stream", Route: "POST /chat-messages", Class: ClassValid, Source: srcChat + "; api/core/app/apps/agent_app/app_runner.py; api/core/app/task_pipeline/easy_ui_based_generate_task_pipeline.py",
-			Request:  Request{Method: "POST", Path: "/chat-messages", Header: jsonCT, Body: `{"query":"Conformance check: say hello.","inputs":{},"user":"{user}","response_mode":"streaming","files":null,"auto_generate_name":"false"}`},
-			ChatTurn: true,
-			Expect:   Expect{Status: 200, ContentType: "text/event-stream", EventsEnd: []string{"message_end"}},
-			Note:     "files: null and a lax boolean are accepted; the stream ends with message_end."},
 	)
 
 	// --- Listing queries (pydantic models over request.args.to_dict()). ---

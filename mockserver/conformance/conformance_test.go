@@ -133,7 +133,11 @@ func TestRunIsSafeAndCleansUp(t *testing.T) {
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 	r := &conformance.Runner{Target: conformance.Target{BaseURL: ts.URL + "/v1/", Key: testKey}, User: "conformance-cleanup", MaxChatTurns: 1}
-	cases := conformance.Cases()
+	// The table's only chat turn is the fixture's; a chat case on top of
+	// it must hit the cap of 1.
+	cases := append(conformance.Cases(), conformance.Case{Name: "extra-turn", Route: "POST /chat-messages", Class: conformance.ClassValid,
+		Request: conformance.Request{Method: "POST", Path: "/chat-messages", Header: map[string]string{"Content-Type": "application/json"},
+			Body: `{"query":"hi","inputs":{},"user":"{user}","response_mode":"streaming"}`}, ChatTurn: true})
 	obs, err := r.Run(context.Background(), cases)
 	if err != nil {
 		t.Fatal(err)

@@ -237,9 +237,7 @@ var knownOutsideReferences = map[string]bool{
 	"dify/types.go":                  true,
 	"dify/doc.go":                    true,
 	"mockserver/server.go":           true,
-	"mockserver/lint/lint.go":        true,
 	"mockserver/reliability_test.go": true,
-	"docs/mock/api-coverage.md":      true,
 }
 
 // TestNoCitationOfOutsideMaterial: the project cites its own docs

@@ -10,17 +10,26 @@
 #   2. non-streaming endpoints at concurrency 50: requests/s, p50/p99;
 #   3. CPU profiles of the streaming and the non-streaming hot paths;
 #   4. `terraform plan` (refresh) with 1, 10, 100, 1000 conversations: wall time
-#      and requests (counted by a proxy in the load generator).
+#      and requests (counted by a proxy in the load generator);
+#   5. side by side with its peers (loadgen peers): WireMock 3.13.2 standalone
+#      (the jar from the npm package wiremock@3.13.2, run with Java; skipped
+#      with a note where Java or the jar is missing) and a bare httprouter
+#      handler, on GET /v1/parameters (same bytes, same load, alternating
+#      rounds) and one streamed answer (per-frame arrival error).
 # The tables go to stdout and to bench/results.md. bench/README.md explains
 # the method and the results.
 #
 # Environment:
-#   BENCH_STREAMS="1 100 1000 5000 10000"  stream counts
+#   BENCH_STREAMS="1 100 1000 5000 10000 20000"  stream counts
 #   BENCH_CASSETTE=tool-use                built-in cassette replayed
 #   BENCH_HTTP_DURATION=5s                 measured time per endpoint
 #   BENCH_HTTP_CONCURRENCY=50
 #   BENCH_PROVIDER_SIZES=1,10,100,1000     conversations in state
-#   BENCH_SKIP="profile provider"          sections to skip (streams http profile provider)
+#   BENCH_SKIP="profile provider"          sections to skip (streams http profile provider peers)
+#   BENCH_PEER_ROUNDS=3, BENCH_PEER_DURATION=4s, BENCH_PEER_STREAM_RUNS=10,
+#   BENCH_PEER_STREAM_CONCURRENCY=100      the peer comparison's sizes
+#   WIREMOCK_JAR=PATH                      a wiremock-standalone-3.13.2.jar to use (default:
+#                                          cached from `npm pack wiremock@3.13.2`)
 #   BENCH_RESULTS=bench/results.md         where the markdown goes ("" = stdout only)
 #   BENCH_KEEP=1                           keep the work folder (profiles, logs)
 #   BENCH_NICE=-10                         run the server and the load generator at this
@@ -32,7 +41,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_ROOT"
 
-read -r -a STREAMS <<<"${BENCH_STREAMS:-1 100 1000 5000 10000}"
+read -r -a STREAMS <<<"${BENCH_STREAMS:-1 100 1000 5000 10000 20000}"
 CASSETTE="${BENCH_CASSETTE:-tool-use}"
 HTTP_DURATION="${BENCH_HTTP_DURATION:-5s}"
 HTTP_CONCURRENCY="${BENCH_HTTP_CONCURRENCY:-50}"
@@ -42,8 +51,10 @@ SKIP=" ${BENCH_SKIP:-} "
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/tf-dify-bench.XXXXXX")"
 MOCK_PID=""
+PEER_PIDS=()
 cleanup() {
 	stop_mock
+	stop_peers
 	if [[ "${BENCH_KEEP:-0}" == 1 ]]; then
 		log "kept $WORK"
 	else
@@ -92,12 +103,13 @@ RESULTS_JSON="$WORK/results.jsonl"
 : >"$RESULTS_JSON"
 loadavg_start="$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
 
-# start_mock SPEED: starts dify-mock on a free loopback port; sets MOCK_PID,
-# MOCK_URL (API base) and DEBUG_URL (its profiling listener, --pprof-addr).
+# start_mock SPEED [SERVE FLAGS...]: starts dify-mock on a free loopback port;
+# sets MOCK_PID, MOCK_URL (API base) and DEBUG_URL (its profiling listener,
+# --pprof-addr).
 start_mock() {
 	local speed="$1" i
 	rm -f "$WORK/mock.out"
-	"${NICE[@]}" "$WORK/dify-mock" serve --addr 127.0.0.1:0 --pprof-addr 127.0.0.1:0 --speed "$speed" \
+	"${NICE[@]}" "$WORK/dify-mock" serve --addr 127.0.0.1:0 --pprof-addr 127.0.0.1:0 --speed "$speed" "${@:2}" \
 		>"$WORK/mock.out" 2>>"$WORK/mock.log" &
 	MOCK_PID=$!
 	for ((i = 0; i < 100; i++)); do
@@ -180,6 +192,94 @@ if want provider; then
 	fi
 fi
 
+# --- the peers: WireMock 3.13.2 and a bare httprouter handler ----------------
+
+stop_peers() {
+	local pid
+	for pid in "${PEER_PIDS[@]}"; do
+		kill -TERM "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	PEER_PIDS=()
+}
+
+# wiremock_jar: prints the path of WireMock 3.13.2's standalone jar, taken
+# from the npm package wiremock@3.13.2 (the first time: `npm pack`, kept in
+# the tool cache), or fails with the reason.
+WIREMOCK_VERSION=3.13.2
+wiremock_jar() {
+	if [[ -n "${WIREMOCK_JAR:-}" ]]; then
+		[[ -f "$WIREMOCK_JAR" ]] || { warn "WIREMOCK_JAR=$WIREMOCK_JAR does not exist"; return 1; }
+		printf '%s\n' "$WIREMOCK_JAR"
+		return 0
+	fi
+	local dir="$CACHE_DIR/wiremock-$WIREMOCK_VERSION" jar
+	jar="$dir/wiremock-standalone-$WIREMOCK_VERSION.jar"
+	if [[ ! -f "$jar" ]]; then
+		command -v npm >/dev/null 2>&1 || { warn "npm not found: cannot get the wiremock@$WIREMOCK_VERSION package"; return 1; }
+		local tmp
+		tmp="$(mktemp -d "$WORK/wiremock.XXXXXX")"
+		log "getting wiremock@$WIREMOCK_VERSION from the npm registry (once; cached in $dir)"
+		(cd "$tmp" && npm pack --silent "wiremock@$WIREMOCK_VERSION" >/dev/null) || { warn "npm pack wiremock@$WIREMOCK_VERSION failed"; return 1; }
+		tar -xzf "$tmp"/wiremock-*.tgz -C "$tmp" package/build
+		mkdir -p "$dir"
+		mv "$tmp/package/build/wiremock-standalone-$WIREMOCK_VERSION.jar" "$jar.new" && mv "$jar.new" "$jar"
+	fi
+	printf '%s\n' "$jar"
+}
+
+# wait_for_line FILE REGEX PID SECONDS: prints the first match of REGEX
+# (sed -E, one group) in FILE once it appears.
+wait_for_line() {
+	local file="$1" re="$2" pid="$3" secs="$4" i v
+	for ((i = 0; i < secs * 10; i++)); do
+		v="$(sed -n -E "s|$re|\\1|p" "$file" 2>/dev/null | head -n1)"
+		[[ -n "$v" ]] && { printf '%s\n' "$v"; return 0; }
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	cat "$file" >&2
+	return 1
+}
+
+peer_notes=()
+if want peers; then
+	log "peers: dify-mock, WireMock $WIREMOCK_VERSION and a bare httprouter handler"
+	"$WORK/loadgen" peers-setup --dir "$WORK/peers"
+	start_mock 1 --cassettes "$WORK/peers/cassettes"
+	peer_args=(--dify-mock "$MOCK_URL" --dify-mock-pid "$MOCK_PID")
+
+	"${NICE[@]}" "$WORK/loadgen" bare --dir "$WORK/peers" >"$WORK/bare.out" 2>&1 &
+	PEER_PIDS+=($!)
+	bare_url="$(wait_for_line "$WORK/bare.out" '^bare handler on (http://127\.0\.0\.1:[0-9]+/v1)$' "$!" 20)" ||
+		die "the bare handler did not start"
+	peer_args+=(--bare "$bare_url" --bare-pid "${PEER_PIDS[-1]}")
+
+	if ! command -v java >/dev/null 2>&1; then
+		warn "no Java: WireMock is not measured"
+		peer_notes+=(--note "WireMock: not measured (no Java on this machine)")
+	elif ! jar="$(wiremock_jar)"; then
+		peer_notes+=(--note "WireMock: not measured (its jar could not be obtained from the npm package wiremock@$WIREMOCK_VERSION)")
+	else
+		# WireMock at its fastest for this work: no request journal or
+		# logging, no gzip, asynchronous responses for the dribbled
+		# stream, enough Jetty threads for every connection.
+		"${NICE[@]}" java -jar "$jar" --port 0 --bind-address 127.0.0.1 --root-dir "$WORK/peers/wiremock" \
+			--disable-banner --no-request-journal --disable-request-logging --disable-gzip \
+			--async-response-enabled true --container-threads 200 >"$WORK/wiremock.out" 2>&1 &
+		PEER_PIDS+=($!)
+		wm_port="$(wait_for_line "$WORK/wiremock.out" '^port: +([0-9]+)$' "$!" 180)" || die "WireMock did not start"
+		peer_args+=(--wiremock "http://127.0.0.1:$wm_port/v1" --wiremock-pid "${PEER_PIDS[-1]}")
+		peer_notes+=(--note "WireMock: $WIREMOCK_VERSION standalone ($(java -version 2>&1 | head -n1 | tr -d '"'))")
+	fi
+	"${LOADGEN[@]}" peers "${peer_args[@]}" --concurrency "$HTTP_CONCURRENCY" \
+		--rounds "${BENCH_PEER_ROUNDS:-3}" --duration "${BENCH_PEER_DURATION:-4s}" --first-warmup 10s \
+		--stream-runs "${BENCH_PEER_STREAM_RUNS:-10}" --stream-concurrency "${BENCH_PEER_STREAM_CONCURRENCY:-100}" \
+		--out "$RESULTS_JSON"
+	stop_peers
+	stop_mock
+fi
+
 if grep -q -i -e 'panic' -e 'level=ERROR' "$WORK/mock.log" 2>/dev/null; then
 	grep -i -e 'panic' -e 'level=ERROR' "$WORK/mock.log" | head -n 20 >&2
 	die "dify-mock logged errors or panics during the benchmark (above)"
@@ -192,6 +292,7 @@ notes=(
 	--note "Load average (1/5/15 min): $loadavg_start at the start, $loadavg_end at the end (other work on the machine skews the numbers)"
 	--note "Process priority: $priority"
 	--note "Bench wall time: $(elapsed "$start")"
+	"${peer_notes[@]}"
 )
 out_args=()
 [[ -n "$RESULTS" ]] && out_args=(--out "$RESULTS")

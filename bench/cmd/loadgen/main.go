@@ -33,6 +33,10 @@ var subcommands = map[string]subcommand{
 	"http":     {"non-streaming endpoint throughput and latency at a fixed concurrency", runHTTP},
 	"provider": {"requests and wall time of `terraform plan` with N conversations in state", runProvider},
 	"report":   {"render the results file as markdown tables", runReport},
+	// The peer comparison (peers.go).
+	"peers-setup": {"write the inputs dify-mock, WireMock and the bare handler serve in the peer comparison", runPeersSetup},
+	"bare":        {"serve GET /v1/parameters with a bare httprouter handler (the Go ceiling)", runBare},
+	"peers":       {"GET /v1/parameters and a streamed answer against dify-mock, WireMock and the bare handler", runPeers},
 }
 
 func main() {

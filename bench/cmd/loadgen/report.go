@@ -28,9 +28,11 @@ const (
 )
 
 type reportInput struct {
-	streams  []streamsResult
-	http     []httpResult
-	provider []providerResult
+	streams     []streamsResult
+	http        []httpResult
+	provider    []providerResult
+	peerHTTP    []peerHTTPResult
+	peerStreams []peerStreamResult
 }
 
 func readResults(r io.Reader) (*reportInput, error) {
@@ -62,6 +64,14 @@ func readResults(r io.Reader) (*reportInput, error) {
 			var v providerResult
 			err = json.Unmarshal(b, &v)
 			in.provider = append(in.provider, v)
+		case "peers-http":
+			var v peerHTTPResult
+			err = json.Unmarshal(b, &v)
+			in.peerHTTP = append(in.peerHTTP, v)
+		case "peers-stream":
+			var v peerStreamResult
+			err = json.Unmarshal(b, &v)
+			in.peerStreams = append(in.peerStreams, v)
 		default:
 			err = fmt.Errorf("unknown kind %q", kind.Kind)
 		}
@@ -221,8 +231,17 @@ func renderReport(in *reportInput, m machine, notes []string, profiles []profile
 		w("\n")
 	}
 
+	renderPeers(&b, in)
+
 	if rows := targetRows(in); len(rows) > 0 {
 		w("## Targets (issue 7)\n\n| Target | Measured | |\n|---|---|---|\n")
+		for _, r := range rows {
+			w("| %s | %s | %s |\n", r[0], r[1], r[2])
+		}
+		w("\n")
+	}
+	if rows := peerTargetRows(in); len(rows) > 0 {
+		w("## Targets (issue 15)\n\n| Target | Measured | |\n|---|---|---|\n")
 		for _, r := range rows {
 			w("| %s | %s | %s |\n", r[0], r[1], r[2])
 		}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+)
+
+func TestPeersSetupWritesTheSameBytesForEveryServer(t *testing.T) {
+	dir := t.TempDir()
+	if err := runPeersSetup(context.Background(), []string{"--dir", dir}, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	set, err := cassette.LoadDir(filepath.Join(dir, "cassettes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := set.Get(peerCassette)
+	if !ok || len(c.Turns) != 1 || c.Meta.Provenance != cassette.ProvenanceSynthesized {
+		t.Fatalf("cassette %+v", c)
+	}
+	var streamed bytes.Buffer
+	frames := c.Turns[0].Frames
+	if len(frames) != len(peerOffsets) {
+		t.Fatalf("%d frames", len(frames))
+	}
+	for i, f := range frames {
+		if f.Offset != peerOffsets[i] {
+			t.Errorf("frame %d at %v, want %v", i, f.Offset, peerOffsets[i])
+		}
+		streamed.Write(f.Raw)
+	}
+	if !strings.Contains(string(frames[len(frames)-1].Raw), `"event":"message_end"`) {
+		t.Error("the last frame is not message_end")
+	}
+
+	var stream struct {
+		Response struct {
+			Base64Body          string `json:"base64Body"`
+			ChunkedDribbleDelay struct {
+				NumberOfChunks int `json:"numberOfChunks"`
+				TotalDuration  int `json:"totalDuration"`
+			} `json:"chunkedDribbleDelay"`
+		} `json:"response"`
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "wiremock", "mappings", "stream.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &stream); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := base64.StdEncoding.DecodeString(stream.Response.Base64Body)
+	if !bytes.Equal(body, streamed.Bytes()) || stream.Response.ChunkedDribbleDelay.NumberOfChunks != 7 ||
+		stream.Response.ChunkedDribbleDelay.TotalDuration != 1720 {
+		t.Errorf("WireMock stream mapping does not serve the cassette's bytes over 1720 ms in 7 chunks: %+v", stream.Response.ChunkedDribbleDelay)
+	}
+}
+
+func TestPeerTargets(t *testing.T) {
+	in := &reportInput{
+		peerHTTP: []peerHTTPResult{
+			{Kind: "peers-http", Target: "dify-mock", RPS: 30000},
+			{Kind: "peers-http", Target: "wiremock", RPS: 10000},
+			{Kind: "peers-http", Target: "bare", RPS: 50000},
+		},
+		peerStreams: []peerStreamResult{{Kind: "peers-stream", Target: "dify-mock", Runs: 10, AbsError: summary{Count: 70, Max: 4 * time.Millisecond}}},
+		streams:     []streamsResult{{Streams: 10000, Completed: 10000, Lateness: summary{P99: 25 * time.Millisecond}, Server: serverFigures{PeakRSSKiB: 200 * 1024}}},
+	}
+	got := map[string]string{}
+	for _, r := range peerTargetRows(in) {
+		got[r[0]] = r[2] + " " + r[1]
+	}
+	for target, want := range map[string]string{
+		"`GET /v1/parameters` ≥ 1.5× WireMock's req/s":            "met 3.00×",
+		"`GET /v1/parameters` ≥ 70 % of the bare handler's req/s": "**missed** 60 %",
+		"Per-frame arrival error ≤ 10 ms (one stream at a time)":  "met max 4.00 ms",
+		"Lateness p99 ≤ 20 ms at 10,000 streams (all frames)":     "**missed** 25.00 ms",
+		"10,000 streams in ≤ 300 MiB RSS":                         "met 200 MiB",
+	} {
+		if !strings.HasPrefix(got[target], want) {
+			t.Errorf("%s: %q, want it to start with %q", target, got[target], want)
+		}
+	}
+}

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// peerNames are the tables' names for the peers-* targets.
+var peerNames = map[string]string{
+	"dify-mock": "dify-mock",
+	"wiremock":  "WireMock 3.13.2 (standalone jar)",
+	"bare":      "bare httprouter handler (Go ceiling)",
+}
+
+func peerName(t string) string {
+	if n, ok := peerNames[t]; ok {
+		return n
+	}
+	return t
+}
+
+func (in *reportInput) peerHTTPOf(target string) (peerHTTPResult, bool) {
+	for _, r := range in.peerHTTP {
+		if r.Target == target {
+			return r, true
+		}
+	}
+	return peerHTTPResult{}, false
+}
+
+func (in *reportInput) peerStreamOf(target string) (peerStreamResult, bool) {
+	for _, r := range in.peerStreams {
+		if r.Target == target {
+			return r, true
+		}
+	}
+	return peerStreamResult{}, false
+}
+
+// signedMS prints a signed error in milliseconds ("+3.20", "-135.68").
+func signedMS(d time.Duration) string {
+	return fmt.Sprintf("%+.2f", float64(d)/float64(time.Millisecond))
+}
+
+func renderPeers(b *strings.Builder, in *reportInput) {
+	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	if len(in.peerHTTP) == 0 && len(in.peerStreams) == 0 {
+		return
+	}
+	w("## Side by side: WireMock and a bare handler\n\n")
+	w("Each server is its own process on this machine, measured from the same separate load process in the same run.\n\n")
+	if len(in.peerHTTP) > 0 {
+		h := in.peerHTTP[0]
+		w("**`GET /v1/parameters`**: the same %d bytes from each (checked byte for byte before measuring), closed loop with %d requests in flight "+
+			"over keep-alive connections, %d alternating rounds (a different server first each round) of %.0f s each after a warm-up; "+
+			"p50/p99 over every request of every round.\n\n", h.BodyBytes, h.Concurrency, h.Rounds, h.Seconds/float64(max(h.Rounds, 1)))
+		dm, hasDM := in.peerHTTPOf("dify-mock")
+		w("| Server | Requests/s | Per round | p50 ms | p99 ms | max ms | Errors | Peak RSS MiB | dify-mock ÷ it (req/s) |\n")
+		w("|---|---:|---|---:|---:|---:|---:|---:|---:|\n")
+		for _, r := range in.peerHTTP {
+			var rounds []string
+			for _, x := range r.RoundRPS {
+				rounds = append(rounds, fmt.Sprintf("%.0f", x))
+			}
+			ratio := "–"
+			if hasDM && r.Target != "dify-mock" && r.RPS > 0 {
+				ratio = fmt.Sprintf("%.2f×", dm.RPS/r.RPS)
+			}
+			w("| %s | %.0f | %s | %s | %s | %s | %d | %s | %s |\n", peerName(r.Target), r.RPS, strings.Join(rounds, ", "),
+				ms(r.Latency.P50), ms(r.Latency.P99), ms(r.Latency.Max), r.Errors, mib(r.PeakRSSKiB), ratio)
+		}
+		for _, r := range in.peerHTTP {
+			if r.Errors > 0 {
+				w("\n%s: %d errors, first: %s\n", peerName(r.Target), r.Errors, r.FirstError)
+			}
+		}
+		w("\n")
+	}
+	if len(in.peerStreams) > 0 {
+		s0 := in.peerStreams[0]
+		var offs []string
+		for _, o := range s0.Offsets {
+			offs = append(offs, fmt.Sprint(o.Milliseconds()))
+		}
+		w("**One streamed answer** of %d SSE frames recorded at %s ms (`POST /v1/chat-messages`). Each frame's arrival error = "+
+			"when the load client had the complete frame − the recorded offset, both from the moment the request was sent (so "+
+			"time to the first byte counts). %d streams per server one at a time (alternating servers), then %d at once.\n\n",
+			len(s0.Offsets), strings.Join(offs, ", "), s0.Runs, s0.Concurrent)
+		w("| Server | How it paces the body | One at a time: \\|error\\| p50 ms | p99 ms | max ms | Failed | %d at once: \\|error\\| p50 ms | p99 ms | max ms | Failed | Wall s |\n", s0.Concurrent)
+		w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, r := range in.peerStreams {
+			w("| %s | %s | %s | %s | %s | %d | %s | %s | %s | %d | %.1f |\n", peerName(r.Target), r.Method,
+				ms(r.AbsError.P50), ms(r.AbsError.P99), ms(r.AbsError.Max), r.Failed,
+				ms(r.ConcurrentAbs.P50), ms(r.ConcurrentAbs.P99), ms(r.ConcurrentAbs.Max), r.ConcurrentFailed, r.ConcurrentSecs)
+		}
+		w("\nPer frame, one stream at a time (median signed error, and the largest |error| over the runs):\n\n")
+		w("| Frame | Recorded ms |")
+		for _, r := range in.peerStreams {
+			w(" %s median ms | max \\|error\\| ms |", r.Target)
+		}
+		w("\n|---:|---:|")
+		for range in.peerStreams {
+			w("---:|---:|")
+		}
+		w("\n")
+		for i, o := range s0.Offsets {
+			w("| %d | %d |", i, o.Milliseconds())
+			for _, r := range in.peerStreams {
+				if i < len(r.FrameP50) {
+					w(" %s | %s |", signedMS(r.FrameP50[i]), ms(r.FrameMax[i]))
+				} else {
+					w(" – | – |")
+				}
+			}
+			w("\n")
+		}
+		for _, r := range in.peerStreams {
+			if r.FirstError != "" {
+				w("\n%s: first failure: %s\n", peerName(r.Target), r.FirstError)
+			}
+		}
+		w("\n")
+	}
+}
+
+// peerTargetRows compares the results with issue 15's targets.
+func peerTargetRows(in *reportInput) [][3]string {
+	var rows [][3]string
+	dm, hasDM := in.peerHTTPOf("dify-mock")
+	if wm, ok := in.peerHTTPOf("wiremock"); ok && hasDM && wm.RPS > 0 {
+		ratio := dm.RPS / wm.RPS
+		rows = append(rows, [3]string{"`GET /v1/parameters` ≥ 1.5× WireMock's req/s",
+			fmt.Sprintf("%.2f× (%.0f vs %.0f req/s)", ratio, dm.RPS, wm.RPS), check(ratio >= targetVsWireMock && dm.Errors == 0)})
+	}
+	if bare, ok := in.peerHTTPOf("bare"); ok && hasDM && bare.RPS > 0 {
+		ratio := dm.RPS / bare.RPS
+		rows = append(rows, [3]string{"`GET /v1/parameters` ≥ 70 % of the bare handler's req/s",
+			fmt.Sprintf("%.0f %% (%.0f vs %.0f req/s)", ratio*100, dm.RPS, bare.RPS), check(ratio >= targetVsBare && dm.Errors == 0)})
+	}
+	if s, ok := in.peerStreamOf("dify-mock"); ok {
+		measured := fmt.Sprintf("max %s ms over %d streams (p99 %s ms)", ms(s.AbsError.Max), s.Runs-s.Failed, ms(s.AbsError.P99))
+		if wm, ok := in.peerStreamOf("wiremock"); ok {
+			measured += fmt.Sprintf("; WireMock: max %s ms, p50 %s ms", ms(wm.AbsError.Max), ms(wm.AbsError.P50))
+		}
+		rows = append(rows, [3]string{"Per-frame arrival error ≤ 10 ms (one stream at a time)", measured,
+			check(s.Failed == 0 && s.AbsError.Count > 0 && s.AbsError.Max <= targetFrameError)})
+	}
+	byN := map[int]streamsResult{}
+	for _, r := range in.streams {
+		byN[r.Streams] = r
+	}
+	if r, ok := byN[targetStreamsLargest]; ok {
+		rows = append(rows,
+			[3]string{"Lateness p99 ≤ 20 ms at 10,000 streams (all frames)", ms(r.Lateness.P99) + " ms", check(r.Failed == 0 && r.Lateness.P99 <= targetLateP99At10k)},
+			[3]string{"10,000 streams in ≤ 300 MiB RSS", mib(r.Server.PeakRSSKiB) + " MiB", check(r.Failed == 0 && r.Server.PeakRSSKiB > 0 && r.Server.PeakRSSKiB <= targetRSSAt10kMiB*1024)})
+	}
+	if r, ok := byN[targetStreamsMax]; ok {
+		rows = append(rows, [3]string{"20,000 streams complete", fmt.Sprintf("%d of %d (peak live %d, RSS %s MiB, lateness p99 %s ms)", r.Completed, r.Streams, r.PeakConcurrent, mib(r.Server.PeakRSSKiB), ms(r.Lateness.P99)),
+			check(r.Completed == r.Streams && r.Failed == 0)})
+	} else if largest := largestStreams(in.streams); largest.Streams > targetStreamsLargest {
+		// Machines whose open-file limit cannot fit 20,000 sockets per process.
+		rows = append(rows, [3]string{"20,000 streams complete", fmt.Sprintf("not run; the largest run: %d of %d streams completed (peak live %d, RSS %s MiB)",
+			largest.Completed, largest.Streams, largest.PeakConcurrent, mib(largest.Server.PeakRSSKiB)), "**not measured**"})
+	}
+	return rows
+}
+
+func largestStreams(rs []streamsResult) streamsResult {
+	var best streamsResult
+	for _, r := range rs {
+		if r.Streams > best.Streams {
+			best = r
+		}
+	}
+	return best
+}

@@ -170,9 +170,10 @@ func runPeersSetup(_ context.Context, args []string, stderr io.Writer) error {
 }
 
 // sevenFrames derives the streamed answer from the built-in plain-answer
-// cassette: its agent_thought, four agent_message deltas, message and
-// message_end, re-timed to peerOffsets. The closing message then holds one
-// delta more than was streamed; nothing in the benchmark reads it.
+// cassette: its first frame (an agent_thought), its first four
+// agent_message deltas, the closing message and message_end, re-timed to
+// peerOffsets. The closing message then holds more than was streamed;
+// nothing in the benchmark reads it.
 func sevenFrames() ([]cassette.Frame, *cassette.File, error) {
 	data, err := iofs.ReadFile(cassettes.FS(), "plain-answer.yaml")
 	if err != nil {
@@ -191,16 +192,23 @@ func sevenFrames() ([]cassette.Frame, *cassette.File, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		if len(all) != 8 {
-			return nil, nil, fmt.Errorf("plain-answer has %d frames, the benchmark expects 8", len(all))
+		if len(all) < 3 {
+			return nil, nil, fmt.Errorf("plain-answer has %d frames", len(all))
 		}
-		for i, fr := range all {
-			if i == 5 { // the fifth delta
-				continue
+		picked := []cassette.Frame{all[0]}
+		for _, fr := range all[1 : len(all)-2] {
+			if len(picked) < 5 && bytes.Contains(fr.Raw, []byte(`"event":"agent_message"`)) {
+				picked = append(picked, fr)
 			}
-			fr.Offset = peerOffsets[len(frames)]
-			frames = append(frames, fr)
 		}
+		picked = append(picked, all[len(all)-2:]...)
+		if len(picked) != len(peerOffsets) {
+			return nil, nil, fmt.Errorf("plain-answer yields %d frames for the benchmark, want %d", len(picked), len(peerOffsets))
+		}
+		for i := range picked {
+			picked[i].Offset = peerOffsets[i]
+		}
+		frames = picked
 		values, body := cassette.EncodeFrames(frames)
 		in.Response.Headers[cassette.FramesHeader] = values
 		in.Response.Body = body

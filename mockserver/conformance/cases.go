@@ -412,6 +412,49 @@ func Cases() []Case {
 			Expect:   Expect{Status: 200}},
 	)
 
+	// --- Message feedback (no app-mode gate, docs/api §25–§26). ---
+	const srcFeedback = "api/controllers/service_api/app/message.py MessageFeedbackApi.post, MessageFeedbackPayload; api/services/message_service.py MessageService.create_feedback"
+	add(
+		Case{Name: "missing/feedback-user", Route: "POST /messages/{id}/feedbacks", Class: ClassMissing, Source: srcWraps + " (JSON, required=True); " + srcFeedback,
+			Request: Request{Method: "POST", Path: "/messages/{message_id}/feedbacks", Header: jsonCT, Body: `{"rating":"like"}`},
+			Needs:   []Fixture{FixtureMessage},
+			Expect:  Expect{Status: 400, Code: "invalid_param", Message: MsgUserRequired}},
+		Case{Name: "valid/feedback-like", Route: "POST /messages/{id}/feedbacks", Class: ClassValid, Source: srcFeedback,
+			Request: Request{Method: "POST", Path: "/messages/{message_id}/feedbacks", Header: jsonCT, Body: `{"rating":"like","content":"conformance","user":"{user}"}`},
+			Needs:   []Fixture{FixtureMessage},
+			Expect:  Expect{Status: 200, ContentType: "application/json", Fields: map[string]string{"$.result": "string"}}},
+		Case{Name: "valid/feedback-in-history", Route: "GET /messages", Class: ClassState, Source: srcMsgList + " (MessageListItem.feedback)",
+			Request: Request{Method: "GET", Path: "/messages?user={user}&conversation_id={conversation_id}"},
+			Needs:   []Fixture{FixtureConversation},
+			Expect:  Expect{Status: 200, Fields: map[string]string{"$.data[].feedback": "object", "$.data[].feedback.rating": "string"}}},
+		Case{Name: "null/feedback-rating-revokes", Route: "POST /messages/{id}/feedbacks", Class: ClassNull, Source: srcFeedback + " (rating None deletes the feedback)",
+			Request: Request{Method: "POST", Path: "/messages/{message_id}/feedbacks", Header: jsonCT, Body: `{"rating":null,"user":"{user}"}`},
+			Needs:   []Fixture{FixtureMessage},
+			Expect:  Expect{Status: 200}},
+		Case{Name: "state/feedback-revoke-without-feedback", Route: "POST /messages/{id}/feedbacks", Class: ClassState, Source: srcFeedback,
+			Request: Request{Method: "POST", Path: "/messages/{message_id}/feedbacks", Header: jsonCT, Body: `{"rating":null,"user":"{user}"}`},
+			Needs:   []Fixture{FixtureMessage},
+			Expect:  Expect{Status: 400},
+			Note:    "Released servers: invalid_param \"rating cannot be None when feedback not exists\"; the newest tree: message_feedback_rating_required. Only the status is common."},
+		Case{Name: "wrong-type/feedback-rating", Route: "POST /messages/{id}/feedbacks", Class: ClassWrongType, Source: srcFeedback + " (Literal[\"like\", \"dislike\"] | None)",
+			Request: Request{Method: "POST", Path: "/messages/{message_id}/feedbacks", Header: jsonCT, Body: `{"rating":"love","user":"{user}"}`},
+			Needs:   []Fixture{FixtureMessage},
+			Expect:  Expect{Status: 400, Code: "invalid_param", Message: "*"},
+			Note:    "Dify's message is pydantic's (1 validation error for MessageFeedbackPayload …); the newest tree's @model_validate answers 422 instead."},
+		Case{Name: "state/feedback-unknown-message", Route: "POST /messages/{id}/feedbacks", Class: ClassState, Source: srcFeedback,
+			Request: Request{Method: "POST", Path: "/messages/{unknown_uuid}/feedbacks", Header: jsonCT, Body: `{"rating":"like","user":"{user}"}`},
+			Expect:  Expect{Status: 404, Code: "not_found", Message: "Message Not Exists."}},
+		Case{Name: "uuid/feedback-path-garbage", Route: "POST /messages/{id}/feedbacks", Class: ClassUUID, Source: srcRouting + "; <uuid:message_id> converter",
+			Request: Request{Method: "POST", Path: "/messages/not-a-uuid/feedbacks", Header: jsonCT, Body: `{"rating":"like","user":"{user}"}`},
+			Expect:  Expect{Status: 404, ContentType: "text/html"}},
+		Case{Name: "valid/app-feedbacks", Route: "GET /app/feedbacks", Class: ClassValid, Source: "api/controllers/service_api/app/message.py AppGetFeedbacksApi.get, FeedbackListQuery",
+			Request: Request{Method: "GET", Path: "/app/feedbacks?page=1&limit=5"},
+			Expect:  Expect{Status: 200, ContentType: "application/json", Fields: map[string]string{"$.data": "array"}, Absent: []string{"$.has_more"}}},
+		Case{Name: "bounds/app-feedbacks-limit-102", Route: "GET /app/feedbacks", Class: ClassBounds, Source: "api/controllers/service_api/app/message.py FeedbackListQuery (limit le=101)",
+			Request: Request{Method: "GET", Path: "/app/feedbacks?limit=102"},
+			Expect:  Expect{Status: 400, Code: "invalid_param", Message: "*"}},
+	)
+
 	// --- Destructive cases last: they delete the fixture conversation. ---
 	add(
 		Case{Name: "valid/delete-conversation-204", Route: "DELETE /conversations/{id}", Class: ClassValid, Source: srcDelete,

@@ -6,11 +6,13 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver/fault"
+	"github.com/difyops/terraform-provider-dify/mockserver/journal"
 	"github.com/difyops/terraform-provider-dify/mockserver/replay"
 	"github.com/difyops/terraform-provider-dify/mockserver/store"
 )
@@ -211,24 +213,45 @@ func (s *Server) chatMessages(w http.ResponseWriter, r *http.Request, _ httprout
 		writeError(w, e)
 		return
 	}
-	s.serveChat(w, r, req)
+	if cs := s.serveChat(w, r, req); cs != nil {
+		s.playChat(w, r, cs)
+	}
+}
+
+// chatStream is a chat turn ready to stream, handed from serveChat to
+// playChat.
+type chatStream struct {
+	bound     *replay.Bound
+	turn      *replay.Turn
+	tk        *task
+	taskID    string
+	conv      store.Conversation
+	msgID     string
+	query     string
+	userFiles []dify.MessageFile
+	now       time.Time
+	ref       turnRef
+	spec      fault.Spec
+	speed     float64
+	rec       *journal.Record
 }
 
 // serveChat is the rest of chatMessages. It is a separate function so that
 // its large frame is not on the stack while parseChat decodes JSON (the
 // deepest point of a chat request): the connection's goroutine then keeps
 // an 8 KiB stack instead of growing to 16 KiB, for the whole stream.
-func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, req *chatRequest) {
+func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, req *chatRequest) *chatStream {
 	header, e := s.headerCassette(r)
 	if e != nil {
 		writeError(w, e)
-		return
+		return nil
 	}
 	speed, e := s.requestSpeed(r)
 	if e != nil {
 		writeError(w, e)
-		return
+		return nil
 	}
+	rule := s.chatRule(r, req.user, req.convID, &header, &speed)
 	endUser := s.store.EndUser(req.user)
 	var conv store.Conversation
 	// ChatApi.post looks the conversation up before generating; the
@@ -238,7 +261,7 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, req *chatRequ
 	if req.convID != "" {
 		if _, err := s.store.Conversation(req.convID, endUser.ID); err != nil {
 			writeError(w, errConvNotFound)
-			return
+			return nil
 		}
 	}
 	if req.blocking {
@@ -251,16 +274,16 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, req *chatRequ
 	}
 	if e := s.validateInputs(req.inputs); e != nil {
 		writeError(w, e)
-		return
+		return nil
 	}
 	userFiles, uploadIDs, e := s.checkFiles(req.files, endUser.ID)
 	if e != nil {
 		writeError(w, e)
-		return
+		return nil
 	}
 	if s.isClosed() {
 		writeError(w, errShuttingDown)
-		return
+		return nil
 	}
 
 	var (
@@ -271,7 +294,7 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, req *chatRequ
 		var err error
 		conv, err = s.store.ClaimTurn(req.convID, endUser.ID, func(c string, next int) (string, int) {
 			ref = s.selectTurn(header, req.query, c, next)
-			spec = s.chatFault(r, ref.cassette)
+			spec = s.chatFault(r, ref.cassette, rule.faultSpec())
 			if spec.Before != nil && c != "" && next > 0 {
 				// The request fails before the turn plays: the
 				// conversation stays where it was.
@@ -281,23 +304,25 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, req *chatRequ
 		})
 		if err != nil { // deleted meanwhile
 			writeError(w, errConvNotFound)
-			return
+			return nil
 		}
 	} else {
 		ref = s.selectTurn(header, req.query, "", 0)
-		spec = s.chatFault(r, ref.cassette)
+		spec = s.chatFault(r, ref.cassette, rule.faultSpec())
 	}
+	rec := journal.FromContext(r.Context())
+	rec.Choice(ref.cassette, ref.turn, rule.ruleID(), spec.String(), speed)
 	if !s.beforeResponse(w, r, spec, true) {
-		return
+		return nil
 	}
 	if spec.Delay > 0 && s.isClosed() { // shutdown cut the delay short
 		writeError(w, errShuttingDown)
-		return
+		return nil
 	}
 	t := s.turn(ref)
 	if t.Status != http.StatusOK {
 		s.writeRecordedError(w, t)
-		return
+		return nil
 	}
 	if req.convID == "" {
 		conv = s.store.NewConversation(endUser.ID, req.inputs, s.app.Parameters.OpeningStatement, req.autoName)
@@ -308,10 +333,8 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, req *chatRequ
 	tk, ok := s.beginStream(taskID, endUser.ID)
 	if !ok {
 		writeError(w, errShuttingDown)
-		return
+		return nil
 	}
-	defer s.endStream(taskID)
-
 	now := s.store.Now()
 	bound := t.Bind(replay.Binding{ConversationID: conv.ID, MessageID: msgID, TaskID: taskID, Now: now, UploadFileIDs: uploadIDs})
 	h := w.Header()
@@ -333,13 +356,30 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, req *chatRequ
 	}
 	w.WriteHeader(http.StatusOK)
 
-	sink := &flushSink{w: w, rc: http.NewResponseController(w)}
-	opts := replay.Options{Speed: speed, RunTimeout: s.cfg.RunTimeout, MaxModelRequests: s.cfg.MaxModelRequests, Fault: spec.Stream}
-	rep := bound.Play(r.Context(), sink, opts, replay.Signals{Stop: tk.stop, Shutdown: s.closing}, func(rep *replay.Report) {
+	return &chatStream{bound: bound, turn: t, tk: tk, taskID: taskID, conv: conv, msgID: msgID, query: req.query,
+		userFiles: userFiles, now: now, ref: ref, spec: spec, speed: speed, rec: rec}
+}
+
+// playChat streams the turn serveChat prepared. It runs after serveChat
+// has returned, so that serveChat's large frame is not on the stack below
+// the replay, whose flushes reach deep into net/http: the connection's
+// goroutine keeps its 8 KiB stack (stack_test.go) with room for the
+// journal's layers.
+func (s *Server) playChat(w http.ResponseWriter, r *http.Request, cs *chatStream) {
+	defer s.endStream(cs.taskID)
+	var sink replaySink = &flushSink{w: w, rc: http.NewResponseController(w)}
+	if cs.rec != nil {
+		sink = &journalSink{replaySink: sink, rec: cs.rec, turn: scriptTurn{cs.turn}, speed: cs.speed, start: time.Now()}
+	}
+	opts := replay.Options{Speed: cs.speed, RunTimeout: s.cfg.RunTimeout, MaxModelRequests: s.cfg.MaxModelRequests, Fault: cs.spec.Stream}
+	rep := cs.bound.Play(r.Context(), sink, opts, replay.Signals{Stop: cs.tk.stop, Shutdown: s.closing}, func(rep *replay.Report) {
 		// On a fresh stack for the same reason as flushSink's header write.
-		onFreshStack(func() { s.recordTurn(conv, msgID, req.query, userFiles, now.Unix(), ref.cassette, rep) })
+		onFreshStack(func() {
+			s.recordTurn(cs.conv, cs.msgID, cs.query, cs.userFiles, cs.now.Unix(), cs.ref.cassette, rep)
+		})
 	})
-	s.log.Debug("replay ended", "cassette", ref.cassette, "turn", ref.turn, "outcome", rep.Outcome.String(), "frames", rep.Sent)
+	cs.rec.Update(func(e *journal.Entry) { e.Outcome = rep.Outcome.String() })
+	s.log.Debug("replay ended", "cassette", cs.ref.cassette, "turn", cs.ref.turn, "outcome", rep.Outcome.String(), "frames", rep.Sent)
 	if rep.Reset {
 		resetAfterStream(w)
 	}

@@ -18,7 +18,8 @@ import (
 )
 
 // Fault injection (docs/mock/faults.md). A fault spec comes from, most
-// specific first: the X-Dify-Mock-Fault header, the picked cassette's
+// specific first: the X-Dify-Mock-Fault header, a control API rule
+// (docs/mock/console.md), the picked cassette's
 // dify_mock.fault (chat only), Config.Fault. Response faults (slow-headers,
 // status, empty-response, …) act right after authentication on every route
 // but POST /chat-messages, where they act once the request is validated and
@@ -44,10 +45,14 @@ func headerFault(r *http.Request) (spec fault.Spec, present bool, e *apiError) {
 	return spec, true, nil
 }
 
-// chatFault is the spec that applies to a chat turn of cassetteName.
-func (s *Server) chatFault(r *http.Request, cassetteName string) fault.Spec {
+// chatFault is the spec that applies to a chat turn of cassetteName; rule
+// is the fault of the control API rule the request took, if any.
+func (s *Server) chatFault(r *http.Request, cassetteName string, rule *fault.Spec) fault.Spec {
 	if spec, ok, _ := headerFault(r); ok {
 		return spec
+	}
+	if rule != nil {
+		return *rule
 	}
 	if spec, ok := s.cassetteFaults[cassetteName]; ok {
 		return spec
@@ -67,7 +72,7 @@ func (s *Server) withFaults(h httprouter.Handle, chat bool) httprouter.Handle {
 		}
 		if !chat {
 			if !present {
-				spec = s.fault
+				spec = s.routeFault(r, ps)
 			}
 			if !s.beforeResponse(w, r, spec, false) {
 				return

@@ -21,7 +21,9 @@ import (
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 	"github.com/difyops/terraform-provider-dify/mockserver/fault"
+	"github.com/difyops/terraform-provider-dify/mockserver/journal"
 	"github.com/difyops/terraform-provider-dify/mockserver/replay"
+	"github.com/difyops/terraform-provider-dify/mockserver/rules"
 	"github.com/difyops/terraform-provider-dify/mockserver/store"
 )
 
@@ -59,6 +61,9 @@ type Config struct {
 	// Fault is a fault spec for every request that neither the
 	// X-Dify-Mock-Fault header nor its cassette gives one (docs/mock/faults.md).
 	Fault string
+	// Control configures the control API, journal, rules and web console
+	// under /__mock/ (docs/mock/console.md); on by default.
+	Control ControlConfig
 }
 
 // Server is the mock. It is an http.Handler.
@@ -82,6 +87,11 @@ type Server struct {
 	// fault is Config.Fault; cassetteFaults the cassettes' dify_mock.fault.
 	fault          fault.Spec
 	cassetteFaults map[string]fault.Spec
+
+	// The control API (controlapi.go); nil when disabled.
+	journal *journal.Journal
+	rules   *rules.Set
+	control http.Handler
 
 	mu      sync.Mutex
 	closed  bool
@@ -194,7 +204,8 @@ func New(cfg Config) (*Server, error) {
 		s.def = cfg.DefaultCassette
 	}
 	s.indexQueries()
-	s.handler = s.routes()
+	s.setupControl()
+	s.handler = s.withControl(s.routes())
 	return s, nil
 }
 

@@ -1,0 +1,374 @@
+package mockserver
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	vcr "github.com/dnaeon/go-vcr/v2/cassette"
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/control"
+	"github.com/difyops/terraform-provider-dify/mockserver/fault"
+	"github.com/difyops/terraform-provider-dify/mockserver/journal"
+	"github.com/difyops/terraform-provider-dify/mockserver/replay"
+	"github.com/difyops/terraform-provider-dify/mockserver/rules"
+)
+
+// ControlConfig configures the control API and web console under /__mock/
+// (docs/mock/console.md).
+type ControlConfig struct {
+	// Disabled turns the control API, the console, the journal and rules off.
+	Disabled bool
+	// AdminToken, when set, is required by every control request.
+	AdminToken string
+	// AllowedHosts are Host/Origin names the control API accepts besides
+	// loopback ones.
+	AllowedHosts []string
+	// JournalSize is how many requests the journal keeps (0 = journal.DefaultSize).
+	JournalSize int
+	// CassetteDir is the folder Config.Cassettes came from: the control API
+	// reloads it and saves new cassettes into it. "" = the built-in set
+	// (neither is available).
+	CassetteDir string
+}
+
+// setupControl builds the journal, the rules and the control handler.
+func (s *Server) setupControl() {
+	if s.cfg.Control.Disabled {
+		return
+	}
+	s.journal = journal.New(s.cfg.Control.JournalSize)
+	s.rules = rules.New(func() { s.journal.Publish(control.EventRules, nil) })
+	s.control = s.recoverer(control.New(control.Options{
+		Journal: s.journal, Rules: s.rules, Store: s.store, Backend: controlBackend{s},
+		AdminToken: s.cfg.Control.AdminToken, AllowedHosts: s.cfg.Control.AllowedHosts, Done: s.closing,
+	}))
+}
+
+// Journal is the request journal (nil when the control API is disabled).
+func (s *Server) Journal() *journal.Journal { return s.journal }
+
+// Rules are the control API's rules (nil when it is disabled).
+func (s *Server) Rules() *rules.Set { return s.rules }
+
+// withControl sends /__mock/ to the control API and journals everything
+// else (control requests are not journaled: the console polls).
+func (s *Server) withControl(api http.Handler) http.Handler {
+	if s.control == nil {
+		return api
+	}
+	journaled := s.journal.Middleware(api)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if control.Owns(r.URL.Path) {
+			s.control.ServeHTTP(w, r)
+			return
+		}
+		journaled.ServeHTTP(w, r)
+	})
+}
+
+// takeRule returns the rule that applies to a request, if any. Routes other
+// than POST /chat-messages only take rules that set a fault: a cassette or
+// speed rule waits for the chat request it is meant for.
+func (s *Server) takeRule(r *http.Request, user, conv string, chat bool) (rules.Rule, fault.Spec, bool) {
+	if s.rules == nil {
+		return rules.Rule{}, fault.Spec{}, false
+	}
+	var want func(*rules.Rule) bool
+	if !chat {
+		want = func(r *rules.Rule) bool { return r.Fault != "" }
+	}
+	rule, ok := s.rules.Take(rules.Request{Method: r.Method, Path: r.URL.Path, User: user, Conversation: conv}, want)
+	if !ok {
+		return rules.Rule{}, fault.Spec{}, false
+	}
+	var spec fault.Spec
+	if rule.Fault != "" {
+		spec, _ = fault.Parse(rule.Fault) // checked when the rule was added
+	}
+	return rule, spec, true
+}
+
+// routeRule is takeRule for routes other than chat: the user and the
+// conversation come from the query string or the path.
+func (s *Server) routeRule(r *http.Request, ps httprouter.Params) (rules.Rule, fault.Spec, bool) {
+	if s.rules == nil {
+		return rules.Rule{}, fault.Spec{}, false
+	}
+	q := r.URL.Query()
+	conv := ps.ByName("conversation_id")
+	if conv == "" {
+		conv = q.Get("conversation_id")
+	}
+	return s.takeRule(r, q.Get("user"), strings.ToLower(conv), false)
+}
+
+// routeFault is the fault for a route other than chat without a
+// X-Dify-Mock-Fault header: a rule's, else the server's. Not inlined, so
+// that its locals stay off the stack of the handlers that call it (the
+// chat route's deepest point, stack_test.go).
+//
+//go:noinline
+func (s *Server) routeFault(r *http.Request, ps httprouter.Params) fault.Spec {
+	rule, spec, ok := s.routeRule(r, ps)
+	if !ok {
+		return s.fault
+	}
+	journal.FromContext(r.Context()).Update(func(e *journal.Entry) { e.Rule, e.Fault = rule.ID, spec.String() })
+	return spec
+}
+
+// journalSink records each frame a replay writes (one Write per frame) in
+// the request's journal entry, with its planned and actual send time.
+type journalSink struct {
+	replaySink
+	rec   *journal.Record
+	turn  turnFrames
+	speed float64
+	start time.Time
+	next  int // the recorded frame expected next
+}
+
+// replaySink is what replay.Play writes to.
+type replaySink interface {
+	Write(p []byte) (int, error)
+	Flush() error
+}
+
+// turnFrames gives the recorded offset and event of frame i.
+type turnFrames interface {
+	frameCount() int
+	frameAt(i int) (time.Duration, string)
+}
+
+func (j *journalSink) Write(p []byte) (int, error) {
+	n, err := j.replaySink.Write(p)
+	if err == nil {
+		j.record(p)
+	}
+	return n, err
+}
+
+func (j *journalSink) record(p []byte) {
+	actual := time.Since(j.start)
+	ev := journal.EventName(p)
+	idx, planned := -1, actual
+	if j.next < j.turn.frameCount() {
+		if off, want := j.turn.frameAt(j.next); want == ev {
+			idx = j.next
+			planned = 0
+			if j.speed > 0 {
+				planned = time.Duration(float64(off) / j.speed)
+			}
+			j.next++
+		}
+	}
+	j.rec.Frame(idx, ev, planned, actual, p)
+}
+
+// controlBackend gives the control API what it needs from the server.
+type controlBackend struct{ s *Server }
+
+func (b controlBackend) Info() map[string]any {
+	s := b.s
+	return map[string]any{
+		"app":              s.app.Info.Name,
+		"mode":             s.mode,
+		"speed":            s.cfg.Speed,
+		"fault":            s.cfg.Fault,
+		"default_cassette": s.def,
+		"cassette_dir":     s.cfg.Control.CassetteDir,
+		"api_base":         "/v1",
+	}
+}
+
+func (b controlBackend) CheckRule(r *rules.Rule) error {
+	s := b.s
+	if r.Cassette != "" {
+		if err := cassette.ValidName(r.Cassette); err != nil {
+			return err
+		}
+		if _, ok := s.scripts[r.Cassette]; !ok {
+			return fmt.Errorf("cassette %q is not loaded (loaded: %s)", r.Cassette, strings.Join(s.names, ", "))
+		}
+	}
+	if r.Fault != "" {
+		spec, err := fault.Parse(r.Fault)
+		if err != nil {
+			return fmt.Errorf("fault %q: %v. Known faults: %s", r.Fault, err, fault.Names())
+		}
+		r.Fault = spec.String()
+	}
+	return nil
+}
+
+func (b controlBackend) info(name string) (control.CassetteInfo, *cassette.Cassette, bool) {
+	s := b.s
+	c, ok := s.set.Get(name)
+	if !ok {
+		return control.CassetteInfo{}, nil, false
+	}
+	ci := control.CassetteInfo{Name: name, Description: c.Meta.Description, Provenance: c.Meta.Provenance,
+		Turns: len(c.Turns), Default: name == s.def, Fault: c.Meta.Fault, Queries: make([]string, 0, len(c.Turns))}
+	for _, t := range c.Turns {
+		ci.Queries = append(ci.Queries, t.Request.Query)
+	}
+	return ci, c, true
+}
+
+func (b controlBackend) Cassettes() []control.CassetteInfo {
+	out := make([]control.CassetteInfo, 0, len(b.s.names))
+	for _, n := range b.s.names {
+		if ci, _, ok := b.info(n); ok {
+			out = append(out, ci)
+		}
+	}
+	return out
+}
+
+func (b controlBackend) Cassette(name string) (*control.CassetteDetail, bool) {
+	ci, c, ok := b.info(name)
+	if !ok {
+		return nil, false
+	}
+	d := &control.CassetteDetail{CassetteInfo: ci, TurnList: make([]control.CassetteTurn, 0, len(c.Turns))}
+	for _, t := range c.Turns {
+		ct := control.CassetteTurn{Query: t.Request.Query, Status: t.Status, Frames: make([]control.CassetteFrame, 0, len(t.Frames))}
+		for _, f := range t.Frames {
+			ct.Frames = append(ct.Frames, control.CassetteFrame{
+				OffsetMS: float64(f.Offset.Microseconds()) / 1000, Event: journal.EventName(f.Raw), Data: string(f.Raw),
+			})
+		}
+		d.TurnList = append(d.TurnList, ct)
+	}
+	return d, true
+}
+
+func (b controlBackend) ReloadCassettes() control.ReloadResult {
+	return control.ReloadResult{OK: false, Source: "built-in cassettes", At: time.Now().UTC(),
+		Error: "reloading is not available in this build"}
+}
+
+// SaveCassette writes a journaled chat stream, as it was sent (faults
+// included, actual timing), as a new synthesized cassette.
+func (b controlBackend) SaveCassette(e journal.Entry, name, description string) (control.SavedCassette, error) {
+	s := b.s
+	dir := s.cfg.Control.CassetteDir
+	if dir == "" {
+		return control.SavedCassette{}, fmt.Errorf("%w: this dify-mock serves the built-in cassettes; start it with --cassettes DIR to save new ones", control.ErrConflict)
+	}
+	if err := cassette.ValidName(name); err != nil {
+		return control.SavedCassette{}, fmt.Errorf("%w: %v", control.ErrInvalid, err)
+	}
+	if e.Method != http.MethodPost || !strings.HasSuffix(e.Path, "/chat-messages") || e.Status != http.StatusOK || len(e.Frames) == 0 {
+		return control.SavedCassette{}, fmt.Errorf("%w: journal entry %d is not a streamed chat reply", control.ErrInvalid, e.ID)
+	}
+	if !e.Done {
+		return control.SavedCassette{}, fmt.Errorf("%w: journal entry %d is still streaming", control.ErrInvalid, e.ID)
+	}
+	if e.StreamDataDropped || e.FramesDropped > 0 || len(e.Body) == 0 {
+		return control.SavedCassette{}, fmt.Errorf("%w: journal entry %d did not keep every frame (journal stream budget); it cannot be saved", control.ErrInvalid, e.ID)
+	}
+	frames := make([]cassette.Frame, len(e.Frames))
+	for i, f := range e.Frames {
+		frames[i] = cassette.Frame{Offset: time.Duration(f.ActualMS * float64(time.Millisecond)), Raw: []byte(f.Data)}
+	}
+	values, body := cassette.EncodeFrames(frames)
+	source := fmt.Sprintf("dify-mock journal entry %d, as streamed: a replay of cassette %q", e.ID, e.Cassette)
+	if e.Turn != nil {
+		source += " turn " + strconv.Itoa(*e.Turn)
+	}
+	if e.Fault != "" && e.Fault != fault.None {
+		source += " with fault " + e.Fault
+	}
+	f := &cassette.File{
+		Meta: cassette.Meta{Kind: cassette.KindChat, Description: description, Provenance: cassette.ProvenanceSynthesized,
+			Source: source, RecordedAt: e.Time.UTC().Format(time.RFC3339), Mode: s.mode},
+		Interactions: []*vcr.Interaction{{
+			Request: vcr.Request{Method: http.MethodPost, URL: "http://dify-mock/v1/chat-messages", Body: string(e.Body),
+				Headers: http.Header{"Content-Type": {"application/json"}}},
+			Response: vcr.Response{Status: "200 OK", Code: http.StatusOK, Body: body,
+				Headers: http.Header{"Content-Type": {"text/event-stream; charset=utf-8"}, cassette.FramesHeader: values}},
+		}},
+	}
+	data, err := cassette.Encode(f)
+	if err != nil {
+		return control.SavedCassette{}, err
+	}
+	if found := cassette.ScanSecrets(data); len(found) > 0 {
+		return control.SavedCassette{}, fmt.Errorf("%w: refusing to save: %s", control.ErrInvalid, found[0])
+	}
+	decoded, err := cassette.Decode(name+".yaml", data)
+	if err == nil {
+		_, err = cassette.ParseChat(name, name+".yaml", decoded)
+	}
+	if err != nil {
+		return control.SavedCassette{}, fmt.Errorf("%w: the stream does not make a valid cassette: %v", control.ErrInvalid, err)
+	}
+	path, err := cassette.WriteNew(dir, name, data)
+	if err != nil {
+		if errors.Is(err, cassette.ErrExists) {
+			return control.SavedCassette{}, fmt.Errorf("%w: %v", control.ErrConflict, err)
+		}
+		return control.SavedCassette{}, err
+	}
+	return control.SavedCassette{Name: name, Path: path}, nil
+}
+
+// appliedRule is the control API rule a chat request took (nil: none). It
+// is a pointer so that serveChat's frame stays small (stack_test.go).
+type appliedRule struct {
+	id    string
+	fault *fault.Spec
+}
+
+func (a *appliedRule) ruleID() string {
+	if a == nil {
+		return ""
+	}
+	return a.id
+}
+
+// faultSpec is the rule's fault for chatFault (nil: it sets none).
+func (a *appliedRule) faultSpec() *fault.Spec {
+	if a == nil {
+		return nil
+	}
+	return a.fault
+}
+
+// chatRule takes the rule for a chat request and lets it set the cassette
+// and speed that the request's own headers did not set.
+func (s *Server) chatRule(r *http.Request, user, conv string, header *string, speed *float64) *appliedRule {
+	rule, spec, ok := s.takeRule(r, user, conv, true)
+	if !ok {
+		return nil
+	}
+	if *header == "" && rule.Cassette != "" {
+		if _, ok := s.scripts[rule.Cassette]; ok {
+			*header = rule.Cassette
+		}
+	}
+	if rule.Speed != nil && strings.TrimSpace(r.Header.Get(HeaderSpeed)) == "" {
+		*speed = *rule.Speed
+	}
+	a := &appliedRule{id: rule.ID}
+	if rule.Fault != "" {
+		a.fault = &spec
+	}
+	return a
+}
+
+// scriptTurn adapts a compiled turn to turnFrames.
+type scriptTurn struct{ t *replay.Turn }
+
+func (st scriptTurn) frameCount() int { return len(st.t.Frames) }
+func (st scriptTurn) frameAt(i int) (time.Duration, string) {
+	f := st.t.Frames[i]
+	return f.Offset, f.Event
+}

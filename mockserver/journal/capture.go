@@ -1,0 +1,219 @@
+package journal
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+)
+
+// MaxBody is how much of a request body the journal keeps.
+const MaxBody = 64 << 10
+
+// maxField bounds a kept multipart text field.
+const maxField = 4 << 10
+
+// Middleware journals every request that reaches next. Request headers are
+// never kept (they carry API keys); bodies and query strings are redacted.
+func (j *Journal) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := j.Start(r.Method, r.URL.Path, redact(r.URL.RawQuery), r.Header.Get("Origin"))
+		q := r.URL.Query()
+		rec.Update(func(e *Entry) {
+			e.User = q.Get("user")
+			e.Conversation = q.Get("conversation_id")
+			if c := pathConversation(r.URL.Path); c != "" {
+				e.Conversation = c
+			}
+		})
+		cw := &captureWriter{ResponseWriter: w}
+		body := newBodyCapture(r)
+		if body != nil {
+			r.Body = body
+		}
+		defer func() {
+			if body != nil {
+				body.finish(rec)
+			}
+			rec.Finish(cw.status)
+		}()
+		next.ServeHTTP(cw, r.WithContext(WithRecord(r.Context(), rec)))
+	})
+}
+
+// pathConversation is the :conversation_id of /v1/conversations/:id[/…].
+func pathConversation(p string) string {
+	segs := strings.Split(strings.Trim(p, "/"), "/")
+	for i := 0; i+1 < len(segs); i++ {
+		if segs[i] == "conversations" {
+			return segs[i+1]
+		}
+	}
+	return ""
+}
+
+func redact(s string) string {
+	if s == "" {
+		return ""
+	}
+	// The query/form pattern wants a leading "?" or "&" before a name.
+	return strings.TrimPrefix(string(cassette.RedactSecrets([]byte("?"+s))), "?")
+}
+
+// captureWriter remembers the status; Unwrap keeps http.ResponseController
+// (Flush, Hijack) working through it.
+type captureWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *captureWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *captureWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *captureWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// bodyCapture tees what the handler reads from the body: the first MaxBody
+// bytes of a plain body, or, for multipart/form-data, each file part's
+// name, size and SHA-256 (computed on the fly; contents are not kept) and
+// the text fields.
+type bodyCapture struct {
+	io.ReadCloser
+	size      int64
+	kept      bytes.Buffer
+	truncated bool
+	ctype     string
+
+	// multipart: the bytes go through a pipe to a parser goroutine.
+	pw      *io.PipeWriter
+	parsed  chan struct{}
+	mu      sync.Mutex
+	uploads []Upload
+	fields  map[string]string
+}
+
+func newBodyCapture(r *http.Request) *bodyCapture {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil
+	}
+	b := &bodyCapture{ReadCloser: r.Body}
+	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	b.ctype = mt
+	if err == nil && mt == "multipart/form-data" && params["boundary"] != "" {
+		pr, pw := io.Pipe()
+		b.pw, b.parsed = pw, make(chan struct{})
+		go b.parseMultipart(multipart.NewReader(pr, params["boundary"]), pr)
+	}
+	return b
+}
+
+func (b *bodyCapture) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.size += int64(n)
+		if b.pw != nil {
+			_, _ = b.pw.Write(p[:n]) // the parser drains everything
+		} else if room := MaxBody - b.kept.Len(); room > 0 {
+			b.kept.Write(p[:min(n, room)])
+			b.truncated = b.truncated || n > room
+		} else {
+			b.truncated = true
+		}
+	}
+	return n, err
+}
+
+func (b *bodyCapture) parseMultipart(mr *multipart.Reader, pr *io.PipeReader) {
+	defer close(b.parsed)
+	defer func() { _, _ = io.Copy(io.Discard, pr) }()
+	for {
+		part, err := mr.NextPart()
+		if err != nil {
+			return
+		}
+		if part.FileName() != "" {
+			h := sha256.New()
+			n, _ := io.Copy(h, part)
+			b.mu.Lock()
+			b.uploads = append(b.uploads, Upload{
+				Field: part.FormName(), Filename: part.FileName(), ContentType: part.Header.Get("Content-Type"),
+				Size: n, SHA256: hex.EncodeToString(h.Sum(nil)),
+			})
+			b.mu.Unlock()
+			continue
+		}
+		v, _ := io.ReadAll(io.LimitReader(part, maxField))
+		_, _ = io.Copy(io.Discard, part)
+		name := part.FormName()
+		val := string(cassette.RedactSecrets(v))
+		if cassette.IsCredentialName(name) {
+			val = cassette.Redacted
+		}
+		b.mu.Lock()
+		if b.fields == nil {
+			b.fields = map[string]string{}
+		}
+		b.fields[name] = val
+		b.mu.Unlock()
+	}
+}
+
+// finish stores what was captured in rec.
+func (b *bodyCapture) finish(rec *Record) {
+	if b.pw != nil {
+		_ = b.pw.Close()
+		<-b.parsed
+		b.mu.Lock()
+		uploads, fields := b.uploads, b.fields
+		b.mu.Unlock()
+		rec.Update(func(e *Entry) {
+			e.BodySize, e.Uploads, e.Fields = b.size, uploads, fields
+			if u := fields["user"]; u != "" && e.User == "" {
+				e.User = u
+			}
+		})
+		return
+	}
+	data := cassette.RedactSecrets(b.kept.Bytes())
+	rec.Update(func(e *Entry) {
+		e.BodySize, e.BodyTruncated = b.size, b.truncated
+		if len(data) == 0 {
+			return
+		}
+		if !b.truncated && json.Valid(data) {
+			e.Body = append(json.RawMessage(nil), data...)
+			var ids struct {
+				User         *string `json:"user"`
+				Conversation *string `json:"conversation_id"`
+			}
+			if json.Unmarshal(data, &ids) == nil {
+				if ids.User != nil && *ids.User != "" {
+					e.User = *ids.User
+				}
+				if ids.Conversation != nil && *ids.Conversation != "" {
+					e.Conversation = strings.ToLower(*ids.Conversation)
+				}
+			}
+			return
+		}
+		e.BodyText = strings.ToValidUTF8(string(data), "\uFFFD")
+	})
+}

@@ -1,0 +1,501 @@
+// Package journal is dify-mock's request journal: a bounded ring buffer of
+// the requests the mock answered, with what it chose for each (cassette,
+// turn, rule, fault) and, for chat streams, every frame's planned and actual
+// send time. Tests query it the way WireMock's request journal is queried
+// ("the frontend sent files with the upload id"); the web console shows it.
+//
+// The journal never holds credentials: request headers are not kept at all
+// (only the Origin), and bodies and query strings pass through the
+// project's one secret-redaction rule set (cassette.RedactSecrets) before
+// they are stored.
+package journal
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultSize is how many requests the journal keeps when the size is not
+// configured; older ones are dropped first.
+const DefaultSize = 1000
+
+// MaxFrames bounds the frames kept per entry; more are counted, not kept.
+const MaxFrames = 5000
+
+// DefaultStreamBudget bounds the stream bytes (frame data, kept so that an
+// entry can be saved as a cassette) held across the whole journal. Once it
+// is spent, new frames keep their timing but not their bytes.
+const DefaultStreamBudget = 64 << 20
+
+// MaxEntryStream bounds the stream bytes kept for one entry.
+const MaxEntryStream = 1 << 20
+
+// Frame is one SSE frame sent in a chat stream.
+type Frame struct {
+	// Index is the frame's position in the recorded turn, -1 for a frame the
+	// mock made up (a fault's error, a stop's message_end, …).
+	Index int    `json:"index"`
+	Event string `json:"event"`
+	// PlannedMS is when the frame was due, ActualMS when it was written,
+	// both in milliseconds from the start of the stream.
+	PlannedMS float64 `json:"planned_ms"`
+	ActualMS  float64 `json:"actual_ms"`
+	// Data is the frame's bytes as sent (omitted from listings; absent when
+	// the stream budget was spent).
+	Data string `json:"data,omitempty"`
+}
+
+// Upload describes a file part of a multipart request. Its contents are
+// not kept.
+type Upload struct {
+	Field       string `json:"field"`
+	Filename    string `json:"filename"`
+	ContentType string `json:"content_type,omitempty"`
+	Size        int64  `json:"size"`
+	SHA256      string `json:"sha256"`
+}
+
+// Entry is one journaled request.
+type Entry struct {
+	ID     int64     `json:"id"`
+	Time   time.Time `json:"time"`
+	Method string    `json:"method"`
+	Path   string    `json:"path"`
+	Query  string    `json:"query,omitempty"`
+	Origin string    `json:"origin,omitempty"`
+	// User and Conversation are the end user and conversation the request
+	// named (body, query or path), when it named them.
+	User         string `json:"user,omitempty"`
+	Conversation string `json:"conversation_id,omitempty"`
+	// Body is the JSON request body (redacted); BodyText is any other
+	// textual body. BodyTruncated says the body was longer than kept.
+	Body          json.RawMessage   `json:"body,omitempty"`
+	BodyText      string            `json:"body_text,omitempty"`
+	BodyTruncated bool              `json:"body_truncated,omitempty"`
+	BodySize      int64             `json:"body_size"`
+	Fields        map[string]string `json:"fields,omitempty"` // multipart text fields (redacted)
+	Uploads       []Upload          `json:"uploads,omitempty"`
+
+	Status     int     `json:"status"`
+	DurationMS float64 `json:"duration_ms"`
+	Done       bool    `json:"done"`
+
+	// What the mock chose.
+	Cassette string   `json:"cassette,omitempty"`
+	Turn     *int     `json:"turn,omitempty"`
+	Rule     string   `json:"rule,omitempty"`
+	Fault    string   `json:"fault,omitempty"`
+	Speed    *float64 `json:"speed,omitempty"`
+	// Outcome is how a stream ended (completed, faulted, stopped, …).
+	Outcome string `json:"outcome,omitempty"`
+
+	Frames        []Frame `json:"frames,omitempty"`
+	FrameCount    int     `json:"frame_count"`
+	FramesDropped int     `json:"frames_dropped,omitempty"`
+	// StreamDataDropped says some frames' bytes were not kept (budget).
+	StreamDataDropped bool `json:"stream_data_dropped,omitempty"`
+}
+
+// Record is a live journal entry. Its methods are safe for concurrent use
+// and do nothing on a nil Record, so code paths that run without a journal
+// need no checks.
+type Record struct {
+	j      *Journal
+	mu     sync.Mutex
+	e      Entry
+	start  time.Time
+	stream int64 // bytes of frame data held
+}
+
+// Journal is the ring buffer.
+type Journal struct {
+	size   int
+	budget int64
+
+	mu      sync.Mutex
+	ring    []*Record // oldest first once full; len <= size
+	head    int       // index of the oldest entry when len(ring) == size
+	nextID  int64
+	streams atomic.Int64 // frame bytes held across entries
+
+	hub hub
+	now func() time.Time
+}
+
+// New returns a journal keeping the last size entries (size <= 0 means
+// DefaultSize).
+func New(size int) *Journal {
+	if size <= 0 {
+		size = DefaultSize
+	}
+	return &Journal{size: size, budget: DefaultStreamBudget, now: time.Now}
+}
+
+// Size is the number of entries kept.
+func (j *Journal) Size() int { return j.size }
+
+// Start journals a new request and returns its live record.
+func (j *Journal) Start(method, path, query, origin string) *Record {
+	rec := &Record{j: j, start: j.now()}
+	rec.e = Entry{Time: rec.start.UTC(), Method: method, Path: path, Query: query, Origin: origin}
+	j.mu.Lock()
+	j.nextID++
+	rec.e.ID = j.nextID
+	if len(j.ring) < j.size {
+		j.ring = append(j.ring, rec)
+	} else {
+		old := j.ring[j.head]
+		j.ring[j.head] = rec
+		j.head = (j.head + 1) % j.size
+		j.release(old)
+	}
+	j.mu.Unlock()
+	j.hub.publish(Event{Type: EventRequest, ID: rec.e.ID}, func() any { return rec.Summary() })
+	return rec
+}
+
+// release gives an evicted entry's stream bytes back to the budget.
+func (j *Journal) release(r *Record) {
+	r.mu.Lock()
+	n := r.stream
+	r.stream = 0
+	for i := range r.e.Frames {
+		r.e.Frames[i].Data = ""
+	}
+	r.mu.Unlock()
+	j.streams.Add(-n)
+}
+
+// Clear removes every entry. IDs keep counting up.
+func (j *Journal) Clear() {
+	j.mu.Lock()
+	old := j.ring
+	j.ring, j.head = nil, 0
+	j.mu.Unlock()
+	for _, r := range old {
+		j.release(r)
+	}
+	j.hub.publish(Event{Type: EventCleared}, nil)
+}
+
+// records returns the entries, oldest first.
+func (j *Journal) records() []*Record {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	out := make([]*Record, 0, len(j.ring))
+	out = append(out, j.ring[j.head:]...)
+	return append(out, j.ring[:j.head]...)
+}
+
+// Get returns one entry with its frames (and their bytes).
+func (j *Journal) Get(id int64) (Entry, bool) {
+	for _, r := range j.records() {
+		if r.id() == id {
+			return r.Snapshot(true), true
+		}
+	}
+	return Entry{}, false
+}
+
+// Filter selects entries; zero fields match everything.
+type Filter struct {
+	// Route matches the path: a pattern whose ":name" or "*" segments match
+	// any one segment, optionally preceded by a method ("POST /v1/chat-messages").
+	Route        string
+	User         string
+	Conversation string
+	// Status matches the status exactly (e.g. 429) or a class ("4xx").
+	Status string
+	Since  time.Time // entries at or after this time
+	// AfterID keeps entries with a larger id (for polling).
+	AfterID int64
+	Limit   int // newest Limit entries; 0 = all
+}
+
+// List returns matching entries, oldest first, without frame bytes.
+func (j *Journal) List(f Filter) []Entry {
+	var out []Entry
+	for _, r := range j.records() {
+		e := r.Snapshot(false)
+		if f.matches(&e) {
+			out = append(out, e)
+		}
+	}
+	if f.Limit > 0 && len(out) > f.Limit {
+		out = out[len(out)-f.Limit:]
+	}
+	return out
+}
+
+func (f *Filter) matches(e *Entry) bool {
+	if f.AfterID > 0 && e.ID <= f.AfterID {
+		return false
+	}
+	if f.Route != "" && !MatchRoute(f.Route, e.Method, e.Path) {
+		return false
+	}
+	if f.User != "" && e.User != f.User {
+		return false
+	}
+	if f.Conversation != "" && !strings.EqualFold(e.Conversation, f.Conversation) {
+		return false
+	}
+	if f.Status != "" && !matchStatus(f.Status, e.Status) {
+		return false
+	}
+	if !f.Since.IsZero() && e.Time.Before(f.Since) {
+		return false
+	}
+	return true
+}
+
+func matchStatus(want string, got int) bool {
+	want = strings.ToLower(strings.TrimSpace(want))
+	if len(want) == 3 && strings.HasSuffix(want, "xx") && want[0] >= '1' && want[0] <= '5' {
+		return got/100 == int(want[0]-'0')
+	}
+	n := 0
+	for _, c := range want {
+		if c < '0' || c > '9' {
+			return false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n == got
+}
+
+// ValidStatusFilter reports whether s is a status filter List understands.
+func ValidStatusFilter(s string) bool {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if len(s) == 3 && strings.HasSuffix(s, "xx") {
+		return s[0] >= '1' && s[0] <= '5'
+	}
+	if len(s) != 3 {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s[0] >= '1' && s[0] <= '5'
+}
+
+// MatchRoute reports whether method and path match pattern: "[METHOD ]PATH"
+// where a PATH segment ":name" or "*" matches any one segment and a
+// trailing "/*" matches the rest. The method is compared case-insensitively.
+func MatchRoute(pattern, method, path string) bool {
+	pattern = strings.TrimSpace(pattern)
+	if m, p, ok := strings.Cut(pattern, " "); ok {
+		if !strings.EqualFold(m, method) {
+			return false
+		}
+		pattern = strings.TrimSpace(p)
+	}
+	if pattern == "" || pattern == "*" {
+		return true
+	}
+	ps := strings.Split(strings.Trim(pattern, "/"), "/")
+	xs := strings.Split(strings.Trim(path, "/"), "/")
+	for i, seg := range ps {
+		if seg == "*" && i == len(ps)-1 && len(xs) >= len(ps) {
+			return true
+		}
+		if i >= len(xs) {
+			return false
+		}
+		if seg == "*" || strings.HasPrefix(seg, ":") {
+			continue
+		}
+		if seg != xs[i] {
+			return false
+		}
+	}
+	return len(xs) == len(ps)
+}
+
+// ValidRoute checks a route pattern for MatchRoute.
+func ValidRoute(pattern string) bool {
+	pattern = strings.TrimSpace(pattern)
+	if m, p, ok := strings.Cut(pattern, " "); ok {
+		for _, c := range m {
+			if c < 'A' || c > 'Z' && c < 'a' || c > 'z' {
+				return false
+			}
+		}
+		pattern = strings.TrimSpace(p)
+	}
+	return pattern == "*" || strings.HasPrefix(pattern, "/")
+}
+
+func (r *Record) id() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.e.ID
+}
+
+// ID is the entry's id (0 for a nil record).
+func (r *Record) ID() int64 {
+	if r == nil {
+		return 0
+	}
+	return r.id()
+}
+
+// Snapshot copies the entry; frame bytes only when withData is set.
+func (r *Record) Snapshot(withData bool) Entry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.e
+	if !e.Done {
+		e.DurationMS = ms(r.j.now().Sub(r.start))
+	}
+	e.Frames = append([]Frame(nil), r.e.Frames...)
+	if !withData {
+		for i := range e.Frames {
+			e.Frames[i].Data = ""
+		}
+	}
+	e.Uploads = append([]Upload(nil), r.e.Uploads...)
+	if r.e.Fields != nil {
+		e.Fields = make(map[string]string, len(r.e.Fields))
+		for k, v := range r.e.Fields {
+			e.Fields[k] = v
+		}
+	}
+	if r.e.Turn != nil {
+		t := *r.e.Turn
+		e.Turn = &t
+	}
+	if r.e.Speed != nil {
+		s := *r.e.Speed
+		e.Speed = &s
+	}
+	return e
+}
+
+// Summary is the entry without frames, for live updates and listings.
+func (r *Record) Summary() Entry {
+	e := r.Snapshot(false)
+	e.Frames = nil
+	return e
+}
+
+// Update changes the entry under its lock (fn must not block).
+func (r *Record) Update(fn func(*Entry)) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	fn(&r.e)
+	r.mu.Unlock()
+}
+
+// Choice records what the mock picked for a chat request.
+func (r *Record) Choice(cassetteName string, turn int, rule, fault string, speed float64) {
+	r.Update(func(e *Entry) {
+		e.Cassette, e.Rule, e.Fault = cassetteName, rule, fault
+		t, s := turn, speed
+		e.Turn, e.Speed = &t, &s
+	})
+	if r != nil {
+		r.j.hub.publish(Event{Type: EventUpdate, ID: r.ID()}, func() any { return r.Summary() })
+	}
+}
+
+// Frame records a frame written at actual (time since the stream started),
+// due at planned. data is copied when the budgets allow.
+func (r *Record) Frame(index int, event string, planned, actual time.Duration, data []byte) {
+	if r == nil {
+		return
+	}
+	f := Frame{Index: index, Event: event, PlannedMS: ms(planned), ActualMS: ms(actual)}
+	r.mu.Lock()
+	r.e.FrameCount++
+	if len(r.e.Frames) >= MaxFrames {
+		r.e.FramesDropped++
+		r.mu.Unlock()
+		return
+	}
+	if n := int64(len(data)); n > 0 {
+		switch {
+		case r.stream+n > MaxEntryStream:
+			r.e.StreamDataDropped = true
+		case r.j.streams.Add(n) > r.j.budget:
+			r.j.streams.Add(-n)
+			r.e.StreamDataDropped = true
+		default:
+			f.Data = string(data)
+			r.stream += n
+		}
+	}
+	r.e.Frames = append(r.e.Frames, f)
+	id := r.e.ID
+	r.mu.Unlock()
+	if r.j.hub.active() {
+		f.Data = ""
+		r.j.hub.publish(Event{Type: EventFrame, ID: id}, func() any { return f })
+	}
+}
+
+// Finish completes the entry with the response status.
+func (r *Record) Finish(status int) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.e.Status = status
+	r.e.Done = true
+	r.e.DurationMS = ms(r.j.now().Sub(r.start))
+	r.mu.Unlock()
+	r.j.hub.publish(Event{Type: EventDone, ID: r.ID()}, func() any { return r.Summary() })
+}
+
+func ms(d time.Duration) float64 {
+	return float64(d.Microseconds()) / 1000
+}
+
+type ctxKey struct{}
+
+// WithRecord returns ctx carrying rec.
+func WithRecord(ctx context.Context, rec *Record) context.Context {
+	return context.WithValue(ctx, ctxKey{}, rec)
+}
+
+// FromContext returns the request's live record, nil when the request is
+// not journaled.
+func FromContext(ctx context.Context) *Record {
+	r, _ := ctx.Value(ctxKey{}).(*Record)
+	return r
+}
+
+// EventName returns the "event" field of an SSE data frame, "" when there
+// is none. It looks only at the frame's start, where Dify puts the field.
+func EventName(frame []byte) string {
+	head := frame[:min(len(frame), 256)]
+	if name, ok := bytes.CutPrefix(head, []byte("event:")); ok {
+		if i := bytes.IndexByte(name, '\n'); i >= 0 {
+			return string(bytes.TrimSpace(name[:i]))
+		}
+	}
+	const key = `"event":`
+	i := bytes.Index(head, []byte(key))
+	if i < 0 {
+		return ""
+	}
+	rest := bytes.TrimLeft(head[i+len(key):], " ")
+	if len(rest) == 0 || rest[0] != '"' {
+		return ""
+	}
+	rest = rest[1:]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return ""
+	}
+	return string(rest[:j])
+}

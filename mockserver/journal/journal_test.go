@@ -1,0 +1,117 @@
+package journal
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRingKeepsTheNewestEntries(t *testing.T) {
+	j := New(3)
+	for i := range 5 {
+		r := j.Start("GET", "/v1/x", "", "")
+		r.Frame(0, "message", 0, 0, []byte(strings.Repeat("x", 10)))
+		r.Finish(200 + i)
+	}
+	got := j.List(Filter{})
+	if len(got) != 3 || got[0].ID != 3 || got[2].ID != 5 || got[0].Status != 202 {
+		t.Fatalf("%+v", got)
+	}
+	if n := j.streams.Load(); n != 30 {
+		t.Fatalf("stream bytes held: %d, want 30 (evicted entries give theirs back)", n)
+	}
+	j.Clear()
+	if n := j.streams.Load(); n != 0 || len(j.List(Filter{})) != 0 {
+		t.Fatalf("after clear: %d bytes, %d entries", n, len(j.List(Filter{})))
+	}
+	if r := j.Start("GET", "/", "", ""); r.ID() != 6 {
+		t.Fatalf("ids restart after clear: %d", r.ID())
+	}
+}
+
+func TestStreamBudgetKeepsTimingDropsBytes(t *testing.T) {
+	j := New(10)
+	j.budget = 25
+	r := j.Start("POST", "/v1/chat-messages", "", "")
+	for i := range 4 {
+		r.Frame(i, "agent_message", time.Duration(i)*time.Millisecond, time.Duration(i)*time.Millisecond, []byte("0123456789"))
+	}
+	e, _ := j.Get(r.ID())
+	if len(e.Frames) != 4 || e.Frames[1].Data == "" || e.Frames[2].Data != "" || !e.StreamDataDropped || e.Frames[3].PlannedMS != 3 {
+		t.Fatalf("%+v", e)
+	}
+	if n := j.streams.Load(); n != 20 {
+		t.Fatalf("held %d", n)
+	}
+}
+
+func TestMaxFramesCountsTheRest(t *testing.T) {
+	j := New(1)
+	r := j.Start("POST", "/v1/chat-messages", "", "")
+	for i := range MaxFrames + 7 {
+		r.Frame(i, "ping", 0, 0, nil)
+	}
+	e, _ := j.Get(r.ID())
+	if len(e.Frames) != MaxFrames || e.FramesDropped != 7 || e.FrameCount != MaxFrames+7 {
+		t.Fatalf("kept %d dropped %d count %d", len(e.Frames), e.FramesDropped, e.FrameCount)
+	}
+}
+
+func TestMatchRoute(t *testing.T) {
+	for _, c := range []struct {
+		pattern, method, path string
+		want                  bool
+	}{
+		{"/v1/chat-messages", "POST", "/v1/chat-messages", true},
+		{"/v1/chat-messages", "POST", "/v1/chat-messages/abc/stop", false},
+		{"POST /v1/chat-messages", "GET", "/v1/chat-messages", false},
+		{"post /v1/chat-messages", "POST", "/v1/chat-messages", true},
+		{"/v1/conversations/:id", "DELETE", "/v1/conversations/123", true},
+		{"/v1/conversations/:id", "GET", "/v1/conversations", false},
+		{"/v1/*", "GET", "/v1/messages", true},
+		{"/v1/*", "GET", "/v1/conversations/1/name", true},
+		{"/v1/*", "GET", "/v2/x", false},
+		{"*", "GET", "/anything", true},
+	} {
+		if got := MatchRoute(c.pattern, c.method, c.path); got != c.want {
+			t.Errorf("MatchRoute(%q, %q, %q) = %v", c.pattern, c.method, c.path, got)
+		}
+	}
+}
+
+func TestEventName(t *testing.T) {
+	for in, want := range map[string]string{
+		`data: {"event":"agent_message","answer":"x"}` + "\n\n": "agent_message",
+		`data: {"event": "message_end"}` + "\n\n":               "message_end",
+		"event: ping\n\n":              "ping",
+		"data: not json\n\n":           "",
+		`data: {"event":"unterminated`: "",
+	} {
+		if got := EventName([]byte(in)); got != want {
+			t.Errorf("EventName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestSlowSubscriberIsToldItLagged(t *testing.T) {
+	j := New(10)
+	ch, cancel := j.Subscribe()
+	defer cancel()
+	for range subscriberBuffer + 10 {
+		j.Publish("state", nil)
+	}
+	for range subscriberBuffer {
+		<-ch
+	}
+	j.Publish("state", nil)
+	if ev := <-ch; ev.Type != EventLagged {
+		t.Fatalf("want lagged, got %q", ev.Type)
+	}
+	if ev := <-ch; ev.Type != "state" {
+		t.Fatalf("then the event: %q", ev.Type)
+	}
+	cancel()
+	if _, ok := <-ch; ok {
+		t.Fatal("channel open after cancel")
+	}
+}

@@ -1,0 +1,286 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/difyops/terraform-provider-dify/dify"
+)
+
+// SnapshotVersion is the Snapshot.Version this package writes and reads.
+const SnapshotVersion = 1
+
+// Snapshot is the whole state as JSON: what `dify-mock serve --state-file`
+// saves on shutdown and loads at start, and what the control API exports
+// and imports. Deleted conversations are not part of it.
+type Snapshot struct {
+	Version       int           `json:"version"`
+	ExportedAt    time.Time     `json:"exported_at"`
+	EndUsers      []SnapUser    `json:"end_users"`
+	Files         []SnapFile    `json:"files"`
+	Conversations []SnapConvers `json:"conversations"`
+}
+
+// SnapUser is an end user.
+type SnapUser struct {
+	ID        string    `json:"id"`
+	Session   string    `json:"user"`
+	Anonymous bool      `json:"anonymous,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// SnapFile is an upload's metadata (its owner is an end-user id).
+type SnapFile struct {
+	Result  FileResult `json:"file"`
+	OwnerID string     `json:"owner_id"`
+}
+
+// SnapConvers is a conversation with its messages, oldest first, and the
+// replay bookkeeping that lets a follow-up continue the same cassette.
+type SnapConvers struct {
+	dify.Conversation
+	OwnerID  string        `json:"owner_id"`
+	Cassette string        `json:"cassette,omitempty"`
+	NextTurn int           `json:"next_turn,omitempty"`
+	AutoName bool          `json:"auto_name,omitempty"`
+	Messages []SnapMessage `json:"messages"`
+}
+
+// SnapMessage is a stored message and the cassette that produced it.
+type SnapMessage struct {
+	dify.Message
+	Cassette string `json:"cassette,omitempty"`
+}
+
+// Export copies the whole state.
+func (s *Store) Export() Snapshot {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	snap := Snapshot{Version: SnapshotVersion, ExportedAt: s.now().UTC(),
+		EndUsers: []SnapUser{}, Files: []SnapFile{}, Conversations: []SnapConvers{}}
+	for _, u := range s.users {
+		snap.EndUsers = append(snap.EndUsers, SnapUser{ID: u.ID, Session: u.Session, Anonymous: u.Anonymous, CreatedAt: u.CreatedAt.UTC()})
+	}
+	sort.Slice(snap.EndUsers, func(i, j int) bool {
+		a, b := snap.EndUsers[i], snap.EndUsers[j]
+		if !a.CreatedAt.Equal(b.CreatedAt) {
+			return a.CreatedAt.Before(b.CreatedAt)
+		}
+		return a.Session < b.Session
+	})
+	for _, f := range s.files {
+		snap.Files = append(snap.Files, SnapFile{Result: f.Result, OwnerID: f.OwnerID})
+	}
+	sort.Slice(snap.Files, func(i, j int) bool {
+		a, b := snap.Files[i].Result, snap.Files[j].Result
+		if a.CreatedAt != b.CreatedAt {
+			return a.CreatedAt < b.CreatedAt
+		}
+		return a.ID < b.ID
+	})
+	var convs []*Conversation
+	for _, c := range s.convs {
+		if !c.deleted {
+			convs = append(convs, c)
+		}
+	}
+	sort.Slice(convs, func(i, j int) bool { return convs[i].created.less(convs[j].created) })
+	for _, c := range convs {
+		cc := c.copy()
+		sc := SnapConvers{Conversation: cc.Conversation, OwnerID: c.OwnerID, Cassette: c.Cassette,
+			NextTurn: c.NextTurn, AutoName: c.AutoName, Messages: make([]SnapMessage, 0, len(c.messages))}
+		for _, m := range c.messages {
+			sc.Messages = append(sc.Messages, SnapMessage{Message: m.msg, Cassette: m.cassette})
+		}
+		snap.Conversations = append(snap.Conversations, sc)
+	}
+	return snap
+}
+
+// Import replaces the whole state with snap after checking it: every id
+// is unique, every owner exists, every message belongs to its
+// conversation. On error the state is unchanged.
+func (s *Store) Import(snap Snapshot) error {
+	if snap.Version != SnapshotVersion {
+		return fmt.Errorf("state version %d is not supported (want %d)", snap.Version, SnapshotVersion)
+	}
+	fresh := New(s.now, s.newID)
+	for i, u := range snap.EndUsers {
+		if u.ID == "" || u.Session == "" {
+			return fmt.Errorf("end_users[%d]: id and user are required", i)
+		}
+		if _, dup := fresh.usersID[u.ID]; dup {
+			return fmt.Errorf("end_users[%d]: duplicate id %q", i, u.ID)
+		}
+		if _, dup := fresh.users[u.Session]; dup {
+			return fmt.Errorf("end_users[%d]: duplicate user %q", i, u.Session)
+		}
+		eu := &EndUser{ID: u.ID, Session: u.Session, Anonymous: u.Anonymous || u.Session == DefaultUser, CreatedAt: u.CreatedAt}
+		fresh.users[u.Session] = eu
+		fresh.usersID[u.ID] = eu
+	}
+	for i, f := range snap.Files {
+		if f.Result.ID == "" {
+			return fmt.Errorf("files[%d]: file.id is required", i)
+		}
+		if _, ok := fresh.usersID[f.OwnerID]; !ok {
+			return fmt.Errorf("files[%d]: owner_id %q is not an end user of this state", i, f.OwnerID)
+		}
+		if _, dup := fresh.files[f.Result.ID]; dup {
+			return fmt.Errorf("files[%d]: duplicate id %q", i, f.Result.ID)
+		}
+		fc := f
+		fresh.files[f.Result.ID] = &File{Result: fc.Result, OwnerID: fc.OwnerID}
+	}
+	// Conversations and messages get keys in the order given (created_at
+	// first), so listing order survives a round trip.
+	order := make([]int, len(snap.Conversations))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		return snap.Conversations[order[a]].CreatedAt < snap.Conversations[order[b]].CreatedAt
+	})
+	for _, i := range order {
+		sc := snap.Conversations[i]
+		if sc.ID == "" {
+			return fmt.Errorf("conversations[%d]: id is required", i)
+		}
+		if _, ok := fresh.usersID[sc.OwnerID]; !ok {
+			return fmt.Errorf("conversations[%d]: owner_id %q is not an end user of this state", i, sc.OwnerID)
+		}
+		if _, dup := fresh.convs[sc.ID]; dup {
+			return fmt.Errorf("conversations[%d]: duplicate id %q", i, sc.ID)
+		}
+		if sc.NextTurn < 0 {
+			return fmt.Errorf("conversations[%d]: next_turn must not be negative", i)
+		}
+		fresh.seq++
+		k := key{t: time.Unix(sc.CreatedAt, 0), seq: fresh.seq}
+		c := &Conversation{Conversation: sc.Conversation, OwnerID: sc.OwnerID, Cassette: sc.Cassette,
+			NextTurn: sc.NextTurn, AutoName: sc.AutoName, created: k, updated: k}
+		if c.Inputs == nil {
+			c.Inputs = map[string]any{}
+		}
+		if c.Status == "" {
+			c.Status = "normal"
+		}
+		for j, sm := range sc.Messages {
+			if sm.ID == "" {
+				return fmt.Errorf("conversations[%d].messages[%d]: id is required", i, j)
+			}
+			if sm.ConversationID != "" && sm.ConversationID != sc.ID {
+				return fmt.Errorf("conversations[%d].messages[%d]: conversation_id %q is not its conversation", i, j, sm.ConversationID)
+			}
+			if _, dup := fresh.messages[sm.ID]; dup {
+				return fmt.Errorf("conversations[%d].messages[%d]: duplicate id %q", i, j, sm.ID)
+			}
+			m := sm.Message
+			m.ConversationID = sc.ID
+			fresh.seq++
+			st := &storedMessage{msg: m, cassette: sm.Cassette, created: key{t: time.Unix(m.CreatedAt, 0), seq: fresh.seq},
+				ownerID: sc.OwnerID, index: len(c.messages)}
+			c.messages = append(c.messages, st)
+			fresh.messages[m.ID] = st
+		}
+		fresh.seq++
+		c.updated = key{t: time.Unix(max(sc.UpdatedAt, sc.CreatedAt), 0), seq: fresh.seq}
+		fresh.convs[c.ID] = c
+		o := fresh.owner(c.OwnerID)
+		o.byCreated = insertSorted(o.byCreated, createdKey, c)
+		o.byUpdated = insertSorted(o.byUpdated, updatedKey, c)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.users, s.usersID, s.files, s.convs, s.messages, s.owners = fresh.users, fresh.usersID, fresh.files, fresh.convs, fresh.messages, fresh.owners
+	s.seq = max(s.seq, fresh.seq)
+	return nil
+}
+
+// Reset empties the store.
+func (s *Store) Reset() {
+	empty := New(s.now, s.newID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.users, s.usersID, s.files, s.convs, s.messages, s.owners = empty.users, empty.usersID, empty.files, empty.convs, empty.messages, empty.owners
+}
+
+// ErrUserNotFound is returned by ResetUser for an unknown end user.
+var ErrUserNotFound = errors.New("end user not found")
+
+// ResetUser forgets one end user (by the `user` string clients send) with
+// their conversations, messages and uploads.
+func (s *Store) ResetUser(session string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u, ok := s.users[session]
+	if !ok {
+		return ErrUserNotFound
+	}
+	for id, c := range s.convs {
+		if c.OwnerID != u.ID {
+			continue
+		}
+		for _, m := range c.messages {
+			delete(s.messages, m.msg.ID)
+		}
+		delete(s.convs, id)
+	}
+	for id, f := range s.files {
+		if f.OwnerID == u.ID {
+			delete(s.files, id)
+		}
+	}
+	delete(s.owners, u.ID)
+	delete(s.users, session)
+	delete(s.usersID, u.ID)
+	return nil
+}
+
+// UserSummary is one end user in the state browser.
+type UserSummary struct {
+	ID            string    `json:"id"`
+	User          string    `json:"user"`
+	Anonymous     bool      `json:"anonymous,omitempty"`
+	CreatedAt     time.Time `json:"created_at"`
+	Conversations int       `json:"conversations"`
+	Messages      int       `json:"messages"`
+	Files         int       `json:"files"`
+}
+
+// Summary lists the end users with their counts, oldest first.
+func (s *Store) Summary() []UserSummary {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	byID := map[string]*UserSummary{}
+	out := make([]*UserSummary, 0, len(s.users))
+	for _, u := range s.users {
+		us := &UserSummary{ID: u.ID, User: u.Session, Anonymous: u.Anonymous, CreatedAt: u.CreatedAt.UTC()}
+		byID[u.ID] = us
+		out = append(out, us)
+	}
+	for _, c := range s.convs {
+		if us := byID[c.OwnerID]; us != nil && !c.deleted {
+			us.Conversations++
+			us.Messages += len(c.messages)
+		}
+	}
+	for _, f := range s.files {
+		if us := byID[f.OwnerID]; us != nil {
+			us.Files++
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].User < out[j].User
+	})
+	res := make([]UserSummary, len(out))
+	for i, us := range out {
+		res[i] = *us
+	}
+	return res
+}

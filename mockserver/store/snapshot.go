@@ -48,10 +48,21 @@ type SnapConvers struct {
 	Messages []SnapMessage `json:"messages"`
 }
 
-// SnapMessage is a stored message and the cassette that produced it.
+// SnapMessage is a stored message, the cassette that produced it and its
+// end user's feedback row (API §25), if any.
 type SnapMessage struct {
 	dify.Message
-	Cassette string `json:"cassette,omitempty"`
+	Cassette    string        `json:"cassette,omitempty"`
+	FeedbackRow *SnapFeedback `json:"feedback_row,omitempty"`
+}
+
+// SnapFeedback is a message feedback row.
+type SnapFeedback struct {
+	ID        string    `json:"id"`
+	Rating    string    `json:"rating"`
+	Content   *string   `json:"content,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Export copies the whole state.
@@ -92,7 +103,11 @@ func (s *Store) Export() Snapshot {
 		sc := SnapConvers{Conversation: cc.Conversation, OwnerID: c.OwnerID, Cassette: c.Cassette,
 			NextTurn: c.NextTurn, AutoName: c.AutoName, Messages: make([]SnapMessage, 0, len(c.messages))}
 		for _, m := range c.messages {
-			sc.Messages = append(sc.Messages, SnapMessage{Message: m.msg, Cassette: m.cassette})
+			sm := SnapMessage{Message: m.msg, Cassette: m.cassette}
+			if f := m.feedback; f != nil {
+				sm.FeedbackRow = &SnapFeedback{ID: f.ID, Rating: f.Rating, Content: f.Content, CreatedAt: f.CreatedAt.UTC(), UpdatedAt: f.UpdatedAt.UTC()}
+			}
+			sc.Messages = append(sc.Messages, sm)
 		}
 		snap.Conversations = append(snap.Conversations, sc)
 	}
@@ -136,6 +151,7 @@ func (s *Store) Import(snap Snapshot) error {
 	}
 	// Conversations and messages get keys in the order given (created_at
 	// first), so listing order survives a round trip.
+	var feedbacks []*Feedback
 	order := make([]int, len(snap.Conversations))
 	for i := range order {
 		order[i] = i
@@ -182,6 +198,17 @@ func (s *Store) Import(snap Snapshot) error {
 			fresh.seq++
 			st := &storedMessage{msg: m, cassette: sm.Cassette, created: key{t: time.Unix(m.CreatedAt, 0), seq: fresh.seq},
 				ownerID: sc.OwnerID, index: len(c.messages)}
+			if fr := sm.FeedbackRow; fr != nil {
+				if fr.ID == "" || fr.Rating == "" {
+					return fmt.Errorf("conversations[%d].messages[%d].feedback_row: id and rating are required", i, j)
+				}
+				st.feedback = &Feedback{ID: fr.ID, MessageID: m.ID, ConversationID: sc.ID, Rating: fr.Rating, Content: fr.Content,
+					FromEndUserID: sc.OwnerID, CreatedAt: fr.CreatedAt, UpdatedAt: fr.UpdatedAt}
+				st.msg.Feedback = &dify.Feedback{Rating: fr.Rating}
+				feedbacks = append(feedbacks, st.feedback)
+			} else {
+				st.msg.Feedback = nil
+			}
 			c.messages = append(c.messages, st)
 			fresh.messages[m.ID] = st
 		}
@@ -192,9 +219,12 @@ func (s *Store) Import(snap Snapshot) error {
 		o.byCreated = insertSorted(o.byCreated, createdKey, c)
 		o.byUpdated = insertSorted(o.byUpdated, updatedKey, c)
 	}
+	// Feedback rows keep their creation order (the app's feedback list).
+	sort.SliceStable(feedbacks, func(a, b int) bool { return feedbacks[a].CreatedAt.Before(feedbacks[b].CreatedAt) })
+	fresh.feedbacks = feedbacks
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.users, s.usersID, s.files, s.convs, s.messages, s.owners = fresh.users, fresh.usersID, fresh.files, fresh.convs, fresh.messages, fresh.owners
+	s.replace(fresh)
 	s.seq = max(s.seq, fresh.seq)
 	return nil
 }
@@ -204,7 +234,15 @@ func (s *Store) Reset() {
 	empty := New(s.now, s.newID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.users, s.usersID, s.files, s.convs, s.messages, s.owners = empty.users, empty.usersID, empty.files, empty.convs, empty.messages, empty.owners
+	s.replace(empty)
+}
+
+// replace takes over every piece of state of other (s.mu held). A field
+// added to Store must be handled here, in Export, Import and ResetUser;
+// TestSnapshotCoversEveryStoreField fails until it is.
+func (s *Store) replace(other *Store) {
+	s.users, s.usersID, s.files, s.convs, s.messages, s.owners = other.users, other.usersID, other.files, other.convs, other.messages, other.owners
+	s.feedbacks = other.feedbacks
 }
 
 // ErrUserNotFound is returned by ResetUser for an unknown end user.
@@ -233,6 +271,14 @@ func (s *Store) ResetUser(session string) error {
 			delete(s.files, id)
 		}
 	}
+	kept := s.feedbacks[:0]
+	for _, f := range s.feedbacks {
+		if f.FromEndUserID != u.ID {
+			kept = append(kept, f)
+		}
+	}
+	clear(s.feedbacks[len(kept):])
+	s.feedbacks = kept
 	delete(s.owners, u.ID)
 	delete(s.users, session)
 	delete(s.usersID, u.ID)

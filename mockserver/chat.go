@@ -208,7 +208,15 @@ func (s *Server) checkFiles(files []dify.InputFile, ownerID string) ([]dify.Mess
 // chatMessages is POST /chat-messages (API §2): validate, pick a recorded
 // turn, replay it on schedule and store what was streamed.
 func (s *Server) chatMessages(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	req, e := s.parseChat(w, r)
+	var (
+		req *chatRequest
+		e   *apiError
+	)
+	// Reading and decoding the JSON body is the deepest point of a chat
+	// request; on a fresh goroutine it never grows the connection
+	// goroutine's stack, which then stays at 8 KiB for the whole stream
+	// (stack_test.go), whatever middleware sits above the router.
+	onFreshStack(func() { req, e = s.parseChat(w, r) })
 	if e != nil {
 		writeError(w, e)
 		return
@@ -266,11 +274,11 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, req *chatRequ
 	}
 	if req.blocking {
 		writeError(w, errBlockingAgentChat)
-		return
+		return nil
 	}
 	if strings.TrimSpace(req.query) == "" {
 		writeError(w, invalidParam("query is required"))
-		return
+		return nil
 	}
 	if e := s.validateInputs(req.inputs); e != nil {
 		writeError(w, e)

@@ -21,6 +21,11 @@ const MaxBody = 64 << 10
 // maxField bounds a kept multipart text field.
 const maxField = 4 << 10
 
+// maxParts bounds the multipart parts the journal looks at; the rest of the
+// body is passed over without parsing (a body of a million tiny parts costs
+// the journal nothing).
+const maxParts = 64
+
 // Middleware journals every request that reaches next. Request headers are
 // never kept (they carry API keys); bodies and query strings are redacted.
 func (j *Journal) Middleware(next http.Handler) http.Handler {
@@ -144,7 +149,7 @@ func (b *bodyCapture) Read(p []byte) (int, error) {
 func (b *bodyCapture) parseMultipart(mr *multipart.Reader, pr *io.PipeReader) {
 	defer close(b.parsed)
 	defer func() { _, _ = io.Copy(io.Discard, pr) }()
-	for {
+	for range maxParts {
 		part, err := mr.NextPart()
 		if err != nil {
 			return

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )

@@ -212,13 +212,14 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if strings.TrimSpace(opts.UpstreamKey) == "" {
 		return nil, &UsageError{"no upstream API key"}
 	}
+	opts.Upstream = up.String()
 	mockLabel := "built-in"
 	if opts.Mock != "" {
 		mu, err := checkURL(opts.Mock, "mock")
 		if err != nil {
 			return nil, err
 		}
-		mockLabel = mu.Redacted()
+		opts.Mock, mockLabel = mu.String(), mu.Redacted()
 	}
 	logf := opts.Logf
 	if logf == nil {
@@ -267,6 +268,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return rep, sideError(ctx, rep, "upstream", err)
 	}
 	rep.UpstreamMode = upRun.Mode()
+	if rep.UpstreamMode != dify.ModeAgent && rep.UpstreamMode != dify.ModeAgentChat {
+		logf("warning: the upstream app's mode is %q, not an Agent app (agent or agent-chat); expect differences that come from the app type", rep.UpstreamMode)
+	}
 
 	if mockURL == "" {
 		mode := ""
@@ -337,10 +341,15 @@ type pending struct {
 	ds []Difference
 }
 
+// checkURL parses a Service API base URL; an empty path means /v1, as
+// for `dify-mock record`.
 func checkURL(raw, what string) (*url.URL, error) {
 	u, err := url.Parse(strings.TrimSpace(raw))
-	if raw == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, &UsageError{fmt.Sprintf("--%s %q: want an http(s) URL of the Service API, e.g. https://dify.example.com/v1", what, redactURL(raw))}
+	if raw == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return nil, &UsageError{fmt.Sprintf("--%s %q: want an http(s) URL of the Service API without query, e.g. https://dify.example.com/v1", what, redactURL(raw))}
+	}
+	if strings.Trim(u.Path, "/") == "" {
+		u.Path, u.RawPath = "/v1", ""
 	}
 	return u, nil
 }

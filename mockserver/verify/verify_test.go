@@ -198,7 +198,8 @@ func showReport(rep *verify.Report) string {
 // the mock, so nothing may be reported, and most cases must have run.
 func TestAgainstItselfNoDifferences(t *testing.T) {
 	up := newFakeUpstream(t)
-	rep := run(t, verify.Options{Upstream: up.base(), UpstreamKey: upstreamKey})
+	// No path: /v1 is implied, as for `dify-mock record`.
+	rep := run(t, verify.Options{Upstream: up.URL, UpstreamKey: upstreamKey})
 	if len(rep.Differences) != 0 || len(rep.Errors) != 0 {
 		t.Fatalf("differences against the mock itself:\n%s", showReport(rep))
 	}

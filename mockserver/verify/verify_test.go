@@ -214,6 +214,31 @@ func TestAgainstItselfNoDifferences(t *testing.T) {
 	}
 }
 
+// TestAgainstARunningMock checks a mock given by URL (--mock) with its own
+// key instead of the in-process one.
+func TestAgainstARunningMock(t *testing.T) {
+	const mockKey = "app-running-mock-key"
+	srv, err := mockserver.New(mockserver.Config{APIKeys: []string{mockKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	up := newFakeUpstream(t, renamedField)
+	rep := run(t, verify.Options{Upstream: up.base(), UpstreamKey: upstreamKey, Mock: ts.URL + "/v1", MockKey: mockKey})
+	if rep.Mock != ts.URL+"/v1" || len(rep.Errors) != 0 {
+		t.Fatalf("mock %q, errors %+v", rep.Mock, rep.Errors)
+	}
+	for _, d := range rep.Differences {
+		if !renamedField.explains(d) {
+			t.Errorf("unexpected difference %+v", d)
+		}
+	}
+	if len(rep.Differences) == 0 {
+		t.Error("the renamed field was not reported")
+	}
+}
+
 // TestMirrorsTheUpstreamApp: the in-process mock describes the upstream's
 // app, so an app with suggested questions switched off (unlike the
 // built-in one) compares like for like: the feature-gated case runs on

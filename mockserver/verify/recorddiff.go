@@ -28,8 +28,8 @@ func cassetteName(caseName string) string {
 // cassettes through the recorder's scrubbing and secret check
 // (record.SaveCaptured):
 //
-//   - the streamed turn, when it differs, as verify-stream-chat-turn.yaml:
-//     the mock replays your server's stream layout from it;
+//   - the streamed turn of a chat-turn case whose stream differs, as
+//     verify-<case>.yaml: the mock replays your server's stream from it;
 //   - every other differing answer in one verify-differences.yaml, in case
 //     order, after a live chat turn of the run (a chat cassette needs one;
 //     one file keeps its query unique in the folder). Answers to
@@ -61,20 +61,38 @@ func recordDiff(rep *Report, opts Options, up *url.URL, live []*exchange, differ
 		return err
 	}
 
-	var streamEx *exchange
+	var streamEx *exchange // a live turn written on its own
 	var rest []pending
 	for _, p := range differing {
 		switch {
 		case p.ex == nil:
 			rep.NotRecorded = append(rep.NotRecorded, Skip{p.c.Name, "no live answer"})
-		case p.c.Name == StreamCaseName && isLiveTurn(p.ex):
-			streamEx = p.ex
-			desc := fmt.Sprintf("Live streamed turn of conformance case %s, where dify-mock differed in: %s.", p.c.Name, aspectList(p.ds))
-			if err := save(cassetteName(p.c.Name), desc, []record.Capture{p.ex.capture()}); err != nil {
+		case p.c.ChatTurn && isLiveTurn(p.ex) && streamEx == nil:
+			// The stream layout differs: write your server's stream. A
+			// request a cassette turn cannot hold (a lax boolean written
+			// as a string) is replaced by another live turn of the run,
+			// the same app's layout, and the description says so.
+			ex, desc := p.ex, fmt.Sprintf("Live streamed turn of conformance case %s, where dify-mock differed in: %s.", p.c.Name, aspectList(p.ds))
+			if !isChatBody(ex.reqBody) {
+				ex = nil
+				for _, other := range live {
+					if isLiveTurn(other) && isChatBody(other.reqBody) {
+						ex = other
+						break
+					}
+				}
+				desc = fmt.Sprintf("A live streamed turn of the run that verified conformance case %s, where dify-mock's stream differed in: %s (the case's own request does not load as a cassette turn; this turn's stream has the same app and layout).", p.c.Name, aspectList(p.ds))
+			}
+			if ex == nil {
+				rep.NotRecorded = append(rep.NotRecorded, Skip{p.c.Name, "its request does not load as a cassette turn, and the run has no other live turn"})
+				continue
+			}
+			streamEx = ex
+			if err := save(cassetteName(p.c.Name), desc, []record.Capture{ex.capture()}); err != nil {
 				rep.NotRecorded = append(rep.NotRecorded, Skip{p.c.Name, err.Error()})
 			}
 		case isChatRequest(p.ex) && !isChatBody(p.ex.reqBody):
-			rep.NotRecorded = append(rep.NotRecorded, Skip{p.c.Name, "its request body is not a chat request, which a cassette turn must be"})
+			rep.NotRecorded = append(rep.NotRecorded, Skip{p.c.Name, "its request body does not load as a cassette turn (not a chat request as the mock reads one)"})
 		default:
 			rest = append(rest, p)
 		}
@@ -86,7 +104,7 @@ func recordDiff(rep *Report, opts Options, up *url.URL, live []*exchange, differ
 	// written on its own above (its query would be in two files).
 	var turn *exchange
 	for _, ex := range live {
-		if isLiveTurn(ex) && (turn == nil || turn == streamEx) {
+		if isLiveTurn(ex) && isChatBody(ex.reqBody) && (turn == nil || turn == streamEx) {
 			turn = ex
 		}
 	}

@@ -114,7 +114,8 @@ type TransportError struct {
 func (e *TransportError) Error() string { return e.Side + ": " + e.Err.Error() }
 func (e *TransportError) Unwrap() error { return e.Err }
 
-// StreamCaseName names the case that runs one real chat turn.
+// StreamCaseName names the case that runs one real chat turn when the
+// conformance table has none of its own.
 const StreamCaseName = "stream/chat-turn"
 
 // StreamQuery is the query of that turn.
@@ -140,10 +141,44 @@ func StreamCase(inputs map[string]any) conformance.Case {
 	}
 }
 
-// Cases is the default case list: the real chat turn, then the
-// conformance table (which keeps its destructive cases last).
+// Cases is the default case list: the conformance table (which keeps its
+// destructive cases last), with inputs as the `inputs` of its chat-turn
+// cases, and StreamCase first should the table have no streamed turn.
 func Cases(inputs map[string]any) []conformance.Case {
-	return append([]conformance.Case{StreamCase(inputs)}, conformance.Cases()...)
+	table := conformance.Cases()
+	streamed := false
+	for i, c := range table {
+		if !c.ChatTurn {
+			continue
+		}
+		streamed = streamed || c.Expect.ContentType == "text/event-stream"
+		if inputs != nil {
+			table[i].Request.Body = withInputs(c.Request.Body, inputs)
+		}
+	}
+	if streamed {
+		return table
+	}
+	return append([]conformance.Case{StreamCase(inputs)}, table...)
+}
+
+// withInputs sets the `inputs` member of a JSON object body (placeholders
+// sit inside strings, so the body is JSON as written).
+func withInputs(body string, inputs map[string]any) string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal([]byte(body), &m) != nil || m == nil {
+		return body
+	}
+	in, err := json.Marshal(inputs)
+	if err != nil {
+		return body
+	}
+	m["inputs"] = in
+	out, err := json.Marshal(m)
+	if err != nil {
+		return body
+	}
+	return string(out)
 }
 
 // Report is a run's result. It holds no key.

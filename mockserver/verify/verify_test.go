@@ -171,8 +171,8 @@ var (
 			extra := []byte(`data: {"event": "agent_log", "conversation_id": "x", "data": {"label": "step"}}` + "\n\n")
 			*body = append((*body)[:i:i], append(extra, (*body)[i:]...)...)
 		},
-		explains: func(d verify.Difference) bool { return d.Case == verify.StreamCaseName && d.Aspect == "events" },
-		mustSee:  []verify.Difference{{Case: verify.StreamCaseName, Aspect: "events"}},
+		explains: func(d verify.Difference) bool { return d.Route == "POST /chat-messages" && d.Aspect == "events" },
+		mustSee:  []verify.Difference{{Route: "POST /chat-messages", Aspect: "events"}},
 	}
 )
 
@@ -211,6 +211,30 @@ func TestAgainstItselfNoDifferences(t *testing.T) {
 	}
 	if len(rep.Cleanup) != 0 {
 		t.Errorf("cleanup errors: %v", rep.Cleanup)
+	}
+}
+
+// TestCasesTakeInputs: --inputs reaches every chat turn of the table, and
+// a streamed turn is always in the list.
+func TestCasesTakeInputs(t *testing.T) {
+	cases := verify.Cases(map[string]any{"destination": "Seoul"})
+	turns, streamed := 0, false
+	for _, c := range cases {
+		if !c.ChatTurn {
+			continue
+		}
+		turns++
+		streamed = streamed || c.Expect.ContentType == "text/event-stream"
+		var body struct {
+			Inputs map[string]any `json:"inputs"`
+			User   string         `json:"user"`
+		}
+		if err := json.Unmarshal([]byte(c.Request.Body), &body); err != nil || body.Inputs["destination"] != "Seoul" || body.User != "{user}" {
+			t.Errorf("%s: body %s (%v)", c.Name, c.Request.Body, err)
+		}
+	}
+	if turns == 0 || !streamed {
+		t.Errorf("%d chat-turn case(s), streamed %v", turns, streamed)
 	}
 }
 
@@ -369,7 +393,7 @@ func assertNoKey(t *testing.T, where, text string) {
 
 func reported(list []verify.Difference, want verify.Difference) bool {
 	for _, d := range list {
-		if d.Case == want.Case && d.Aspect == want.Aspect && (want.Path == "" || d.Path == want.Path) &&
+		if (want.Case == "" || d.Case == want.Case) && (want.Route == "" || d.Route == want.Route) && d.Aspect == want.Aspect && (want.Path == "" || d.Path == want.Path) &&
 			(want.Upstream == "" || d.Upstream == want.Upstream) && (want.Mock == "" || d.Mock == want.Mock) {
 			if want.Aspect == "events" && !strings.Contains(d.Upstream, "agent_log") {
 				continue

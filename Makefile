@@ -47,10 +47,11 @@ docs: ## Regenerate docs/ (go generate ./..., tfplugindocs; needs a Terraform, f
 	 PATH="$$(dirname "$$tf"):$$PATH" go generate ./...
 
 .PHONY: release-check
-release-check: ## goreleaser check + an offline snapshot build for this machine into ./dist
+release-check: ## goreleaser check + an offline snapshot build for this machine into ./dist, then dify-mock's image and npm packages from it
 	@gr="$$(scripts/ensure-goreleaser.sh | tail -n1)"; \
 	 "$$gr" check; \
-	 "$$gr" build --snapshot --clean --single-target
+	 "$$gr" build --snapshot --clean --single-target; \
+	 scripts/dist-packages.sh dist
 
 .PHONY: image
 image: ## Build dify-mock's container image without a container daemon (OCI layout + tar in ./dist/image)

@@ -212,3 +212,47 @@ func TestRefusedOriginVaries(t *testing.T) {
 		}
 	}
 }
+
+// heapAfterGC is the live heap once garbage is collected.
+func heapAfterGC() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// Chats with a 1.5 MB query each keep the live heap near the state bound: the
+// least recently changed conversations are evicted (and logged) and the
+// newest stay readable. Before the bound, 300 such chats held 1.6 GB.
+func TestStateStaysWithinItsBound(t *testing.T) {
+	const bound = 4 << 20
+	s := newLoggedServer(t, mockserver.Config{MaxStateBytes: bound, Cassettes: testSet(t, testParams)})
+	e := &env{t: t, srv: s.srv, ts: s.ts, hc: &http.Client{}}
+	base := heapAfterGC()
+	query := strings.Repeat("q", 3<<19)
+	var convs []string
+	for i := range 16 { // 24 MB of queries
+		_, frames := e.chat(chatBody(query, "big"), mockserver.HeaderCassette, "two-turn")
+		convs = append(convs, frames[0].str("conversation_id"))
+		if i%4 == 3 {
+			if used, _ := s.srv.StateUsage(); used > bound {
+				t.Fatalf("after %d chats the state holds %d bytes, bound %d", i+1, used, bound)
+			}
+		}
+	}
+	query = ""
+	if grew := int64(heapAfterGC()) - int64(base); grew > 3*bound {
+		t.Errorf("the live heap grew by %d MiB over 16 chats of 1.5 MB; want it near the %d MiB bound", grew>>20, bound>>20)
+	}
+	resp, _ := e.do(http.MethodGet, "/messages?user=big&conversation_id="+convs[0], nil)
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("the oldest conversation: %d, want 404 (evicted)", resp.StatusCode)
+	}
+	resp, body := e.do(http.MethodGet, "/messages?user=big&conversation_id="+convs[len(convs)-1], nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"query":"qqq`) {
+		t.Errorf("the newest conversation: %d %.200s", resp.StatusCode, body)
+	}
+	if logs := s.logs.String(); !strings.Contains(logs, "state bound reached") || !strings.Contains(logs, convs[0]) {
+		t.Errorf("no eviction log line for %s", convs[0])
+	}
+}

@@ -29,6 +29,10 @@ import (
 
 // Defaults for Config's zero values (API §18).
 const (
+	// DefaultMaxStateBytes suits a laptop: thousands of ordinary
+	// conversations, a few dozen large uploads.
+	DefaultMaxStateBytes = 256 << 20
+
 	DefaultRunTimeout       = time.Hour
 	DefaultMaxModelRequests = 500
 )
@@ -54,6 +58,12 @@ type Config struct {
 	MaxModelRequests int              // default 500
 	Logger           *slog.Logger     // nil = discard
 	Now              func() time.Time // optional clock for created_at
+	// MaxStateBytes bounds the estimated memory of the stored state
+	// (conversations, messages, uploads): 0 = DefaultMaxStateBytes,
+	// negative = unbounded. Past it the least recently changed
+	// conversations and uploads are evicted, deleted ones first, and each
+	// eviction is logged (docs/security.md).
+	MaxStateBytes int64
 	// BodyReadTimeout bounds how long a client may take to send a request
 	// body (0 = DefaultBodyReadTimeout, negative = no bound). It never
 	// applies while a response streams.
@@ -168,6 +178,13 @@ func New(cfg Config) (*Server, error) {
 		fault: serverFault, cassetteFaults: map[string]fault.Spec{},
 	}
 	s.store = store.New(cfg.Now, replay.NewUUID)
+	if cfg.MaxStateBytes == 0 {
+		cfg.MaxStateBytes = DefaultMaxStateBytes
+		s.cfg.MaxStateBytes = cfg.MaxStateBytes
+	}
+	s.store.SetMaxBytes(cfg.MaxStateBytes, func(ev store.Eviction) {
+		log.Info("state bound reached: evicted the least recently changed "+ev.Kind, "id", ev.ID, "bytes", ev.Bytes, "state_bytes", ev.Total, "max_state_bytes", ev.Max)
+	})
 	s.mode = cfg.Mode
 	if s.mode == "" {
 		s.mode = app.Info.Mode
@@ -343,3 +360,6 @@ func (s *Server) routes() http.Handler {
 
 	return s.recoverer(s.logRequests(s.cors(r)))
 }
+
+// StateUsage is the stored state's estimated size and its bound.
+func (s *Server) StateUsage() (bytes, maxBytes int64) { return s.store.Usage() }

@@ -5,6 +5,7 @@
 package store
 
 import (
+	"container/list"
 	"errors"
 	"sort"
 	"strings"
@@ -42,6 +43,7 @@ type EndUser struct {
 type File struct {
 	Result  FileResult
 	OwnerID string // end-user id
+	elem    *list.Element
 }
 
 // FileResult is the POST /files/upload body (API §9.1).
@@ -60,6 +62,7 @@ type Conversation struct {
 	updated  key
 	deleted  bool
 	messages []*storedMessage
+	elem     *list.Element // in the store's least-recently-changed list
 }
 
 type storedMessage struct {
@@ -103,6 +106,12 @@ type Store struct {
 	newID  func() string
 	// feedbacks holds every message feedback in creation order (API §26).
 	feedbacks []*Feedback
+	// The memory bound (bound.go): estimated bytes held, the bound (0 =
+	// none), records from least to most recently changed.
+	bytes    int64
+	maxBytes int64
+	lru      *list.List
+	onEvict  func(Eviction)
 }
 
 // ownerIndex holds one end user's live (not deleted) conversations twice:
@@ -224,7 +233,13 @@ func (s *Store) LookupEndUser(id string) (EndUser, bool) {
 func (s *Store) AddFile(f File) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.files[f.Result.ID] = &f
+	if old, ok := s.files[f.Result.ID]; ok && old.elem != nil {
+		s.bytes -= s.lru.Remove(old.elem).(*unit).bytes
+	}
+	fp := &f
+	fp.elem = s.track(&unit{file: fp, bytes: fileOverhead + jsonSize(f.Result)})
+	s.files[f.Result.ID] = fp
+	s.evict(fp.elem)
 }
 
 // File returns an upload owned by ownerID.
@@ -257,6 +272,8 @@ func (s *Store) NewConversation(ownerID string, inputs map[string]any, introduct
 	o := s.owner(ownerID)
 	o.byCreated = insertSorted(o.byCreated, createdKey, c)
 	o.byUpdated = insertSorted(o.byUpdated, updatedKey, c)
+	c.elem = s.track(&unit{conv: c, bytes: conversationOverhead + jsonSize(c.Conversation)})
+	s.evict(c.elem)
 	return c.copy()
 }
 
@@ -299,6 +316,7 @@ func (s *Store) ClaimTurn(id, ownerID string, pick func(cassette string, next in
 	}
 	name, turn := pick(c.Cassette, c.NextTurn)
 	c.Cassette, c.NextTurn = name, turn+1
+	s.grow(c.elem, 0) // continued: the most recently changed
 	return c.copy(), nil
 }
 
@@ -333,6 +351,8 @@ func (s *Store) AddMessage(m dify.Message, cassette string) error {
 	if c.AutoName && len(c.messages) == 1 {
 		c.Name = GenerateName(m.Query)
 	}
+	s.grow(c.elem, messageOverhead+jsonSize(m))
+	s.evict(c.elem)
 	return nil
 }
 
@@ -366,8 +386,10 @@ func (s *Store) Rename(id, ownerID, name string, autoGenerate bool) (Conversatio
 		}
 		name = GenerateName(c.messages[0].msg.Query)
 	}
+	s.grow(c.elem, int64(len(name)-len(c.Name)))
 	c.Name = name
 	s.touch(c, s.nextKey())
+	s.evict(c.elem)
 	return c.copy(), nil
 }
 
@@ -380,6 +402,9 @@ func (s *Store) Delete(id, ownerID string) error {
 		return ErrConversationNotFound
 	}
 	c.deleted = true
+	if c.elem != nil {
+		s.lru.MoveToFront(c.elem) // deleted conversations are evicted first
+	}
 	o := s.owner(ownerID)
 	o.byCreated = removeSorted(o.byCreated, createdKey, c.created, c)
 	o.byUpdated = removeSorted(o.byUpdated, updatedKey, c.updated, c)

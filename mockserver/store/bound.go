@@ -3,6 +3,7 @@ package store
 import (
 	"container/list"
 	"encoding/json"
+	"sort"
 )
 
 // The store's memory bound. Without one, a mock that runs for days in CI or
@@ -147,4 +148,38 @@ func (s *Store) dropConversation(c *Conversation) {
 		s.feedbacks = kept
 	}
 	delete(s.convs, c.ID)
+}
+
+// untrack forgets a record's accounting when it is removed otherwise.
+func (s *Store) untrack(e *list.Element) {
+	if e == nil || s.lru == nil {
+		return
+	}
+	s.bytes -= s.lru.Remove(e).(*unit).bytes
+}
+
+// account builds the accounting of a store filled directly (Import):
+// uploads, then conversations from least to most recently changed.
+func (s *Store) account() {
+	s.bytes, s.lru = 0, nil
+	files := make([]*File, 0, len(s.files))
+	for _, f := range s.files {
+		files = append(files, f)
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Result.CreatedAt < files[j].Result.CreatedAt })
+	for _, f := range files {
+		f.elem = s.track(&unit{file: f, bytes: fileOverhead + jsonSize(f.Result)})
+	}
+	convs := make([]*Conversation, 0, len(s.convs))
+	for _, c := range s.convs {
+		convs = append(convs, c)
+	}
+	sort.Slice(convs, func(i, j int) bool { return convs[i].updated.less(convs[j].updated) })
+	for _, c := range convs {
+		n := conversationOverhead + jsonSize(c.Conversation)
+		for _, m := range c.messages {
+			n += messageOverhead + jsonSize(m.msg)
+		}
+		c.elem = s.track(&unit{conv: c, bytes: n})
+	}
 }

@@ -222,6 +222,7 @@ func (s *Store) Import(snap Snapshot) error {
 	// Feedback rows keep their creation order (the app's feedback list).
 	sort.SliceStable(feedbacks, func(a, b int) bool { return feedbacks[a].CreatedAt.Before(feedbacks[b].CreatedAt) })
 	fresh.feedbacks = feedbacks
+	fresh.account()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.replace(fresh)
@@ -243,6 +244,10 @@ func (s *Store) Reset() {
 func (s *Store) replace(other *Store) {
 	s.users, s.usersID, s.files, s.convs, s.messages, s.owners = other.users, other.usersID, other.files, other.convs, other.messages, other.owners
 	s.feedbacks = other.feedbacks
+	// The memory accounting follows the state; the bound (maxBytes,
+	// onEvict) is configuration and stays.
+	s.bytes, s.lru = other.bytes, other.lru
+	s.evict(nil)
 }
 
 // ErrUserNotFound is returned by ResetUser for an unknown end user.
@@ -264,10 +269,12 @@ func (s *Store) ResetUser(session string) error {
 		for _, m := range c.messages {
 			delete(s.messages, m.msg.ID)
 		}
+		s.untrack(c.elem)
 		delete(s.convs, id)
 	}
 	for id, f := range s.files {
 		if f.OwnerID == u.ID {
+			s.untrack(f.elem)
 			delete(s.files, id)
 		}
 	}

@@ -17,6 +17,8 @@ func TestSnapshotCoversEveryStoreField(t *testing.T) {
 	handled := map[string]bool{
 		"mu": true, "now": true, "seq": true, "newID": true, // machinery, not state
 		"users": true, "usersID": true, "files": true, "convs": true, "messages": true, "owners": true, "feedbacks": true,
+		"bytes": true, "lru": true, // memory accounting: follows the state in replace, untracked in ResetUser
+		"maxBytes": true, "onEvict": true, // the bound: configuration, kept across replace
 	}
 	st := reflect.TypeOf(Store{})
 	for i := range st.NumField() {

@@ -1,0 +1,98 @@
+package store
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/difyops/terraform-provider-dify/dify"
+)
+
+func boundTestStore() *Store {
+	n := 0
+	clock := time.Unix(1700000000, 0)
+	return New(func() time.Time { clock = clock.Add(time.Second); return clock }, func() string { n++; return fmt.Sprintf("id-%04d", n) })
+}
+
+// Eviction order: deleted conversations first, then the least recently
+// changed; the record just changed is kept; every index forgets what goes.
+func TestEvictionOrder(t *testing.T) {
+	s := boundTestStore()
+	var evicted []string
+	u := s.EndUser("alice")
+	add := func(c Conversation, q string) {
+		t.Helper()
+		if err := s.AddMessage(dify.Message{ID: s.newID(), ConversationID: c.ID, Query: q, Answer: "ok"}, "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	big := strings.Repeat("q", 10_000)
+	a := s.NewConversation(u.ID, nil, nil, false)
+	add(a, big)
+	b := s.NewConversation(u.ID, nil, nil, false)
+	add(b, big)
+	c := s.NewConversation(u.ID, nil, nil, false)
+	add(c, big)
+	if err := s.Delete(b.ID, u.ID); err != nil {
+		t.Fatal(err)
+	}
+	used, _ := s.Usage()
+	s.SetMaxBytes(used-1, func(ev Eviction) { evicted = append(evicted, ev.ID) })
+	if len(evicted) != 1 || evicted[0] != b.ID {
+		t.Fatalf("evicted %v, want the deleted %s first", evicted, b.ID)
+	}
+	used, _ = s.Usage()
+	s.SetMaxBytes(used, func(ev Eviction) { evicted = append(evicted, ev.ID) })
+	add(a, big) // a is now the most recently changed; c the least
+	if len(evicted) != 2 || evicted[1] != c.ID {
+		t.Fatalf("evicted %v, want %s (least recently changed) next", evicted, c.ID)
+	}
+	if _, err := s.Conversation(c.ID, u.ID); err == nil {
+		t.Error("evicted conversation still readable")
+	}
+	if rows, _, _ := s.ListConversations(u.ID, "", 100, "-updated_at"); len(rows) != 1 || rows[0].ID != a.ID {
+		t.Errorf("listing after eviction: %+v", rows)
+	}
+	if len(s.messages) != 2 || len(s.convs) != 1 {
+		t.Errorf("indexes keep evicted records: %d messages, %d conversations", len(s.messages), len(s.convs))
+	}
+	// A record larger than the bound is kept, alone.
+	s.SetMaxBytes(100, nil)
+	huge := s.NewConversation(u.ID, nil, nil, false)
+	add(huge, big+big)
+	if _, err := s.Conversation(huge.ID, u.ID); err != nil || len(s.convs) != 1 {
+		t.Errorf("the record just added was evicted (%v) or others kept (%d)", err, len(s.convs))
+	}
+}
+
+// The accounting follows Reset, ResetUser and an export/import round trip.
+func TestUsageFollowsSnapshots(t *testing.T) {
+	s := boundTestStore()
+	for _, who := range []string{"alice", "bob"} {
+		u := s.EndUser(who)
+		c := s.NewConversation(u.ID, map[string]any{"city": "Oslo"}, nil, false)
+		if err := s.AddMessage(dify.Message{ID: s.newID(), ConversationID: c.ID, Query: strings.Repeat("q", 5000), Answer: "a"}, "x"); err != nil {
+			t.Fatal(err)
+		}
+		mime := "text/plain"
+		s.AddFile(File{Result: FileResult{ID: s.newID(), Name: "a.txt", MimeType: &mime}, OwnerID: u.ID})
+	}
+	before, _ := s.Usage()
+	if err := s.Import(s.Export()); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := s.Usage(); after < before*9/10 || after > before*11/10 {
+		t.Errorf("usage %d after an export/import round trip, %d before", after, before)
+	}
+	if err := s.ResetUser("alice"); err != nil {
+		t.Fatal(err)
+	}
+	if half, _ := s.Usage(); half <= 0 || half >= before*6/10 {
+		t.Errorf("usage %d after forgetting one of two equal users, %d before", half, before)
+	}
+	s.Reset()
+	if zero, _ := s.Usage(); zero != 0 {
+		t.Errorf("usage %d after Reset", zero)
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"regexp"
 	"runtime"
@@ -79,5 +80,19 @@ func TestBaseURLFor(t *testing.T) {
 		if got := baseURLFor(addr); got != want {
 			t.Errorf("baseURLFor(%q) = %q, want %q", addr, got, want)
 		}
+	}
+}
+
+// The container image (tools/dify-mock-image) runs `serve` with this
+// environment and no arguments; serve must take it as it is, including any
+// opt-in it requires for a non-loopback address.
+func TestServeAcceptsTheContainerImageEnvironment(t *testing.T) {
+	env := map[string]string{"DIFY_MOCK_ADDR": "0.0.0.0:5001", "DIFY_MOCK_ALLOW_REMOTE": "true"}
+	o, err := parseServe(nil, func(k string) string { return env[k] }, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatalf("serve refuses the image's environment: %v", err)
+	}
+	if o.addr != "0.0.0.0:5001" {
+		t.Fatalf("addr %q", o.addr)
 	}
 }

@@ -9,7 +9,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/action"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -18,7 +20,11 @@ import (
 	"github.com/difyops/terraform-provider-dify/dify"
 )
 
-var _ provider.Provider = &difyProvider{}
+var (
+	_ provider.Provider                  = &difyProvider{}
+	_ provider.ProviderWithListResources = &difyProvider{}
+	_ provider.ProviderWithActions       = &difyProvider{}
+)
 
 // difyProvider is the dify provider; version is set by the release build.
 type difyProvider struct {
@@ -107,6 +113,8 @@ func (p *difyProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 		"retry_max_attempts": s.RetryMaxAttempts, "retry_max_delay": s.RetryMaxDelay.String(), "request_timeout": s.RequestTimeout.String()})
 	resp.DataSourceData = data
 	resp.ResourceData = data
+	resp.ListResourceData = data
+	resp.ActionData = data
 }
 
 // userAgent names the provider release and the Terraform CLI driving it,
@@ -123,6 +131,20 @@ func (p *difyProvider) Resources(context.Context) []func() resource.Resource {
 	return []func() resource.Resource{
 		NewConversationResource,
 		NewFileResource,
+	}
+}
+
+// ListResources serve `terraform query` (Terraform >= 1.14).
+func (p *difyProvider) ListResources(context.Context) []func() list.ListResource {
+	return []func() list.ListResource{
+		NewConversationListResource,
+	}
+}
+
+// Actions run during apply (Terraform >= 1.14).
+func (p *difyProvider) Actions(context.Context) []func() action.Action {
+	return []func() action.Action{
+		NewChatAction,
 	}
 }
 

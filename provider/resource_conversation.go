@@ -362,6 +362,7 @@ func (r *conversationResource) Create(ctx context.Context, req resource.CreateRe
 		}
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	resp.Diagnostics.Append(setConversationIdentity(ctx, resp.Identity, user, turn.ConversationID)...)
 }
 
 // failCreate reports a failed or incomplete reply and removes what Dify may
@@ -433,6 +434,9 @@ func (r *conversationResource) Read(ctx context.Context, req resource.ReadReques
 	if !res.Exists {
 		tflog.Warn(ctx, "conversation no longer exists in Dify; removing it from state", map[string]any{"id": id, "user": user})
 		resp.State.RemoveResource(ctx)
+		// The framework wants an identity even for a removed resource when
+		// Terraform (< 1.12) sent none.
+		resp.Diagnostics.Append(setConversationIdentity(ctx, resp.Identity, user, id)...)
 		return
 	}
 	state.User = types.StringValue(user)
@@ -447,6 +451,7 @@ func (r *conversationResource) Read(ctx context.Context, req resource.ReadReques
 		}
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	resp.Diagnostics.Append(setConversationIdentity(ctx, resp.Identity, user, id)...)
 }
 
 // readFirstMessage fills the first-message attributes from GET /messages,
@@ -478,6 +483,8 @@ func (r *conversationResource) readFirstMessage(ctx context.Context, state *conv
 		return diags
 	}
 	state.Query = types.StringValue(first.Query)
+	state.Inputs = inputsFromHistory(first.Inputs)
+	state.Files = filesFromHistory(first.MessageFiles)
 	state.MessageID = types.StringValue(first.ID)
 	state.Answer = types.StringValue(first.Answer)
 	state.CreatedAt = types.Int64Value(first.CreatedAt)
@@ -525,6 +532,7 @@ func (r *conversationResource) Update(ctx context.Context, req resource.UpdateRe
 		plan.Name = types.StringValue(conv.Name)
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	resp.Diagnostics.Append(setConversationIdentity(ctx, resp.Identity, user, state.ID.ValueString())...)
 }
 
 func (r *conversationResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
@@ -547,10 +555,26 @@ func (r *conversationResource) Delete(ctx context.Context, req resource.DeleteRe
 // provider's default user). The id is split at the last slash, so a user id
 // may itself contain slashes; conversation ids (UUIDs) never do.
 func (r *conversationResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	user, id, err := parseConversationImportID(req.ID)
-	if err != nil {
-		resp.Diagnostics.AddError("Invalid import id", err.Error())
-		return
+	var user, id string
+	if req.ID == "" && req.Identity != nil {
+		// import { identity = { user = ..., id = ... } } (Terraform >= 1.12)
+		var ident conversationIdentity
+		resp.Diagnostics.Append(req.Identity.Get(ctx, &ident)...)
+		if resp.Diagnostics.HasError() {
+			return
+		}
+		user, id = ident.User.ValueString(), ident.ID.ValueString()
+		if user == "" || id == "" {
+			resp.Diagnostics.AddError("Invalid import identity", "Both user and id must be set and non-empty in the identity of a dify_conversation.")
+			return
+		}
+	} else {
+		var err error
+		user, id, err = parseConversationImportID(req.ID)
+		if err != nil {
+			resp.Diagnostics.AddError("Invalid import id", err.Error())
+			return
+		}
 	}
 	if user == "" && r.data != nil {
 		user = r.data.user

@@ -376,6 +376,7 @@ func (r *fileResource) Create(ctx context.Context, req resource.CreateRequest, r
 	plan.Sha256 = types.StringValue(before)
 	setFileResult(&plan, res)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	resp.Diagnostics.Append(setFileIdentity(ctx, resp.Identity, plan.ID.ValueString())...)
 }
 
 func setFileResult(m *fileModel, res *dify.FileUploadResult) {
@@ -398,6 +399,7 @@ func (r *fileResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	resp.Diagnostics.Append(setFileIdentity(ctx, resp.Identity, state.ID.ValueString())...)
 }
 
 // Update only runs when nothing that reaches Dify changed (every argument
@@ -409,6 +411,7 @@ func (r *fileResource) Update(ctx context.Context, req resource.UpdateRequest, r
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	resp.Diagnostics.Append(setFileIdentity(ctx, resp.Identity, plan.ID.ValueString())...)
 }
 
 func (r *fileResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {

@@ -1,0 +1,99 @@
+package provider
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/difyops/terraform-provider-dify/dify"
+)
+
+func strp(s string) *string { return &s }
+
+// TestChatProgress_thoughtsAndTools feeds the re-emitted thought rows of one
+// agent turn: every thought, call and result is reported once, a thought
+// only once it stops growing.
+func TestChatProgress_thoughtsAndTools(t *testing.T) {
+	var got []string
+	p := newChatProgress(func(s string) { got = append(got, s) })
+	row := func(id, thought, tool, in, obs string) *dify.AgentThoughtEvent {
+		return &dify.AgentThoughtEvent{ID: id, Thought: strp(thought), Tool: strp(tool), ToolInput: strp(in), Observation: strp(obs)}
+	}
+	for _, ev := range []dify.Event{
+		row("a", "", "", "", ""),
+		row("a", "Need ", "", "", ""),
+		row("a", "Need prices.", "", "", ""),
+		row("a", "Need prices.", "web_search", `{"query": "x"}`, ""),
+		row("a", "Need prices.", "web_search", `{"query": "x"}`, "found 3"),
+		row("a", "Need prices.", "web_search", `{"query": "x"}`, "found 3"), // repeated
+		row("b", "Add up.", "", "", ""),
+		&dify.AgentMessageEvent{Answer: "750 EUR"},
+		&dify.MessageEndEvent{Metadata: dify.MessageEndMetadata{Usage: &dify.Usage{TotalTokens: 42, TotalPrice: "0.01", Currency: "USD", Latency: 1.25}}},
+	} {
+		p.Event(ev)
+	}
+	p.Finish()
+	want := []string{
+		"thought: Need prices.",
+		`tool call: web_search {"query":"x"}`,
+		"tool result: web_search -> found 3",
+		"thought: Add up.",
+		"answer: 750 EUR",
+		"reply finished: 42 tokens, 0.01 USD, 1.2s model latency",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("progress:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestChatProgress_answerLines streams an answer in pieces: whole lines go
+// out as they complete, long text without a break is cut, and a New Agent
+// closing `message` (the whole answer again) is not repeated.
+func TestChatProgress_answerLines(t *testing.T) {
+	var got []string
+	clock := time.Unix(0, 0)
+	p := newChatProgress(func(s string) { got = append(got, s) })
+	p.now = func() time.Time { return clock }
+	long := strings.Repeat("x", answerLineMax)
+	for _, d := range []string{"Day 1: ", "Alfama\n", "\n", "Day 2: Belém\nDay", " 3", long} {
+		p.Event(&dify.AgentMessageEvent{Answer: d})
+	}
+	p.Event(&dify.MessageEvent{Answer: "the whole answer again"})
+	p.Event(&dify.AgentMessageEvent{Answer: "tail"})
+	clock = clock.Add(answerFlushPeriod) // old enough: the next piece flushes
+	p.Event(&dify.AgentMessageEvent{Answer: "."})
+	p.Finish()
+	want := []string{"answer: Day 1: Alfama", "answer: Day 2: Belém", "answer: Day 3" + long, "answer: tail."}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("progress:\n%q\nwant:\n%q", got, want)
+	}
+}
+
+// TestChatProgress_annotationAnswer: a turn an annotation answered has one
+// `message` event with the whole answer and annotation_reply in message_end
+// (API §29.2); both show up.
+func TestChatProgress_annotationAnswer(t *testing.T) {
+	var got []string
+	p := newChatProgress(func(s string) { got = append(got, s) })
+	p.Event(&dify.MessageEvent{Answer: "Open 9 to 5."})
+	p.Event(&dify.MessageEndEvent{Metadata: dify.MessageEndMetadata{
+		AnnotationReply: json.RawMessage(`{"id":"ann-1","account":{"id":"u","name":"Owner"}}`),
+		Usage:           &dify.Usage{Latency: 0.01}}})
+	want := []string{"answer: Open 9 to 5.", "reply finished: answered from annotation ann-1, 0 tokens, 0.0s model latency"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("progress:\n%q\nwant:\n%q", got, want)
+	}
+	if id := annotationReplyID(json.RawMessage(`null`)); id != "" {
+		t.Errorf("null annotation_reply gave id %q", id)
+	}
+}
+
+func TestClip(t *testing.T) {
+	if got := clip("a  b\n c", 10); got != "a b c" {
+		t.Errorf("clip collapsed whitespace to %q", got)
+	}
+	if got := clip("ééééé", 3); got != "ééé…" {
+		t.Errorf("clip cut runes to %q", got)
+	}
+}

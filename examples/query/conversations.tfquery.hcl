@@ -1,0 +1,7 @@
+list "dify_conversation" "alice" {
+  provider = dify
+
+  config {
+    user = "alice"
+  }
+}

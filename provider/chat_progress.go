@@ -52,7 +52,8 @@ func newChatProgress(send func(string)) *chatProgress {
 func (p *chatProgress) Event(ev dify.Event) {
 	switch e := ev.(type) {
 	case *dify.AgentThoughtEvent:
-		p.flush()
+		// New Agent interleaves empty thought rows with the answer deltas;
+		// only a row with something to report interrupts the answer.
 		p.thought(e)
 	case *dify.AgentMessageEvent:
 		p.flushThought()
@@ -108,11 +109,11 @@ func (p *chatProgress) thought(e *dify.AgentThoughtEvent) {
 	p.flushThought()
 	if in := strings.TrimSpace(deref(e.ToolInput)); !s.toolReported || in != s.toolInput {
 		s.toolReported, s.toolInput = true, in
-		p.send(strings.TrimSpace(fmt.Sprintf("tool call: %s %s", tool, clip(compactJSON(in), progressFieldMax))))
+		p.note(strings.TrimSpace(fmt.Sprintf("tool call: %s %s", tool, clip(compactJSON(in), progressFieldMax))))
 	}
 	if obs := strings.TrimSpace(deref(e.Observation)); obs != "" && obs != s.observation {
 		s.observation = obs
-		p.send(fmt.Sprintf("tool result: %s -> %s", tool, clip(compactJSON(obs), progressFieldMax)))
+		p.note(fmt.Sprintf("tool result: %s -> %s", tool, clip(compactJSON(obs), progressFieldMax)))
 	}
 }
 
@@ -123,7 +124,13 @@ func (p *chatProgress) flushThought() {
 		return
 	}
 	s.reported = s.latest
-	p.send("thought: " + clip(s.latest, progressFieldMax))
+	p.note("thought: " + clip(s.latest, progressFieldMax))
+}
+
+// note sends a thought or tool line, after the answer text before it.
+func (p *chatProgress) note(msg string) {
+	p.flush()
+	p.send(msg)
 }
 
 // answer buffers streamed text and sends it in whole lines, or in pieces

@@ -48,7 +48,8 @@ func TestChatProgress_thoughtsAndTools(t *testing.T) {
 }
 
 // TestChatProgress_answerLines streams an answer in pieces: whole lines go
-// out as they complete, long text without a break is cut, and a New Agent
+// out as they complete (empty thought rows in between do not cut them), long
+// text without a break is cut, and a New Agent
 // closing `message` (the whole answer again) is not repeated.
 func TestChatProgress_answerLines(t *testing.T) {
 	var got []string
@@ -58,6 +59,9 @@ func TestChatProgress_answerLines(t *testing.T) {
 	long := strings.Repeat("x", answerLineMax)
 	for _, d := range []string{"Day 1: ", "Alfama\n", "\n", "Day 2: Belém\nDay", " 3", long} {
 		p.Event(&dify.AgentMessageEvent{Answer: d})
+		// New Agent re-emits an empty thought row between deltas; it must
+		// not cut the answer into pieces.
+		p.Event(&dify.AgentThoughtEvent{ID: "final", Position: 3, Thought: strp(""), Tool: strp("")})
 	}
 	p.Event(&dify.MessageEvent{Answer: "the whole answer again"})
 	p.Event(&dify.AgentMessageEvent{Answer: "tail"})

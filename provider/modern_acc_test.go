@@ -207,7 +207,9 @@ list "dify_conversation" "nobody" {
 
 // TestAccChatAction runs dify_chat from a resource's action_trigger: a
 // passing smoke test deletes its conversation; an unmet expectation fails
-// the apply with the answer in the diagnostic.
+// the apply with the answer in the diagnostic; an invalid expression fails
+// at plan time, before anything is sent. (The unmet expectation comes last:
+// the final destroy uses the last configuration, which must be valid.)
 func TestAccChatAction(t *testing.T) {
 	env := newMockEnv(t, mockserver.Config{})
 	rec, folded := env.cassetteTurn("tool-use")
@@ -251,13 +253,13 @@ action "dify_chat" "smoke" {
 				Check:  resource.ComposeTestCheckFunc(chats(1), expectRemaining(env, 0)),
 			},
 			{
-				Config:      config("v2", `(?i)\bno such answer\b`),
-				ExpectError: errRE("dify_chat answer did not match", "expect_answer_matches", "was deleted"),
-			},
-			{
-				Config:      config("v3", `(unclosed`),
+				Config:      config("v2", `(unclosed`),
 				PlanOnly:    true,
 				ExpectError: errRE("Invalid regular expression", "not a valid Go (RE2) regular expression"),
+			},
+			{
+				Config:      config("v3", `(?i)\bno such answer\b`),
+				ExpectError: errRE("dify_chat answer did not match", "expect_answer_matches", "was deleted"),
 			},
 		},
 	})

@@ -29,6 +29,10 @@ type serveOptions struct {
 	apiKeys                                                       listFlag
 	runTimeout                                                    time.Duration
 	maxModelRequests                                              int
+	// Exposure and bounds (docs/security.md).
+	allowRemote   bool
+	maxStateBytes int64
+	bodyTimeout   time.Duration
 }
 
 // newServeFlags declares the serve flags on o. A new flag is one line here
@@ -49,8 +53,11 @@ func newServeFlags(o *serveOptions) *commandFlags {
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&o.fault, "fault", "", "fault spec for every request that neither its header nor its cassette gives one, e.g. slow-headers:2s (see: dify-mock faults)")
 	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve Go profiles (/debug/pprof/) and the goroutine count (/debug/goroutines) on this separate loopback host:port, e.g. 127.0.0.1:6060 (default: off)")
+	fs.BoolVar(&o.allowRemote, "allow-remote", false, "allow an --addr beyond loopback without --api-key (anyone who reaches it can use the mock and read its conversations)")
+	fs.Int64Var(&o.maxStateBytes, "max-state-bytes", mockserver.DefaultMaxStateBytes, "bound on the stored state's memory in bytes; past it the least recently changed conversations and uploads are evicted (negative = unbounded)")
+	fs.DurationVar(&o.bodyTimeout, "body-timeout", mockserver.DefaultBodyReadTimeout, "time a client gets to send a request body; slower ones get 408 (never applies to a streaming response)")
 	f.withEnv("addr", "cassettes", "speed", "api-key", "cors-origin", "mode", "default-cassette", "run-timeout",
-		"max-model-requests", "log-level", "fault", "pprof-addr")
+		"max-model-requests", "log-level", "fault", "pprof-addr", "allow-remote", "max-state-bytes", "body-timeout")
 	f.footer = fmt.Sprintf("Per request: X-Dify-Mock-Cassette picks a cassette, X-Dify-Mock-Speed sets the speed and\n"+
 		"%s injects a fault (slow headers, HTTP 429/5xx, a broken or stalled stream, …);\n"+
 		"'dify-mock faults' lists them with an example each.", fault.Header)
@@ -72,6 +79,9 @@ func parseServe(args []string, getenv func(string) string, stdout, stderr io.Wri
 		if err := checkLoopback(o.pprofAddr); err != nil {
 			return nil, f.usageError(stderr, err.Error())
 		}
+	}
+	if err := checkExposure(o.addr, o.allowRemote, len(o.apiKeys.values)); err != nil {
+		return nil, f.usageError(stderr, err.Error())
 	}
 	return o, nil
 }
@@ -106,7 +116,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	srv, err := mockserver.New(mockserver.Config{
 		Cassettes: set, Speed: o.speed, APIKeys: o.apiKeys.values, CORSOrigin: o.cors, Mode: o.mode,
 		DefaultCassette: o.defaultCassette, RunTimeout: o.runTimeout, MaxModelRequests: o.maxModelRequests,
-		Logger: logger, Fault: o.fault,
+		Logger: logger, Fault: o.fault, MaxStateBytes: o.maxStateBytes, BodyReadTimeout: o.bodyTimeout,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "dify-mock serve: %v\n", err)
@@ -157,14 +167,22 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 }
 
 func printBanner(w io.Writer, srv *mockserver.Server, source string, addr, pprofAddr net.Addr, o *serveOptions) {
-	host, port, _ := net.SplitHostPort(addr.String())
-	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
-		host = "127.0.0.1"
-	}
-	base := "http://" + net.JoinHostPort(host, port) + "/v1"
 	app := srv.App()
 	fmt.Fprintf(w, "dify-mock: serving %q (mode %s) from %s\n", app.Info.Name, srv.Mode(), source)
-	fmt.Fprintf(w, "  API base URL  %s\n", base)
+	for i, base := range reachableBaseURLs(addr, net.InterfaceAddrs) {
+		label := "API base URL "
+		if i > 0 {
+			label = "             "
+		}
+		fmt.Fprintf(w, "  %s %s\n", label, base)
+	}
+	if exposed(addr) {
+		who := "anyone who can reach it can use the mock and read its conversations"
+		if len(o.apiKeys.values) > 0 {
+			who = "clients with a configured API key can use the mock from other machines"
+		}
+		fmt.Fprintf(w, "  WARNING       listening beyond this machine (%s): %s\n", addr, who)
+	}
 	if len(o.apiKeys.values) == 0 {
 		fmt.Fprintf(w, "  API key       any \"Bearer app-…\" key (e.g. app-mock)\n")
 	} else {
@@ -183,6 +201,9 @@ func printBanner(w io.Writer, srv *mockserver.Server, source string, addr, pprof
 		cors = "any origin"
 	}
 	fmt.Fprintf(w, "  CORS          %s\n", cors)
+	if o.maxStateBytes > 0 {
+		fmt.Fprintf(w, "  state bound   %.0f MiB (least recently changed conversations are evicted past it)\n", float64(o.maxStateBytes)/(1<<20))
+	}
 	if pprofAddr != nil {
 		fmt.Fprintf(w, "  pprof         http://%s/debug/pprof/ (goroutine count: /debug/goroutines)\n", pprofAddr)
 	}

@@ -34,6 +34,7 @@ type chatRequest struct {
 	convID   string
 	files    []dify.InputFile
 	autoName bool
+	rawQuery string // query as sent (before NUL bytes are stripped)
 	// blocking: the request asks for (or, for agent-chat, defaults to)
 	// blocking mode, which agent-chat refuses once the conversation is
 	// known (its generator raises it).
@@ -88,6 +89,7 @@ func (s *Server) parseChat(w http.ResponseWriter, r *http.Request) (*chatRequest
 	} else {
 		q, pe := pyStrField("query", v)
 		fail(pe)
+		req.rawQuery = q
 		req.query = strings.ReplaceAll(q, "\x00", "")
 	}
 	if v := dict.vals["files"]; v != nil {
@@ -276,7 +278,10 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, req *chatRequ
 		writeError(w, errBlockingAgentChat)
 		return nil
 	}
-	if strings.TrimSpace(req.query) == "" {
+	// The generators' own checks: New Agent refuses a blank query
+	// (agent_app/app_generator.py: `not query.strip()`); the legacy
+	// agent-chat generator only an empty one, before stripping NUL bytes.
+	if (s.mode == dify.ModeAgentChat && req.rawQuery == "") || (s.mode != dify.ModeAgentChat && strings.TrimSpace(req.query) == "") {
 		writeError(w, invalidParam("query is required"))
 		return nil
 	}

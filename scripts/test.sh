@@ -7,6 +7,7 @@
 #     vet          go vet ./...
 #     tidy         go mod tidy -diff finds nothing to change in go.mod/go.sum
 #     unit         go test -race ./...
+#     browser      the web console in headless Chromium (scripts/ensure-chromium.sh finds or installs it)
 #     terraform    find Terraform >= 1.5 or build v1.5.7 (scripts/ensure-terraform.sh)
 #     acceptance   TF_ACC=1 go test ./provider/... -run '^TestAcc', on that Terraform
 #                  and again on Terraform >= 1.14 (scripts/ensure-terraform-1.14.sh),
@@ -41,7 +42,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_ROOT"
 
-ALL_STAGES=(fmt vet tidy unit terraform acceptance docs docs-validate examples goreleaser npm fuzz reliability)
+ALL_STAGES=(fmt vet tidy unit browser terraform acceptance docs docs-validate examples goreleaser npm fuzz reliability)
 
 UNIT_TIMEOUT="${UNIT_TIMEOUT:-20m}"
 ACC_TIMEOUT="${ACC_TIMEOUT:-30m}"
@@ -174,6 +175,15 @@ stage_tidy() {
 stage_unit() {
 	# Acceptance tests run in their own stage with TF_ACC=1.
 	go_test -race -timeout "$UNIT_TIMEOUT" -skip '^TestAcc' ./...
+}
+
+# --- hook: the dify-mock web console in a real headless Chromium, driven
+# from Go with chromedp (mockserver/console/browser_test.go).
+stage_browser() {
+	local out chrome
+	out="$("$REPO_ROOT/scripts/ensure-chromium.sh")" || die "no Chromium for the browser tests (see scripts/ensure-chromium.sh)"
+	chrome="$(tail -n1 <<<"$out")"
+	CHROME_PATH="$chrome" DIFY_MOCK_BROWSER_TEST=1 go_test -timeout 10m -run '^TestBrowser' ./mockserver/console/...
 }
 
 stage_terraform() {

@@ -3,7 +3,10 @@
 // chat turn streams through it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import net from 'node:net';
+import { createRequire } from 'node:module';
+import * as api from '@difyops/dify-mock';
 import { startDifyMock, binaryPath } from '@difyops/dify-mock';
 
 const headers = { Authorization: 'Bearer app-npm-test', 'Content-Type': 'application/json' };
@@ -34,6 +37,20 @@ function portIsClosed(port) {
     s.once('error', () => resolve(true));
   });
 }
+
+test('the type declarations describe exactly what the package exports', () => {
+  const require = createRequire(import.meta.url);
+  const dts = fs.readFileSync(require.resolve('@difyops/dify-mock/index.d.ts'), 'utf8');
+  const declared = [...dts.matchAll(/^export function (\w+)/gm)].map((m) => m[1]).sort();
+  const exported = Object.keys(api).filter((k) => k !== 'default' && typeof api[k] === 'function').sort();
+  assert.deepEqual(declared, exported);
+  for (const field of ['baseUrl', 'url', 'port', 'process', 'stop()']) {
+    assert.ok(dts.includes(`  ${field}`), `DifyMock lacks ${field}`);
+  }
+  for (const option of ['speed', 'cassettes', 'fault', 'port']) {
+    assert.ok(dts.includes(`  ${option}?:`), `DifyMockOptions lacks ${option}`);
+  }
+});
 
 test('binaryPath points into the platform package', () => {
   assert.match(binaryPath(), /node_modules[\\/]@difyops[\\/]dify-mock-[a-z0-9]+-[a-z0-9]+[\\/]bin[\\/]dify-mock(\.exe)?$/);

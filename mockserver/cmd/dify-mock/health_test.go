@@ -92,7 +92,12 @@ func TestServeAcceptsTheContainerImageEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatalf("serve refuses the image's environment: %v", err)
 	}
-	if o.addr != "0.0.0.0:5001" {
-		t.Fatalf("addr %q", o.addr)
+	if o.addr != "0.0.0.0:5001" || !o.allowRemote {
+		t.Fatalf("addr %q, allow remote %v", o.addr, o.allowRemote)
+	}
+	// The opt-in is what makes the difference.
+	delete(env, "DIFY_MOCK_ALLOW_REMOTE")
+	if _, err := parseServe(nil, func(k string) string { return env[k] }, io.Discard, io.Discard); err == nil {
+		t.Fatal("serve took 0.0.0.0:5001 without the remote-listen opt-in")
 	}
 }

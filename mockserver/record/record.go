@@ -70,6 +70,12 @@ type Config struct {
 	// Logf receives one line per notable event; nil discards. Lines never
 	// contain the upstream key.
 	Logf func(format string, args ...any)
+	// CORSOrigins are the browser origins that get CORS grants; none by
+	// default (guard.go).
+	CORSOrigins []string
+	// AllowedHosts are Host names accepted besides loopback names and IP
+	// literals (guard.go).
+	AllowedHosts []string
 }
 
 // Recorder is the record-mode http.Handler.
@@ -82,6 +88,8 @@ type Recorder struct {
 	scrub     *scrubber
 	logf      func(string, ...any)
 	mode      string // app mode from GET /info
+
+	corsOrigins, allowedHosts []string
 
 	mu             sync.Mutex
 	closed         bool
@@ -137,6 +145,8 @@ func New(ctx context.Context, cfg Config) (*Recorder, error) {
 		lastByUser:     map[string]*session{},
 		pending:        map[string][]*vcr.Interaction{},
 		written:        map[string]bool{},
+		corsOrigins:    cfg.CORSOrigins,
+		allowedHosts:   cfg.AllowedHosts,
 	}
 	if err := r.recordApp(ctx); err != nil {
 		return nil, err
@@ -209,11 +219,8 @@ func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	p := apiPath(req.URL.Path)
-	if req.Method == http.MethodOptions {
-		// CORS preflights carry no credentials; pass them through
-		// unrecorded so browsers see the upstream's own policy.
-		r.passThrough(w, req, p)
-		return
+	if !r.guard(w, req) {
+		return // refused, or a preflight answered here: nothing went upstream
 	}
 	if !(p == "/" && req.Method == http.MethodGet) && !r.authorized(w, req) {
 		return
@@ -305,7 +312,11 @@ func (r *Recorder) outbound(ctx context.Context, req *http.Request, p string, bo
 func copyResponseHeader(dst, src http.Header) {
 	for k, vs := range src {
 		ck := http.CanonicalHeaderKey(k)
-		if isHopByHop(ck) || ck == "Content-Length" {
+		if isHopByHop(ck) || ck == "Content-Length" || isCORSHeader(ck) {
+			continue
+		}
+		if ck == "Vary" {
+			dst[ck] = append(dst[ck], vs...) // keep the guard's Vary: Origin
 			continue
 		}
 		dst[ck] = append([]string(nil), vs...)
@@ -318,24 +329,6 @@ func (r *Recorder) upstreamFailed(w http.ResponseWriter, req *http.Request, err 
 	}
 	r.logf("upstream %s %s failed: %v", req.Method, apiPath(req.URL.Path), err)
 	writeError(w, http.StatusBadGateway, "bad_gateway", "dify-mock record: the upstream Dify did not answer: "+err.Error())
-}
-
-func (r *Recorder) passThrough(w http.ResponseWriter, req *http.Request, p string) {
-	out, err := r.outbound(req.Context(), req, p, nil)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
-		return
-	}
-	out.Header.Del("Authorization")
-	resp, err := r.transport.RoundTrip(out)
-	if err != nil {
-		r.upstreamFailed(w, req, err)
-		return
-	}
-	defer resp.Body.Close()
-	copyResponseHeader(w.Header(), resp.Header)
-	w.WriteHeader(resp.StatusCode)
-	_, _ = io.Copy(w, resp.Body)
 }
 
 // roundTripVCR sends out through a go-vcr recorder and returns the response

@@ -39,6 +39,9 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.Var(&redacts, "redact", "extra redaction `RULE`: REGEX, or REGEX => REPLACEMENT ($1 expands groups); repeatable")
 	fs.Var(&redactFiles, "redact-file", "`FILE` of redaction rules, one per line (# comments); repeatable")
 	allowRemote := fs.Bool("allow-remote", false, "allow --addr on a non-loopback interface (anyone who reaches it spends your key)")
+	var corsOrigins, allowHosts listFlag
+	fs.Var(&corsOrigins, "cors-origin", "browser `ORIGIN` (e.g. http://localhost:5173) allowed to call the recorder with CORS; repeatable; default none")
+	fs.Var(&allowHosts, "allow-host", "Host `NAME` accepted besides localhost and IP addresses (e.g. the machine's name with --allow-remote); repeatable")
 	f.withEnv("upstream-key")
 	if err := f.parse(args, os.Getenv, stdout, stderr); err != nil {
 		return exitCode(err)
@@ -86,7 +89,8 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		defer logMu.Unlock()
 		fmt.Fprintf(stderr, "%s dify-mock record: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 	}
-	rec, err := record.New(ctx, record.Config{Upstream: *upstream, UpstreamKey: *key, Dir: *dir, Rules: rules, Logf: logf})
+	rec, err := record.New(ctx, record.Config{Upstream: *upstream, UpstreamKey: *key, Dir: *dir, Rules: rules, Logf: logf,
+		CORSOrigins: corsOrigins.values, AllowedHosts: allowHosts.values})
 	if err != nil {
 		return fail(1, "%v", err)
 	}

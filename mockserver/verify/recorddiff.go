@@ -13,6 +13,13 @@ import (
 	"github.com/difyops/terraform-provider-dify/mockserver/record"
 )
 
+// appWide are routes whose answers list the whole app's data, other end
+// users' included: --record-diff never writes them.
+var appWide = map[string]bool{
+	"GET /app/feedbacks":    true,
+	"GET /apps/annotations": true,
+}
+
 var nonName = regexp.MustCompile(`[^a-z0-9]+`)
 
 // cassetteName is "verify-" and the case name in cassette-name characters.
@@ -67,6 +74,8 @@ func recordDiff(rep *Report, opts Options, up *url.URL, live []*exchange, differ
 		switch {
 		case p.ex == nil:
 			rep.NotRecorded = append(rep.NotRecorded, Skip{p.c.Name, "no live answer"})
+		case appWide[p.c.Route]:
+			rep.NotRecorded = append(rep.NotRecorded, Skip{p.c.Name, "its answer lists the whole app's data (other users' too), which is compared by shape only and never written"})
 		case p.c.ChatTurn && isLiveTurn(p.ex) && streamEx == nil:
 			// The stream layout differs: write your server's stream. A
 			// request a cassette turn cannot hold (a lax boolean written

@@ -156,6 +156,18 @@ var (
 			{Case: "state/end-user-unknown", Aspect: "code", Upstream: "", Mock: "end_user_not_found"},
 		},
 	}
+	appWideField = deviation{
+		name: "an extra field in GET /app/feedbacks, an app-wide listing that --record-diff must not write",
+		rewrite: func(req *http.Request, _ []byte, status *int, _ http.Header, body *[]byte) {
+			if req.Method == http.MethodGet && req.URL.Path == "/v1/app/feedbacks" && *status == http.StatusOK && bytes.HasPrefix(*body, []byte("{")) {
+				*body = append([]byte(`{"extra_field":1,`), (*body)[1:]...)
+			}
+		},
+		explains: func(d verify.Difference) bool {
+			return d.Route == "GET /app/feedbacks" && d.Aspect == "field" && d.Path == "$.extra_field"
+		},
+		mustSee: []verify.Difference{{Route: "GET /app/feedbacks", Aspect: "field", Path: "$.extra_field", Upstream: "number", Mock: "(missing)"}},
+	}
 	extraEvent = deviation{
 		name: "extra stream event: an agent_log frame before message_end",
 		rewrite: func(req *http.Request, _ []byte, status *int, h http.Header, body *[]byte) {
@@ -324,7 +336,7 @@ func TestMirrorsTheUpstreamApp(t *testing.T) {
 // TestReportsExactlyTheDeviations: each deviation is found, and nothing
 // else is reported.
 func TestReportsExactlyTheDeviations(t *testing.T) {
-	devs := []deviation{renamedField, status422, missingRoute, extraEvent}
+	devs := []deviation{renamedField, status422, missingRoute, appWideField, extraEvent}
 	up := newFakeUpstream(t, devs...)
 	dir := t.TempDir()
 	var logs bytes.Buffer
@@ -371,6 +383,21 @@ func TestReportsExactlyTheDeviations(t *testing.T) {
 	}
 	if _, ok := set.Get("verify-differences"); !ok {
 		t.Errorf("no verify-differences cassette; recorded %v, not recorded %+v", rep.Recorded, rep.NotRecorded)
+	}
+	if strings.Contains(readAll(t, filepath.Join(dir, "verify-differences.yaml")), "/app/feedbacks") {
+		t.Error("an app-wide listing was written")
+	}
+	for _, d := range rep.Differences {
+		if d.Route != "GET /app/feedbacks" {
+			continue
+		}
+		found := false
+		for _, n := range rep.NotRecorded {
+			found = found || (n.Case == d.Case && strings.Contains(n.Reason, "other users"))
+		}
+		if !found {
+			t.Errorf("%s: not listed as not recorded: %+v", d.Case, rep.NotRecorded)
+		}
 	}
 	var js bytes.Buffer
 	if err := rep.WriteJSON(&js); err != nil {

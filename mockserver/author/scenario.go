@@ -221,7 +221,8 @@ func ParseScenario(file string, data []byte) (*Scenario, error) {
 		}
 		return nil, fmt.Errorf("%s: %v", file, err)
 	}
-	if err := s.check(); err != nil {
+	s.applyDefaults()
+	if err := s.validate(); err != nil {
 		return nil, fmt.Errorf("%s: %v", file, err)
 	}
 	return &s, nil
@@ -251,7 +252,36 @@ func (s *Scenario) turns() []Turn {
 	return out
 }
 
-func (s *Scenario) check() error {
+// applyDefaults fills what a scenario may leave out: the mode, the first
+// turn's created_at, an error's status and a message file's type. (User,
+// inputs and pacing are inherited per turn by turns().)
+func (s *Scenario) applyDefaults() {
+	if s.Mode == "" {
+		s.Mode = ModeAgent
+	}
+	if s.CreatedAt == 0 {
+		s.CreatedAt = DefaultCreatedAt
+	}
+	s.Turn.applyDefaults()
+	for i := range s.Turns {
+		s.Turns[i].applyDefaults()
+	}
+}
+
+func (t *Turn) applyDefaults() {
+	if t.Error != nil && t.Error.Status == 0 {
+		t.Error.Status = 400
+	}
+	for i := range t.Steps {
+		if f := t.Steps[i].MessageFile; f != nil && f.Type == "" {
+			f.Type = dify.FileTypeImage
+		}
+	}
+}
+
+// validate reports the first thing wrong with a scenario whose defaults are
+// applied; it changes nothing.
+func (s *Scenario) validate() error {
 	if s.Kind != "" && s.Kind != cassette.KindChat {
 		return fmt.Errorf("kind must be %q or %q, got %q", cassette.KindChat, cassette.KindApp, s.Kind)
 	}
@@ -262,14 +292,9 @@ func (s *Scenario) check() error {
 		return err
 	}
 	switch s.Mode {
-	case "":
-		s.Mode = ModeAgent
 	case ModeAgent, ModeAgentChat:
 	default:
 		return fmt.Errorf("mode must be %q or %q, got %q", ModeAgent, ModeAgentChat, s.Mode)
-	}
-	if s.CreatedAt == 0 {
-		s.CreatedAt = DefaultCreatedAt
 	}
 	if s.CreatedAt < 0 {
 		return fmt.Errorf("created_at %d is negative", s.CreatedAt)
@@ -288,7 +313,7 @@ func (s *Scenario) check() error {
 		if len(s.Turns) > 0 {
 			where = fmt.Sprintf("turns[%d]", i)
 		}
-		if err := t.check(); err != nil {
+		if err := t.validate(); err != nil {
 			return fmt.Errorf("%s: %v", where, err)
 		}
 	}
@@ -309,7 +334,7 @@ func checkInputs(n *yaml.Node, where string) error {
 	return nil
 }
 
-func (t *Turn) check() error {
+func (t *Turn) validate() error {
 	if strings.TrimSpace(t.Query) == "" {
 		return errors.New("query is required (the mock also matches requests to cassettes by query)")
 	}
@@ -369,8 +394,6 @@ func (t *Turn) check() error {
 		}
 		if st.MessageFile != nil {
 			switch st.MessageFile.Type {
-			case "":
-				st.MessageFile.Type = dify.FileTypeImage
 			case dify.FileTypeImage, dify.FileTypeDocument, dify.FileTypeAudio, dify.FileTypeVideo, dify.FileTypeCustom:
 			default:
 				return fmt.Errorf("steps[%d].message_file.type %q is not image, document, audio, video or custom", i, st.MessageFile.Type)
@@ -383,9 +406,6 @@ func (t *Turn) check() error {
 	if e := t.Error; e != nil {
 		if e.Code == "" || e.Message == "" {
 			return errors.New("error needs code and message")
-		}
-		if e.Status == 0 {
-			e.Status = 400
 		}
 		if e.Status < 400 || e.Status > 599 {
 			return fmt.Errorf("error.status %d is not a 4xx/5xx status", e.Status)

@@ -8,8 +8,9 @@ import (
 	"strings"
 )
 
-// Turn is a chat reply folded by Accumulator (API §2.5–2.6).
-type Turn struct {
+// ChatReply is the reply to one chat message, folded from its stream by
+// Accumulator (API §2.5–2.6).
+type ChatReply struct {
 	ConversationID string
 	MessageID      string
 	TaskID         string // for StopChatMessage
@@ -30,10 +31,10 @@ type Turn struct {
 	Completed bool
 }
 
-// Accumulator folds stream events into a Turn the way a careful client
+// Accumulator folds stream events into a ChatReply the way a careful client
 // should (API §2.5–2.6). The zero value is ready to use.
 type Accumulator struct {
-	turn       Turn
+	turn       ChatReply
 	deltas     strings.Builder // the answer built from deltas
 	closing    *string         // the closing `message`, once seen
 	sawDelta   bool            // an agent_message arrived
@@ -130,8 +131,8 @@ func (a *Accumulator) thought(t AgentThoughtEvent) {
 	a.turn.Thoughts = append(a.turn.Thoughts, t)
 }
 
-// Turn returns the result so far. The returned slices are copies.
-func (a *Accumulator) Turn() Turn {
+// Reply returns the result so far. The returned slices are copies.
+func (a *Accumulator) Reply() ChatReply {
 	t := a.turn
 	t.Answer = a.deltas.String()
 	if a.closing != nil {
@@ -150,7 +151,7 @@ func (a *Accumulator) Turn() Turn {
 // ErrTruncatedStream. A malformed frame does not stop collection: the rest
 // of the turn is still read and the first *FrameError is returned with the
 // otherwise complete Turn. The Turn is never nil.
-func Collect(s *ChatStream) (*Turn, error) {
+func Collect(s *ChatStream) (*ChatReply, error) {
 	defer s.Close()
 	var (
 		acc      Accumulator
@@ -167,23 +168,23 @@ func Collect(s *ChatStream) (*Turn, error) {
 		switch {
 		case err == io.EOF:
 			// The caller consumed the terminal event before calling Collect.
-			t := acc.Turn()
+			t := acc.Reply()
 			return &t, frameErr
 		case err != nil:
 			// Keep the earlier malformed frame visible: a broken frame followed
 			// by a cut is two problems, and callers match either with errors.Is/As.
-			t := acc.Turn()
+			t := acc.Reply()
 			if frameErr != nil {
 				return &t, errors.Join(err, frameErr)
 			}
 			return &t, err
 		}
 		if err := acc.Add(ev); err != nil {
-			t := acc.Turn()
+			t := acc.Reply()
 			return &t, err
 		}
 		if _, ok := ev.(*MessageEndEvent); ok {
-			t := acc.Turn()
+			t := acc.Reply()
 			return &t, frameErr
 		}
 	}

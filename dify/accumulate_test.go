@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func collectString(t *testing.T, in string) (*Turn, error) {
+func collectString(t *testing.T, in string) (*ChatReply, error) {
 	t.Helper()
 	return Collect(NewChatStream(strings.NewReader(in)))
 }
@@ -101,7 +101,7 @@ func ev(t *testing.T, lines ...string) []Event {
 	t.Helper()
 	var out []Event
 	for _, l := range lines {
-		e, err := DecodeEvent(Frame{Data: []byte(l)})
+		e, err := DecodeEvent(SSEFrame{Data: []byte(l)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +110,7 @@ func ev(t *testing.T, lines ...string) []Event {
 	return out
 }
 
-func fold(t *testing.T, events []Event) Turn {
+func fold(t *testing.T, events []Event) ChatReply {
 	t.Helper()
 	var a Accumulator
 	for _, e := range events {
@@ -118,7 +118,7 @@ func fold(t *testing.T, events []Event) Turn {
 			t.Fatal(err)
 		}
 	}
-	return a.Turn()
+	return a.Reply()
 }
 
 func TestAccumulatorAnswer(t *testing.T) {
@@ -188,7 +188,7 @@ func TestAccumulatorIDsAndFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	turn := a.Turn()
+	turn := a.Reply()
 	if turn.ConversationID != "c" || turn.MessageID != "m" || turn.TaskID != "t" || turn.CreatedAt != 100 || turn.Completed {
 		t.Errorf("ids = %+v", turn)
 	}
@@ -198,7 +198,7 @@ func TestAccumulatorIDsAndFiles(t *testing.T) {
 	// Turn returns copies.
 	turn.Thoughts[0].ID = "mutated"
 	turn.Files[0].ID = "mutated"
-	again := a.Turn()
+	again := a.Reply()
 	if again.Thoughts[0].ID != "th" || again.Files[0].ID != "f1" {
 		t.Error("Turn shares slices with the accumulator")
 	}
@@ -216,8 +216,8 @@ func TestAccumulatorErrorEvent(t *testing.T) {
 	if apiErr, ok := AsAPIError(err); !ok || *apiErr != *want {
 		t.Errorf("err = %#v", err)
 	}
-	if a.Turn().Answer != "partial" || a.Turn().MessageID != "m" {
-		t.Errorf("partial turn = %+v", a.Turn())
+	if a.Reply().Answer != "partial" || a.Reply().MessageID != "m" {
+		t.Errorf("partial turn = %+v", a.Reply())
 	}
 }
 

@@ -123,9 +123,9 @@ func checkStream(t *testing.T, data []byte, chunk uint8) {
 	}
 }
 
-func readAllFrames(t *testing.T, r io.Reader, size int) ([]Frame, error) {
+func readAllFrames(t *testing.T, r io.Reader, size int) ([]SSEFrame, error) {
 	fr := NewFrameReader(r)
-	var frames []Frame
+	var frames []SSEFrame
 	for n := 0; ; n++ {
 		if n > size+1 {
 			t.Fatal("FrameReader.Next does not terminate")

@@ -9,13 +9,13 @@ import (
 	"io"
 )
 
-// Frame is one server-sent-events frame (API §2.4). Raw holds the exact bytes
+// SSEFrame is one server-sent-events frame (API §2.4). Raw holds the exact bytes
 // read for the frame, including its terminating blank line, so recorders can
 // store streams byte-faithfully: concatenating the Raw of every frame a
 // FrameReader returns reproduces its input. Event is the `event:` field
 // (empty for Dify's data frames); Data is the `data:` lines joined with "\n"
 // (nil when the frame has no data line).
-type Frame struct {
+type SSEFrame struct {
 	Event string
 	Data  []byte
 	Raw   []byte
@@ -23,7 +23,7 @@ type Frame struct {
 
 // Empty reports a frame that carries no event: a stray blank line or a
 // frame of comments only.
-func (f Frame) Empty() bool { return f.Event == "" && f.Data == nil }
+func (f SSEFrame) Empty() bool { return f.Event == "" && f.Data == nil }
 
 // MaxFrameSize bounds a single frame's raw size. Dify frames are small (a
 // message_end with retriever resources is a few kB), so anything near the
@@ -55,17 +55,17 @@ func NewFrameReader(r io.Reader) *FrameReader {
 // frame at EOF (no terminating blank line) is returned with
 // io.ErrUnexpectedEOF; after any error, Next returns io.EOF (after
 // ErrUnexpectedEOF) or the same error again.
-func (r *FrameReader) Next() (Frame, error) {
+func (r *FrameReader) Next() (SSEFrame, error) {
 	if r.err != nil {
-		return Frame{}, r.err
+		return SSEFrame{}, r.err
 	}
 	var (
 		raw     []byte
-		f       Frame
+		f       SSEFrame
 		data    []byte
 		hasData bool
 	)
-	finish := func() Frame {
+	finish := func() SSEFrame {
 		if hasData {
 			f.Data = data[: len(data)-1 : len(data)-1] // drop the separator after the last line
 		}
@@ -107,7 +107,7 @@ func (r *FrameReader) Next() (Frame, error) {
 		if !complete {
 			r.err = io.EOF
 			if len(raw) == 0 {
-				return Frame{}, io.EOF
+				return SSEFrame{}, io.EOF
 			}
 			return finish(), io.ErrUnexpectedEOF
 		}
@@ -155,7 +155,7 @@ func (e *FrameError) Unwrap() error { return e.Err }
 // nil) for a frame that names no event and carries no data (Frame.Empty,
 // or an empty `data:` line), and a *FrameError when the data is not a JSON
 // object or does not fit the event's type.
-func DecodeEvent(f Frame) (Event, error) {
+func DecodeEvent(f SSEFrame) (Event, error) {
 	data := bytes.TrimSpace(f.Data)
 	if len(data) == 0 {
 		switch f.Event {

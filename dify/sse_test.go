@@ -19,9 +19,9 @@ type wantFrame struct {
 func d(s string) *string { return &s }
 
 // readFrames reads all frames and returns them with the terminal error.
-func readFrames(r io.Reader) ([]Frame, error) {
+func readFrames(r io.Reader) ([]SSEFrame, error) {
 	fr := NewFrameReader(r)
-	var frames []Frame
+	var frames []SSEFrame
 	for {
 		f, err := fr.Next()
 		if err != nil {
@@ -34,7 +34,7 @@ func readFrames(r io.Reader) ([]Frame, error) {
 	}
 }
 
-func joinRaw(frames []Frame) []byte {
+func joinRaw(frames []SSEFrame) []byte {
 	var b bytes.Buffer
 	for _, f := range frames {
 		b.Write(f.Raw)
@@ -249,7 +249,7 @@ func (r *repeatReader) Read(p []byte) (int, error) {
 }
 
 func TestDecodeEvent(t *testing.T) {
-	frame := func(s string) Frame {
+	frame := func(s string) SSEFrame {
 		f, err := NewFrameReader(strings.NewReader(s)).Next()
 		if err != nil && err != io.ErrUnexpectedEOF {
 			t.Fatal(err)

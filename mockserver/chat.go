@@ -399,7 +399,7 @@ func (s *Server) playChat(w http.ResponseWriter, r *http.Request, cs *chatStream
 }
 
 // writeRecordedError replays a recorded pre-stream error (a non-200 turn).
-func (s *Server) writeRecordedError(w http.ResponseWriter, t *replay.Turn) {
+func (s *Server) writeRecordedError(w http.ResponseWriter, t *replay.CompiledTurn) {
 	h := w.Header()
 	copyRecordedHeader(h, t.Header)
 	h.Set(HeaderCassette, t.Cassette)

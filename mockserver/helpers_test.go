@@ -112,9 +112,9 @@ func chatFile(t testing.TB, meta cassette.Meta, turns ...turn) []byte {
 			in.Response = vcr.Response{Code: tr.status, Status: http.StatusText(tr.status), Body: tr.body,
 				Headers: http.Header{"Content-Type": {"application/json"}}}
 		} else {
-			frames := make([]cassette.Frame, len(tr.frames))
+			frames := make([]cassette.RecordedFrame, len(tr.frames))
 			for i, fr := range tr.frames {
-				frames[i] = cassette.Frame{Offset: fr.at, Raw: []byte(fr.raw)}
+				frames[i] = cassette.RecordedFrame{Offset: fr.at, Raw: []byte(fr.raw)}
 			}
 			vals, body := cassette.EncodeFrames(frames)
 			h := http.Header{"Content-Type": {"text/event-stream; charset=utf-8"}, cassette.FramesHeader: vals}

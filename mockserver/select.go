@@ -120,7 +120,7 @@ func (s *Server) selectTurn(header, query, convCassette string, next int) turnRe
 	return turnRef{s.def, 0}
 }
 
-func (s *Server) turn(ref turnRef) *replay.Turn {
+func (s *Server) turn(ref turnRef) *replay.CompiledTurn {
 	return s.scripts[ref.cassette].Turns[ref.turn]
 }
 

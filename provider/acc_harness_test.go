@@ -109,7 +109,7 @@ func (e *mockEnv) client() *dify.Client {
 
 // cassetteTurn returns the first recorded turn of a built-in cassette and
 // the Turn a client folds from its stream.
-func (e *mockEnv) cassetteTurn(name string) (*cassette.Turn, *dify.Turn) {
+func (e *mockEnv) cassetteTurn(name string) (*cassette.RecordedTurn, *dify.ChatReply) {
 	e.t.Helper()
 	c, ok := e.Set.Get(name)
 	if !ok {

@@ -367,7 +367,7 @@ func (r *conversationResource) Create(ctx context.Context, req resource.CreateRe
 
 // failCreate reports a failed or incomplete reply and removes what Dify may
 // already have made for it, so nothing half-made outlives the failed create.
-func (r *conversationResource) failCreate(ctx context.Context, diags *diag.Diagnostics, turn *dify.Turn, err error, user string, limit time.Duration) {
+func (r *conversationResource) failCreate(ctx context.Context, diags *diag.Diagnostics, turn *dify.ChatReply, err error, user string, limit time.Duration) {
 	const summary = "Unable to create conversation"
 	if err == nil {
 		err = dify.ErrTruncatedStream

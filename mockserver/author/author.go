@@ -122,7 +122,7 @@ func Generate(s *Scenario, opt Options) (*cassette.File, error) {
 
 // requestBody is the chat request of turn i (API §2.1): follow-up turns
 // continue the first turn's conversation.
-func requestBody(name string, i int, t Turn, convID string) (string, error) {
+func requestBody(name string, i int, t ScenarioTurn, convID string) (string, error) {
 	inputs, err := nodeValue(&t.Inputs)
 	if err != nil {
 		return "", err

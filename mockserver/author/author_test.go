@@ -62,7 +62,7 @@ type frameEvent struct {
 	raw    string
 }
 
-func events(t *testing.T, turn *cassette.Turn) []frameEvent {
+func events(t *testing.T, turn *cassette.RecordedTurn) []frameEvent {
 	t.Helper()
 	var out []frameEvent
 	for _, fr := range turn.Frames {
@@ -114,7 +114,7 @@ func names(evs []frameEvent) []string {
 	return out
 }
 
-func collect(t *testing.T, turn *cassette.Turn) (*dify.Turn, error) {
+func collect(t *testing.T, turn *cassette.RecordedTurn) (*dify.ChatReply, error) {
 	t.Helper()
 	var body bytes.Buffer
 	for _, f := range turn.Frames {

@@ -32,12 +32,12 @@ type Scenario struct {
 	// turns are a minute apart.
 	CreatedAt int64 `yaml:"created_at"`
 
-	Turn  `yaml:",inline"`
-	Turns []Turn `yaml:"turns"`
+	ScenarioTurn `yaml:",inline"`
+	Turns        []ScenarioTurn `yaml:"turns"`
 }
 
-// Turn is one POST /chat-messages and the stream that answers it.
-type Turn struct {
+// ScenarioTurn is one POST /chat-messages and the stream that answers it.
+type ScenarioTurn struct {
 	Query  string    `yaml:"query"`
 	Inputs yaml.Node `yaml:"inputs"`
 	User   string    `yaml:"user"`
@@ -229,13 +229,13 @@ func ParseScenario(file string, data []byte) (*Scenario, error) {
 }
 
 // turns returns the scenario's turns with scenario-level defaults applied.
-func (s *Scenario) turns() []Turn {
-	base := s.Turn
+func (s *Scenario) turns() []ScenarioTurn {
+	base := s.ScenarioTurn
 	list := s.Turns
 	if len(list) == 0 {
-		list = []Turn{base}
+		list = []ScenarioTurn{base}
 	}
-	out := make([]Turn, len(list))
+	out := make([]ScenarioTurn, len(list))
 	for i, t := range list {
 		if t.User == "" {
 			t.User = base.User
@@ -262,13 +262,13 @@ func (s *Scenario) applyDefaults() {
 	if s.CreatedAt == 0 {
 		s.CreatedAt = DefaultCreatedAt
 	}
-	s.Turn.applyDefaults()
+	s.ScenarioTurn.applyDefaults()
 	for i := range s.Turns {
 		s.Turns[i].applyDefaults()
 	}
 }
 
-func (t *Turn) applyDefaults() {
+func (t *ScenarioTurn) applyDefaults() {
 	if t.Error != nil && t.Error.Status == 0 {
 		t.Error.Status = 400
 	}
@@ -300,7 +300,7 @@ func (s *Scenario) validate() error {
 		return fmt.Errorf("created_at %d is negative", s.CreatedAt)
 	}
 	if len(s.Turns) > 0 {
-		t := s.Turn
+		t := s.ScenarioTurn
 		if t.Query != "" || len(t.Steps) > 0 || len(t.Files) > 0 || t.Error != nil || t.ModelRequests != 0 || t.Usage != (UsageSpec{}) {
 			return errors.New("with `turns`, put query, files, steps, error, usage and model_requests inside each turn (only user, inputs and pacing may be scenario-wide defaults)")
 		}
@@ -334,7 +334,7 @@ func checkInputs(n *yaml.Node, where string) error {
 	return nil
 }
 
-func (t *Turn) validate() error {
+func (t *ScenarioTurn) validate() error {
 	if strings.TrimSpace(t.Query) == "" {
 		return errors.New("query is required (the mock also matches requests to cassettes by query)")
 	}

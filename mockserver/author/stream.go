@@ -44,7 +44,7 @@ type turnBuilder struct {
 	taskID    string
 	createdAt int64
 
-	frames []cassette.Frame
+	frames []cassette.RecordedFrame
 	cursor time.Duration
 	row    *thoughtRow
 	// lastWasTool: the latest New Agent step was a tool call.
@@ -70,7 +70,7 @@ func (b *turnBuilder) envelope(event string, withTask bool) object {
 
 func (b *turnBuilder) emit(o object) {
 	raw := "data: " + encode(o, b.style) + "\n\n"
-	b.frames = append(b.frames, cassette.Frame{Offset: b.cursor, Raw: []byte(raw)})
+	b.frames = append(b.frames, cassette.RecordedFrame{Offset: b.cursor, Raw: []byte(raw)})
 }
 
 func (b *turnBuilder) wait(d time.Duration) { b.cursor += d }
@@ -339,7 +339,7 @@ func (b *turnBuilder) messageFile(f *FileSpec, index int) {
 	}
 }
 
-func (b *turnBuilder) finish(t Turn) {
+func (b *turnBuilder) finish(t ScenarioTurn) {
 	if b.row != nil && b.row.dirty {
 		b.wait(b.pacing.EndDelay.D)
 		b.emitRow()
@@ -381,7 +381,7 @@ func (b *turnBuilder) finish(t Turn) {
 }
 
 // build lays out the whole turn and inserts keep-alive pings.
-func (b *turnBuilder) build(t Turn) []cassette.Frame {
+func (b *turnBuilder) build(t ScenarioTurn) []cassette.RecordedFrame {
 	b.facts.promptText = append(b.facts.promptText, t.Query)
 	b.cursor = b.pacing.StartDelay.D
 	if b.legacy() {
@@ -412,16 +412,16 @@ const PingFrame = "event: ping\n\n"
 // insertPings adds a ping at every multiple of interval while the stream is
 // still running (before its last frame), as Dify's queue listener does
 // (API §2.4). A ping due at the same moment as an event goes first.
-func insertPings(frames []cassette.Frame, interval time.Duration) []cassette.Frame {
+func insertPings(frames []cassette.RecordedFrame, interval time.Duration) []cassette.RecordedFrame {
 	if interval <= 0 || len(frames) == 0 {
 		return frames
 	}
 	last := frames[len(frames)-1].Offset
-	out := make([]cassette.Frame, 0, len(frames)+int(last/interval))
+	out := make([]cassette.RecordedFrame, 0, len(frames)+int(last/interval))
 	next := interval
 	for _, f := range frames {
 		for next <= f.Offset && next < last {
-			out = append(out, cassette.Frame{Offset: next, Raw: []byte(PingFrame)})
+			out = append(out, cassette.RecordedFrame{Offset: next, Raw: []byte(PingFrame)})
 			next += interval
 		}
 		out = append(out, f)

@@ -80,21 +80,21 @@ type File struct {
 	Interactions []*vcr.Interaction `yaml:"interactions"`
 }
 
-// Frame is one SSE frame of a recorded stream.
-type Frame struct {
+// RecordedFrame is one SSE frame of a recorded stream.
+type RecordedFrame struct {
 	// Offset is when the frame was sent, measured from the request start.
 	Offset time.Duration
 	// Raw is the frame's exact bytes, terminating blank line included.
 	Raw []byte
 }
 
-// Turn is one recorded POST /chat-messages interaction.
-type Turn struct {
+// RecordedTurn is one recorded POST /chat-messages interaction.
+type RecordedTurn struct {
 	Interaction int // index in the file, for error messages
 	Request     dify.ChatRequest
 	Status      int
 	Header      http.Header // response headers without X-Dify-Mock-*
-	Frames      []Frame
+	Frames      []RecordedFrame
 	// ModelRequests is the model-request count the turn consumes for run
 	// limits; 0 means "count one per distinct agent_thought position".
 	ModelRequests int
@@ -105,7 +105,7 @@ type Cassette struct {
 	Name  string
 	Path  string
 	Meta  Meta
-	Turns []*Turn
+	Turns []*RecordedTurn
 	// Others are the non-chat interactions, kept as recorded.
 	Others []*vcr.Interaction
 }
@@ -236,7 +236,7 @@ func IsChat(in *vcr.Interaction) bool {
 }
 
 // EncodeFrames returns the X-Dify-Mock-Frames values and the body for frames.
-func EncodeFrames(frames []Frame) ([]string, string) {
+func EncodeFrames(frames []RecordedFrame) ([]string, string) {
 	values := make([]string, len(frames))
 	var body bytes.Buffer
 	for i, f := range frames {
@@ -249,8 +249,8 @@ func EncodeFrames(frames []Frame) ([]string, string) {
 // DecodeFrames splits body into frames using the X-Dify-Mock-Frames values.
 // Offsets must be non-negative and non-decreasing; lengths must add up to the
 // body length exactly.
-func DecodeFrames(values []string, body string) ([]Frame, error) {
-	frames := make([]Frame, 0, len(values))
+func DecodeFrames(values []string, body string) ([]RecordedFrame, error) {
+	frames := make([]RecordedFrame, 0, len(values))
 	pos := 0
 	var last time.Duration
 	for i, v := range values {
@@ -274,7 +274,7 @@ func DecodeFrames(values []string, body string) ([]Frame, error) {
 		if pos+n > len(body) {
 			return nil, &Error{Interaction: -1, Frame: i, Reason: fmt.Sprintf("length %d runs past the end of the body (%d bytes)", n, len(body))}
 		}
-		frames = append(frames, Frame{Offset: off, Raw: []byte(body[pos : pos+n])})
+		frames = append(frames, RecordedFrame{Offset: off, Raw: []byte(body[pos : pos+n])})
 		pos += n
 	}
 	if pos != len(body) {
@@ -330,8 +330,8 @@ func ParseChat(name, path string, f *File) (*Cassette, error) {
 	return c, nil
 }
 
-func parseTurn(in *vcr.Interaction) (*Turn, error) {
-	t := &Turn{Status: in.Response.Code, Header: stripMockHeaders(in.Response.Headers)}
+func parseTurn(in *vcr.Interaction) (*RecordedTurn, error) {
+	t := &RecordedTurn{Status: in.Response.Code, Header: stripMockHeaders(in.Response.Headers)}
 	if t.Status == 0 {
 		t.Status = http.StatusOK
 	}
@@ -348,7 +348,7 @@ func parseTurn(in *vcr.Interaction) (*Turn, error) {
 	values := headerValues(in.Response.Headers, FramesHeader)
 	if t.Status != http.StatusOK {
 		// A recorded pre-stream error: the body is a JSON error, not frames.
-		t.Frames = []Frame{{Raw: []byte(in.Response.Body)}}
+		t.Frames = []RecordedFrame{{Raw: []byte(in.Response.Body)}}
 		return t, nil
 	}
 	if len(values) == 0 {

@@ -37,7 +37,7 @@ func TestBuiltinSetLoads(t *testing.T) {
 }
 
 func TestFramesRoundTrip(t *testing.T) {
-	in := []cassette.Frame{
+	in := []cassette.RecordedFrame{
 		{Offset: 0, Raw: []byte("data: {\"a\":1}\n\n")},
 		{Offset: 512*time.Millisecond + 250*time.Microsecond, Raw: []byte("event: ping\r\n\r\n")},
 		{Offset: 2 * time.Second, Raw: []byte("data: {\"b\":\"\xec\x95\x88\"}\n\n")},

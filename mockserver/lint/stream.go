@@ -129,7 +129,7 @@ func (s *streamCheck) add(frame int, format string, args ...any) {
 }
 
 // run checks every frame and returns how many secrets it reported.
-func (s *streamCheck) run(frames []cassette.Frame) int {
+func (s *streamCheck) run(frames []cassette.RecordedFrame) int {
 	s.messageFrame = -1
 	s.thoughtIDs = map[int]string{}
 	s.thoughtPos = map[string]int{}

@@ -15,7 +15,7 @@ import (
 	"github.com/difyops/terraform-provider-dify/mockserver/mocktest"
 )
 
-func chat(t *testing.T, baseURL, key, query string) (*dify.Turn, error) {
+func chat(t *testing.T, baseURL, key, query string) (*dify.ChatReply, error) {
 	t.Helper()
 	client, err := dify.NewClient(baseURL, key, dify.WithUser("mocktest"))
 	if err != nil {

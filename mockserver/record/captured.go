@@ -27,7 +27,7 @@ type Capture struct {
 	HeadersAt time.Duration
 	// Frames are the frames of a streamed answer (offsets from the request
 	// start); Body is any other answer.
-	Frames []cassette.Frame
+	Frames []cassette.RecordedFrame
 	Body   []byte
 }
 
@@ -95,13 +95,13 @@ func (r *Recorder) captured(c Capture) (*vcr.Interaction, error) {
 		in.Response.Body = r.scrub.string(string(c.Body))
 		return in, nil
 	}
-	clean := make([]cassette.Frame, len(c.Frames))
+	clean := make([]cassette.RecordedFrame, len(c.Frames))
 	for i, f := range c.Frames {
 		raw := r.scrub.bytes(f.Raw)
 		if endsFrame(f.Raw) && !endsFrame(raw) {
 			return nil, fmt.Errorf("a redaction rule removed the blank line that ends frame %d", i)
 		}
-		clean[i] = cassette.Frame{Offset: f.Offset, Raw: raw}
+		clean[i] = cassette.RecordedFrame{Offset: f.Offset, Raw: raw}
 	}
 	values, encoded := cassette.EncodeFrames(clean)
 	in.Response.Headers[cassette.FramesHeader] = values

@@ -133,7 +133,7 @@ type answerSpan struct{ frame, end int }
 // joinedAnswer concatenates the answer deltas of a turn (agent_message, and
 // message for apps that stream it as deltas; API §2.5) and says which frame
 // each byte came from.
-func joinedAnswer(frames []cassette.Frame) (string, []answerSpan) {
+func joinedAnswer(frames []cassette.RecordedFrame) (string, []answerSpan) {
 	var b strings.Builder
 	var spans []answerSpan
 	for i, fr := range frames {

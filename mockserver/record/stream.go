@@ -83,7 +83,7 @@ func (r *Recorder) serveChat(w http.ResponseWriter, req *http.Request, p string)
 	rc := http.NewResponseController(w)
 
 	var (
-		frames    []cassette.Frame
+		frames    []cassette.RecordedFrame
 		streamErr error
 		clientErr error
 	)
@@ -108,7 +108,7 @@ func (r *Recorder) serveChat(w http.ResponseWriter, req *http.Request, p string)
 			if len(f.Raw) > 0 {
 				off := time.Since(start)
 				relay(f.Raw)
-				frames = append(frames, cassette.Frame{Offset: off, Raw: f.Raw})
+				frames = append(frames, cassette.RecordedFrame{Offset: off, Raw: f.Raw})
 				r.learnIDs(s, f.Data, seen)
 			}
 			if err != nil {
@@ -126,7 +126,7 @@ func (r *Recorder) serveChat(w http.ResponseWriter, req *http.Request, p string)
 		}
 		relay(data)
 		if len(data) > 0 {
-			frames = []cassette.Frame{{Offset: time.Since(start), Raw: data}}
+			frames = []cassette.RecordedFrame{{Offset: time.Since(start), Raw: data}}
 		}
 	}
 
@@ -200,7 +200,7 @@ func (r *Recorder) learnIDs(s *session, data []byte, seen map[string]bool) {
 // are scrubbed one by one (lengths are recomputed by EncodeFrames); a
 // redaction that removes the blank line ending a frame is an error, since
 // the frame would swallow its successor on replay.
-func (r *Recorder) turnInteraction(out *http.Request, body []byte, resp *http.Response, frames []cassette.Frame, headersAt time.Duration) (*vcr.Interaction, error) {
+func (r *Recorder) turnInteraction(out *http.Request, body []byte, resp *http.Response, frames []cassette.RecordedFrame, headersAt time.Duration) (*vcr.Interaction, error) {
 	in := &vcr.Interaction{
 		Request: vcr.Request{
 			Body:    r.scrub.string(string(body)),
@@ -220,13 +220,13 @@ func (r *Recorder) turnInteraction(out *http.Request, body []byte, resp *http.Re
 		in.Response.Body = r.scrub.string(string(frames[0].Raw))
 		return in, nil
 	}
-	clean := make([]cassette.Frame, len(frames))
+	clean := make([]cassette.RecordedFrame, len(frames))
 	for i, f := range frames {
 		raw := r.scrub.bytes(f.Raw)
 		if endsFrame(f.Raw) && !endsFrame(raw) {
 			return nil, fmt.Errorf("a redaction rule removed the blank line that ends frame %d", i)
 		}
-		clean[i] = cassette.Frame{Offset: f.Offset, Raw: raw}
+		clean[i] = cassette.RecordedFrame{Offset: f.Offset, Raw: raw}
 	}
 	values, encoded := cassette.EncodeFrames(clean)
 	in.Response.Headers[cassette.FramesHeader] = values

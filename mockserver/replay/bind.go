@@ -26,7 +26,7 @@ type Binding struct {
 
 // Bound is a turn bound to one replay's values.
 type Bound struct {
-	Turn    *Turn
+	Turn    *CompiledTurn
 	Binding Binding
 	vals    [][]byte
 }
@@ -52,7 +52,7 @@ func NewUUID() string {
 
 // Bind computes every slot's replacement for one replay. This is the only
 // per-replay preparation: frames are then rendered by concatenation.
-func (t *Turn) Bind(b Binding) *Bound {
+func (t *CompiledTurn) Bind(b Binding) *Bound {
 	bd := &Bound{Turn: t, Binding: b, vals: make([][]byte, len(t.Slots))}
 	var base int64
 	first := true

@@ -42,9 +42,10 @@ type segment struct {
 	slot int // -1 for a literal
 }
 
-// Frame is a compiled frame: its offset, its bytes split around slots, and
-// what it means for the accumulated message.
-type Frame struct {
+// CompiledFrame is a recorded frame ready to replay: its offset, its bytes
+// split around the values rebound per replay (slots), and what it means for
+// the accumulated message.
+type CompiledFrame struct {
 	Offset time.Duration
 	segs   []segment
 	raw    []byte // the frame as recorded (used when segs is a single literal)
@@ -54,8 +55,9 @@ type Frame struct {
 	Event string
 }
 
-// Turn is a compiled recorded turn.
-type Turn struct {
+// CompiledTurn is a recorded turn (cassette.RecordedTurn) ready to replay:
+// its frames compiled, its ids and timestamps located for rebinding.
+type CompiledTurn struct {
 	Cassette string
 	Index    int
 	Mode     string // the cassette's app mode ("agent" when unset)
@@ -63,7 +65,7 @@ type Turn struct {
 	Status   int // recorded HTTP status; non-200 turns are pre-stream errors
 	Header   http.Header
 	Body     []byte // the recorded body of a non-200 turn
-	Frames   []Frame
+	Frames   []CompiledFrame
 	Slots    []Slot
 	slotByID map[string]int
 
@@ -85,7 +87,7 @@ type Turn struct {
 type Script struct {
 	Name  string
 	Meta  cassette.Meta
-	Turns []*Turn
+	Turns []*CompiledTurn
 }
 
 // effect is what a data frame contributes to the accumulated message (API §2.5).
@@ -165,12 +167,12 @@ func Compile(c *cassette.Cassette) (*Script, error) {
 	return s, nil
 }
 
-func compileTurn(c *cassette.Cassette, index int, t *cassette.Turn) (*Turn, error) {
+func compileTurn(c *cassette.Cassette, index int, t *cassette.RecordedTurn) (*CompiledTurn, error) {
 	mode := c.Meta.Mode
 	if mode == "" {
 		mode = dify.ModeAgent
 	}
-	ct := &Turn{
+	ct := &CompiledTurn{
 		Cassette:      c.Name,
 		Index:         index,
 		Mode:          mode,
@@ -206,7 +208,7 @@ func compileTurn(c *cassette.Cassette, index int, t *cassette.Turn) (*Turn, erro
 	positions := map[int]bool{}
 	lastRowTool := false
 	for i, f := range t.Frames {
-		fr := Frame{Offset: f.Offset, raw: f.Raw}
+		fr := CompiledFrame{Offset: f.Offset, raw: f.Raw}
 		ev := events[i]
 		if ev == nil {
 			if isPing(f.Raw) {
@@ -250,7 +252,7 @@ func compileTurn(c *cassette.Cassette, index int, t *cassette.Turn) (*Turn, erro
 	return ct, nil
 }
 
-func (ct *Turn) addSlot(s Slot) {
+func (ct *CompiledTurn) addSlot(s Slot) {
 	if _, ok := ct.slotByID[s.Recorded]; ok {
 		return
 	}
@@ -258,7 +260,7 @@ func (ct *Turn) addSlot(s Slot) {
 	ct.Slots = append(ct.Slots, s)
 }
 
-func (ct *Turn) addID(kind int, id string) {
+func (ct *CompiledTurn) addID(kind int, id string) {
 	if len(id) < minIDLen {
 		return
 	}
@@ -269,7 +271,7 @@ func (ct *Turn) addID(kind int, id string) {
 // event's own id (thought, file), agent_thought.message_files, message_end
 // files and agent_run_id inside error messages. Knowledge references
 // (dataset/document/segment ids) are left alone: they are not per turn.
-func (ct *Turn) collectIDs(ev *wireEvent, raw []byte) {
+func (ct *CompiledTurn) collectIDs(ev *wireEvent, raw []byte) {
 	ct.addID(slotConversation, ev.ConversationID)
 	ct.addID(slotMessage, ev.MessageID)
 	ct.addID(slotTask, ev.TaskID)
@@ -304,7 +306,7 @@ func (ct *Turn) collectIDs(ev *wireEvent, raw []byte) {
 type hit struct{ start, end, slot int }
 
 // split cuts raw around every occurrence of a slot value.
-func (ct *Turn) split(raw []byte) []segment {
+func (ct *CompiledTurn) split(raw []byte) []segment {
 	var hits []hit
 	for i, s := range ct.Slots {
 		if s.Kind == slotCreatedAt {

@@ -13,7 +13,7 @@ import (
 	"github.com/difyops/terraform-provider-dify/mockserver/fault"
 )
 
-func toolUse(t *testing.T) *Turn {
+func toolUse(t *testing.T) *CompiledTurn {
 	t.Helper()
 	c, ok := builtin(t).Get("tool-use")
 	if !ok {
@@ -26,7 +26,7 @@ func toolUse(t *testing.T) *Turn {
 	return sc.Turns[0]
 }
 
-func bind(tr *Turn) *Bound {
+func bind(tr *CompiledTurn) *Bound {
 	return tr.Bind(Binding{ConversationID: NewUUID(), MessageID: NewUUID(), TaskID: NewUUID(), Now: time.Now()})
 }
 
@@ -152,13 +152,13 @@ func FuzzStreamFault(f *testing.F) {
 	f.Add([]byte("data: {\"event\":\"error\",\"code\":\"x\",\"status\":400,\"message\":\"m\"}\n\n"), uint8(3), uint16(9))
 	f.Add([]byte(""), uint8(5), uint16(0))
 	f.Fuzz(func(t *testing.T, data []byte, kind uint8, after uint16) {
-		var frames []cassette.Frame
+		var frames []cassette.RecordedFrame
 		for i, raw := range bytes.SplitAfter(data, []byte("\n\n")) {
 			if len(raw) > 0 && i < 50 {
-				frames = append(frames, cassette.Frame{Offset: time.Duration(i) * time.Microsecond, Raw: raw})
+				frames = append(frames, cassette.RecordedFrame{Offset: time.Duration(i) * time.Microsecond, Raw: raw})
 			}
 		}
-		c := &cassette.Cassette{Name: "f", Turns: []*cassette.Turn{{Status: 200, Frames: frames}}}
+		c := &cassette.Cassette{Name: "f", Turns: []*cassette.RecordedTurn{{Status: 200, Frames: frames}}}
 		sc, err := Compile(c)
 		if err != nil {
 			return

@@ -123,7 +123,7 @@ func (b *Bound) planCut(opt Options) *cut {
 	return best
 }
 
-func frameOffset(t *Turn, i int) time.Duration {
+func frameOffset(t *CompiledTurn, i int) time.Duration {
 	if i < len(t.Frames) {
 		return t.Frames[i].Offset
 	}
@@ -188,7 +188,7 @@ type SentFrame struct {
 //   - interrupted: stop, shutdown or a gone client cut it between frames.
 type player struct {
 	b      *Bound
-	t      *Turn
+	t      *CompiledTurn
 	ctx    context.Context
 	sink   Sink
 	opt    Options

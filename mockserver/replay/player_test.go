@@ -34,20 +34,20 @@ var (
 )
 
 // playerTurn compiles one turn of the given frames, 10 ms apart.
-func playerTurn(t *testing.T, frames ...[]byte) *Turn {
+func playerTurn(t *testing.T, frames ...[]byte) *CompiledTurn {
 	t.Helper()
-	ct := &cassette.Turn{Status: 200, Request: dify.ChatRequest{Query: "hi"}}
+	ct := &cassette.RecordedTurn{Status: 200, Request: dify.ChatRequest{Query: "hi"}}
 	for i, raw := range frames {
-		ct.Frames = append(ct.Frames, cassette.Frame{Offset: time.Duration(i) * 10 * time.Millisecond, Raw: raw})
+		ct.Frames = append(ct.Frames, cassette.RecordedFrame{Offset: time.Duration(i) * 10 * time.Millisecond, Raw: raw})
 	}
-	sc, err := Compile(&cassette.Cassette{Name: "player", Turns: []*cassette.Turn{ct}})
+	sc, err := Compile(&cassette.Cassette{Name: "player", Turns: []*cassette.RecordedTurn{ct}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return sc.Turns[0]
 }
 
-func fullTurn(t *testing.T) *Turn {
+func fullTurn(t *testing.T) *CompiledTurn {
 	return playerTurn(t, pAnswer1, pAnswer2, pClosing, pMessageEnd, pTTSEnd)
 }
 
@@ -90,7 +90,7 @@ type played struct {
 	settledWith Outcome
 }
 
-func playTurn(t *testing.T, tr *Turn, ctx context.Context, s *scriptedSink, opt Options, sig Signals) played {
+func playTurn(t *testing.T, tr *CompiledTurn, ctx context.Context, s *scriptedSink, opt Options, sig Signals) played {
 	t.Helper()
 	var p played
 	opt.Observe = func(f SentFrame) { p.observed = append(p.observed, f) }

@@ -14,7 +14,7 @@ import (
 )
 
 // identity binds every slot to its recorded value.
-func identity(t *Turn) *Bound {
+func identity(t *CompiledTurn) *Bound {
 	b := &Bound{Turn: t, vals: make([][]byte, len(t.Slots))}
 	for i, s := range t.Slots {
 		b.vals[i] = []byte(s.Recorded)
@@ -112,8 +112,10 @@ func TestBindRewritesEverything(t *testing.T) {
 }
 
 func TestFoldAccumulation(t *testing.T) {
-	raw := func(s string) cassette.Frame { return cassette.Frame{Raw: []byte("data: " + s + "\n\n")} }
-	c := &cassette.Cassette{Name: "x", Meta: cassette.Meta{Mode: "agent"}, Turns: []*cassette.Turn{{Status: 200, Frames: []cassette.Frame{
+	raw := func(s string) cassette.RecordedFrame {
+		return cassette.RecordedFrame{Raw: []byte("data: " + s + "\n\n")}
+	}
+	c := &cassette.Cassette{Name: "x", Meta: cassette.Meta{Mode: "agent"}, Turns: []*cassette.RecordedTurn{{Status: 200, Frames: []cassette.RecordedFrame{
 		raw(`{"event":"agent_thought","conversation_id":"conv-0001","message_id":"msg-00001","task_id":"task-0001","id":"thought-01","position":1,"thought":"a","tool":"","tool_input":"","observation":"","tool_labels":{},"message_files":[]}`),
 		raw(`{"event":"agent_message","conversation_id":"conv-0001","message_id":"msg-00001","task_id":"task-0001","id":"msg-00001","answer":"Hel"}`),
 		raw(`{"event":"agent_message","conversation_id":"conv-0001","message_id":"msg-00001","task_id":"task-0001","id":"msg-00001","answer":"lo"}`),
@@ -173,7 +175,7 @@ func FuzzCompileFrame(f *testing.F) {
 		if len(data) == 0 {
 			return
 		}
-		c := &cassette.Cassette{Name: "f", Turns: []*cassette.Turn{{Status: 200, Frames: []cassette.Frame{{Raw: data}}}}}
+		c := &cassette.Cassette{Name: "f", Turns: []*cassette.RecordedTurn{{Status: 200, Frames: []cassette.RecordedFrame{{Raw: data}}}}}
 		sc, err := Compile(c)
 		if err != nil {
 			return

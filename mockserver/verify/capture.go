@@ -119,12 +119,12 @@ func (ex *exchange) isStream() bool {
 
 // frames splits a streamed answer into SSE frames, each stamped with the
 // time its last byte arrived.
-func (ex *exchange) frames() []cassette.Frame {
+func (ex *exchange) frames() []cassette.RecordedFrame {
 	ex.mu.Lock()
 	body := append([]byte(nil), ex.body...)
 	arrive := append([]arrival(nil), ex.arrive...)
 	ex.mu.Unlock()
-	var out []cassette.Frame
+	var out []cassette.RecordedFrame
 	fr := dify.NewFrameReader(bytes.NewReader(body))
 	pos, k := 0, 0
 	for {
@@ -138,7 +138,7 @@ func (ex *exchange) frames() []cassette.Frame {
 			if k < len(arrive) {
 				at = arrive[k].at
 			}
-			out = append(out, cassette.Frame{Offset: at, Raw: append([]byte(nil), f.Raw...)})
+			out = append(out, cassette.RecordedFrame{Offset: at, Raw: append([]byte(nil), f.Raw...)})
 		}
 		if err != nil { // io.EOF, or a cut or oversized frame: keep what came whole
 			return out

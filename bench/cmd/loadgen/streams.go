@@ -105,7 +105,7 @@ func runStreams(ctx context.Context, args []string, stderr io.Writer) error {
 }
 
 // builtinTurn is the first recorded turn of a built-in cassette.
-func builtinTurn(name string) (*cassette.Turn, error) {
+func builtinTurn(name string) (*cassette.RecordedTurn, error) {
 	set, err := cassette.LoadFS(cassettes.FS(), "built-in cassettes")
 	if err != nil {
 		return nil, err
@@ -157,7 +157,7 @@ type streamOutcome struct {
 	err      error
 }
 
-func streams(ctx context.Context, o streamsOptions, turn *cassette.Turn, stderr io.Writer) (*streamsResult, error) {
+func streams(ctx context.Context, o streamsOptions, turn *cassette.RecordedTurn, stderr io.Writer) (*streamsResult, error) {
 	due := make([]time.Duration, len(turn.Frames))
 	for i, f := range turn.Frames {
 		due[i] = time.Duration(float64(f.Offset) / o.speed)

@@ -232,7 +232,7 @@ func (s *Server) chatMessages(w http.ResponseWriter, r *http.Request, _ httprout
 // playChat.
 type chatStream struct {
 	bound     *replay.Bound
-	turn      *replay.Turn
+	turn      *replay.CompiledTurn
 	tk        *task
 	taskID    string
 	conv      store.Conversation

@@ -274,9 +274,9 @@ func (b controlBackend) SaveCassette(e journal.Entry, name, description string) 
 	if e.StreamDataDropped || e.FramesDropped > 0 || len(e.Body) == 0 {
 		return control.SavedCassette{}, fmt.Errorf("%w: journal entry %d did not keep every frame (journal stream budget); it cannot be saved", control.ErrInvalid, e.ID)
 	}
-	frames := make([]cassette.Frame, len(e.Frames))
+	frames := make([]cassette.RecordedFrame, len(e.Frames))
 	for i, f := range e.Frames {
-		frames[i] = cassette.Frame{Offset: time.Duration(f.ActualMS * float64(time.Millisecond)), Raw: []byte(f.Data)}
+		frames[i] = cassette.RecordedFrame{Offset: time.Duration(f.ActualMS * float64(time.Millisecond)), Raw: []byte(f.Data)}
 	}
 	values, body := cassette.EncodeFrames(frames)
 	source := fmt.Sprintf("dify-mock journal entry %d, as streamed: a replay of cassette %q", e.ID, e.Cassette)
@@ -365,7 +365,7 @@ func (s *Server) chatRule(r *http.Request, user, conv string, header *string, sp
 }
 
 // scriptTurn adapts a compiled turn to turnFrames.
-type scriptTurn struct{ t *replay.Turn }
+type scriptTurn struct{ t *replay.CompiledTurn }
 
 func (st scriptTurn) frameCount() int { return len(st.t.Frames) }
 func (st scriptTurn) frameAt(i int) (time.Duration, string) {

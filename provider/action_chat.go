@@ -235,7 +235,7 @@ func (a *chatAction) run(ctx context.Context, m chatActionModel, send func(strin
 		}
 	}
 	progress.Finish()
-	turn := acc.Turn()
+	turn := acc.Reply()
 
 	// Clean up first, with a context of its own: the run's may have expired.
 	cleanup := ""
@@ -278,7 +278,7 @@ func (a *chatAction) run(ctx context.Context, m chatActionModel, send func(strin
 // finishConversation stops a still-running reply and deletes the
 // conversation the action started, unless it is to be kept. It returns a
 // sentence for a failure diagnostic ("" when there is nothing to add).
-func (a *chatAction) finishConversation(ctx context.Context, turn dify.Turn, user string, keep, stillRunning bool, send func(string)) string {
+func (a *chatAction) finishConversation(ctx context.Context, turn dify.ChatReply, user string, keep, stillRunning bool, send func(string)) string {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	if stillRunning && turn.TaskID != "" {

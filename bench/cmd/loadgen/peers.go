@@ -174,7 +174,7 @@ func runPeersSetup(_ context.Context, args []string, stderr io.Writer) error {
 // agent_message deltas, the closing message and message_end, re-timed to
 // peerOffsets. The closing message then holds more than was streamed;
 // nothing in the benchmark reads it.
-func sevenFrames() ([]cassette.Frame, *cassette.File, error) {
+func sevenFrames() ([]cassette.RecordedFrame, *cassette.File, error) {
 	data, err := iofs.ReadFile(cassettes.FS(), "plain-answer.yaml")
 	if err != nil {
 		return nil, nil, err
@@ -183,7 +183,7 @@ func sevenFrames() ([]cassette.Frame, *cassette.File, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var frames []cassette.Frame
+	var frames []cassette.RecordedFrame
 	for _, in := range f.Interactions {
 		if !cassette.IsChat(in) {
 			continue
@@ -195,7 +195,7 @@ func sevenFrames() ([]cassette.Frame, *cassette.File, error) {
 		if len(all) < 3 {
 			return nil, nil, fmt.Errorf("plain-answer has %d frames", len(all))
 		}
-		picked := []cassette.Frame{all[0]}
+		picked := []cassette.RecordedFrame{all[0]}
 		for _, fr := range all[1 : len(all)-2] {
 			if len(picked) < 5 && bytes.Contains(fr.Raw, []byte(`"event":"agent_message"`)) {
 				picked = append(picked, fr)

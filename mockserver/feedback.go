@@ -1,7 +1,6 @@
 package mockserver
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -34,20 +33,28 @@ func (s *Server) messageFeedback(w http.ResponseWriter, r *http.Request, ps http
 		return
 	}
 	// MessageFeedbackPayload: rating Literal["like","dislike"] | None,
-	// content str | None; other keys are ignored.
+	// content str | None; other keys are ignored. A failure is pydantic's
+	// own text (message.py validates in the handler; the newest tree's
+	// @model_validate decorator answers 422 instead).
+	var errs []pyErr
 	var rating string // "" = null: revoke
-	if raw, present := body["rating"]; present && !isNull(raw) {
-		if json.Unmarshal(raw, &rating) != nil || (rating != dify.RatingLike && rating != dify.RatingDislike) {
-			writeError(w, invalidParam("rating: Input should be 'like' or 'dislike'"))
-			return
+	if v := decodeJSONValue(body["rating"]); v != nil {
+		rating, _ = v.(string)
+		if rating != dify.RatingLike && rating != dify.RatingDislike {
+			errs = append(errs, pyErr{loc: "rating", msg: pyLiteral(dify.RatingLike, dify.RatingDislike), typ: "literal_error", input: v})
 		}
 	}
 	var content *string
-	if c, present, e := body.str("content"); e != nil {
-		writeError(w, e)
-		return
-	} else if present {
+	if v := decodeJSONValue(body["content"]); v != nil {
+		c, pe := pyStrField("content", v)
+		if pe != nil {
+			errs = append(errs, *pe)
+		}
 		content = &c
+	}
+	if len(errs) > 0 {
+		writeError(w, pydanticError("MessageFeedbackPayload", errs...))
+		return
 	}
 	err := s.store.SetFeedback(id, s.store.EndUser(user).ID, rating, content)
 	switch {
@@ -66,15 +73,26 @@ func (s *Server) messageFeedback(w http.ResponseWriter, r *http.Request, ps http
 // MessageService.get_all_messages_feedbacks): every feedback of the app,
 // newest first, plain offset paging, no user.
 func (s *Server) appFeedbacks(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	q := r.URL.Query()
-	page, e := queryInt(q.Get("page"), "page", 1, 1, 0)
-	if e != nil {
-		writeError(w, e)
-		return
+	// FeedbackListQuery over request.args: page ge=1, limit 1–101.
+	q := queryDict(r)
+	var errs []pyErr
+	page, limit := 1, 20
+	if v, ok := q.vals["page"].(string); ok {
+		n, pe := pyIntQuery("page", v, 1, 0)
+		if pe != nil {
+			errs = append(errs, *pe)
+		}
+		page = n
 	}
-	limit, e := queryInt(q.Get("limit"), "limit", 20, 1, 101) // le=101 verbatim
-	if e != nil {
-		writeError(w, e)
+	if v, ok := q.vals["limit"].(string); ok {
+		n, pe := pyIntQuery("limit", v, 1, 101) // le=101 verbatim
+		if pe != nil {
+			errs = append(errs, *pe)
+		}
+		limit = n
+	}
+	if len(errs) > 0 {
+		writeError(w, pydanticError("FeedbackListQuery", errs...))
 		return
 	}
 	rows := s.store.ListFeedbacks(page, limit)

@@ -110,10 +110,11 @@ func TestMessageFeedbackValidation(t *testing.T) {
 		message string
 	}{
 		{"user required", path, map[string]any{"rating": "like"}, 400, "invalid_param", "Arg user must be provided."},
-		{"bad rating", path, map[string]any{"rating": "love", "user": "alice"}, 400, "invalid_param", "rating: Input should be 'like' or 'dislike'"},
-		{"empty rating", path, map[string]any{"rating": "", "user": "alice"}, 400, "invalid_param", "rating: Input should be 'like' or 'dislike'"},
-		{"numeric rating", path, map[string]any{"rating": 1, "user": "alice"}, 400, "invalid_param", "rating: Input should be 'like' or 'dislike'"},
-		{"content type", path, map[string]any{"rating": "like", "content": 5, "user": "alice"}, 400, "invalid_param", "content: Input should be a valid string"},
+		// pydantic's own texts (str(ValidationError) of MessageFeedbackPayload).
+		{"bad rating", path, map[string]any{"rating": "love", "user": "alice"}, 400, "invalid_param", pyMsg("MessageFeedbackPayload", "rating", "Input should be 'like' or 'dislike'", "literal_error", "'love'", "str")},
+		{"empty rating", path, map[string]any{"rating": "", "user": "alice"}, 400, "invalid_param", pyMsg("MessageFeedbackPayload", "rating", "Input should be 'like' or 'dislike'", "literal_error", "''", "str")},
+		{"numeric rating", path, map[string]any{"rating": 1, "user": "alice"}, 400, "invalid_param", pyMsg("MessageFeedbackPayload", "rating", "Input should be 'like' or 'dislike'", "literal_error", "1", "int")},
+		{"content type", path, map[string]any{"rating": "like", "content": 5, "user": "alice"}, 400, "invalid_param", pyMsg("MessageFeedbackPayload", "content", "Input should be a valid string", "string_type", "5", "int")},
 		{"unknown message", "/messages/00000000-0000-4000-8000-000000000000/feedbacks", map[string]any{"rating": "like", "user": "alice"}, 404, "not_found", "Message Not Exists."},
 		// <uuid:message_id> rejects it while routing: Werkzeug's HTML 404.
 		{"not a uuid", "/messages/nope/feedbacks", map[string]any{"rating": "like", "user": "alice"}, 404, "html", ""},
@@ -164,10 +165,10 @@ func TestAppFeedbacksPaging(t *testing.T) {
 		t.Errorf("far page = %v", got)
 	}
 	for _, tc := range []struct{ q, msg string }{
-		{"?limit=0", "limit: Input should be greater than or equal to 1"},
-		{"?limit=102", "limit: Input should be less than or equal to 101"},
-		{"?page=0", "page: Input should be greater than or equal to 1"},
-		{"?page=x", "page: Input should be a valid integer, unable to parse string as an integer"},
+		{"?limit=0", pyMsg("FeedbackListQuery", "limit", "Input should be greater than or equal to 1", "greater_than_equal", "'0'", "str")},
+		{"?limit=102", pyMsg("FeedbackListQuery", "limit", "Input should be less than or equal to 101", "less_than_equal", "'102'", "str")},
+		{"?page=0", pyMsg("FeedbackListQuery", "page", "Input should be greater than or equal to 1", "greater_than_equal", "'0'", "str")},
+		{"?page=x", pyMsg("FeedbackListQuery", "page", "Input should be a valid integer, unable to parse string as an integer", "int_parsing", "'x'", "str")},
 	} {
 		resp, body := e.do("GET", "/app/feedbacks"+tc.q, nil)
 		e.wantError(resp, body, http.StatusBadRequest, "invalid_param", tc.msg)

@@ -301,7 +301,7 @@ func pyBoolField(loc string, v any) (bool, *pyErr) {
 }
 
 // pyIntQuery validates an `int` field read from a query string (always a
-// str input) with ge/le bounds.
+// str input) with ge/le bounds; le <= 0 means no upper bound.
 func pyIntQuery(loc, raw string, ge, le int) (int, *pyErr) {
 	t := strings.TrimSpace(raw)
 	m := intLiteral.FindStringSubmatch(t)
@@ -319,6 +319,9 @@ func pyIntQuery(loc, raw string, ge, le int) (int, *pyErr) {
 		n, err = 0, nil
 	}
 	if err != nil || len(digits) > 15 {
+		if le <= 0 && m[1] != "-" {
+			return math.MaxInt32, nil // unbounded above; any huge page is past the end
+		}
 		if m[1] == "-" {
 			return 0, &pyErr{loc: loc, msg: fmt.Sprintf("Input should be greater than or equal to %d", ge), typ: "greater_than_equal", input: raw}
 		}
@@ -330,7 +333,7 @@ func pyIntQuery(loc, raw string, ge, le int) (int, *pyErr) {
 	if n < ge {
 		return 0, &pyErr{loc: loc, msg: fmt.Sprintf("Input should be greater than or equal to %d", ge), typ: "greater_than_equal", input: raw}
 	}
-	if n > le {
+	if le > 0 && n > le {
 		return 0, &pyErr{loc: loc, msg: fmt.Sprintf("Input should be less than or equal to %d", le), typ: "less_than_equal", input: raw}
 	}
 	return n, nil

@@ -444,8 +444,9 @@ func Cases() []Case {
 		Case{Name: "wrong-type/feedback-rating", Route: "POST /messages/{id}/feedbacks", Class: ClassWrongType, Source: srcFeedback + " (Literal[\"like\", \"dislike\"] | None)",
 			Request: Request{Method: "POST", Path: "/messages/{message_id}/feedbacks", Header: jsonCT, Body: `{"rating":"love","user":"{user}"}`},
 			Needs:   []Fixture{FixtureMessage},
-			Expect:  Expect{Status: 400, Code: "invalid_param", Message: "*"},
-			Note:    "Dify's message is pydantic's (1 validation error for MessageFeedbackPayload …); the newest tree's @model_validate answers 422 instead."},
+			Expect: Expect{Status: 400, Code: "invalid_param",
+				Message: PydanticError("MessageFeedbackPayload", "rating", "Input should be 'like' or 'dislike'", "literal_error", "'love'", "str")},
+			Note: "The newest tree's @model_validate decorator answers 422 instead."},
 		Case{Name: "state/feedback-unknown-message", Route: "POST /messages/{id}/feedbacks", Class: ClassState, Source: srcFeedback,
 			Request: Request{Method: "POST", Path: "/messages/{unknown_uuid}/feedbacks", Header: jsonCT, Body: `{"rating":"like","user":"{user}"}`},
 			Expect:  Expect{Status: 404, Code: "not_found", Message: "Message Not Exists."}},
@@ -457,7 +458,8 @@ func Cases() []Case {
 			Expect:  Expect{Status: 200, ContentType: "application/json", Fields: map[string]string{"$.data": "array"}, Absent: []string{"$.has_more"}}},
 		Case{Name: "bounds/app-feedbacks-limit-102", Route: "GET /app/feedbacks", Class: ClassBounds, Source: "api/controllers/service_api/app/message.py FeedbackListQuery (limit le=101)",
 			Request: Request{Method: "GET", Path: "/app/feedbacks?limit=102"},
-			Expect:  Expect{Status: 400, Code: "invalid_param", Message: "*"}},
+			Expect: Expect{Status: 400, Code: "invalid_param",
+				Message: PydanticError("FeedbackListQuery", "limit", "Input should be less than or equal to 101", "less_than_equal", "'102'", "str")}},
 	)
 
 	// --- Destructive cases last: they delete the fixture conversation. ---

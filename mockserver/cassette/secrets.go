@@ -2,6 +2,7 @@ package cassette
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -135,32 +136,148 @@ func secretSpan(data []byte, p SecretPattern, m []int) (start, end int, ok bool)
 // ScanSecrets reports every match of the built-in patterns and of extra in
 // data, ordered by position.
 func ScanSecrets(data []byte, extra ...SecretPattern) []SecretFinding {
+	patterns := append(append([]SecretPattern(nil), SecretPatterns...), extra...)
+	out := scanPatterns(data, patterns)
+	// What JSON escapes hide ("\u0061pp-…" is "app-…" to every client):
+	// each escaped string is scanned decoded, and what the raw scan did not
+	// already see is reported at the string.
+	forEachEscapedString(data, 0, func(start int, decoded string) {
+		for _, df := range scanEscaped(data[start:start+len(jsonStringRE.Find(data[start:]))], decoded, patterns, 1) {
+			f := SecretFinding{Pattern: df.Pattern + " (JSON-escaped)"}
+			f.Offset, f.Line, f.Column = position(data, start)
+			out = append(out, f)
+		}
+	})
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Offset < out[j].Offset })
+	return out
+}
+
+// scanEscaped returns the findings in decoded (the text of the JSON string
+// literal lit) that the raw scan of lit does not have, one level of
+// JSON-in-JSON deeper each call.
+func scanEscaped(lit []byte, decoded string, patterns []SecretPattern, depth int) []SecretFinding {
+	raw := map[string]int{}
+	for _, f := range scanPatterns(lit, patterns) {
+		raw[f.Pattern]++
+	}
 	var out []SecretFinding
-	for _, p := range append(append([]SecretPattern(nil), SecretPatterns...), extra...) {
+	for _, f := range scanPatterns([]byte(decoded), patterns) {
+		if raw[f.Pattern] > 0 {
+			raw[f.Pattern]--
+			continue
+		}
+		out = append(out, f)
+	}
+	forEachEscapedString([]byte(decoded), depth, func(start int, inner string) {
+		in := []byte(decoded)[start:]
+		out = append(out, scanEscaped(in[:len(jsonStringRE.Find(in))], inner, patterns, depth+1)...)
+	})
+	return out
+}
+
+// position is the offset, 1-based line and byte column of data[start].
+func position(data []byte, start int) (offset, line, col int) {
+	line = 1 + bytes.Count(data[:start], []byte("\n"))
+	col = start + 1
+	if i := bytes.LastIndexByte(data[:start], '\n'); i >= 0 {
+		col = start - i
+	}
+	return start, line, col
+}
+
+// jsonStringRE finds JSON string literals: in JSON bodies, SSE data lines
+// and double-quoted YAML scalars alike.
+var jsonStringRE = regexp.MustCompile(`"(?:[^"\\\n]|\\.)*"`)
+
+// maxEscapeDepth bounds how many JSON-in-JSON levels are decoded (a tool's
+// input is a JSON string inside the event's JSON, which may hold another).
+const maxEscapeDepth = 3
+
+// forEachEscapedString calls fn with the start of every JSON string literal
+// in data that holds a backslash escape, and its decoded text.
+func forEachEscapedString(data []byte, depth int, fn func(start int, decoded string)) {
+	if depth >= maxEscapeDepth || bytes.IndexByte(data, '\\') < 0 {
+		return
+	}
+	for _, m := range jsonStringRE.FindAllIndex(data, -1) {
+		lit := data[m[0]:m[1]]
+		if bytes.IndexByte(lit, '\\') < 0 {
+			continue
+		}
+		var decoded string
+		if json.Unmarshal(lit, &decoded) != nil {
+			continue
+		}
+		fn(m[0], decoded)
+	}
+}
+
+// redactEscaped redacts inside every escaped JSON string of data: decoded,
+// redacted, re-encoded. Levels of JSON-in-JSON are handled by recursion.
+func redactEscaped(data []byte, patterns []SecretPattern, depth int) []byte {
+	if depth >= maxEscapeDepth || bytes.IndexByte(data, '\\') < 0 {
+		return data
+	}
+	var out []byte
+	last := 0
+	for _, m := range jsonStringRE.FindAllIndex(data, -1) {
+		lit := data[m[0]:m[1]]
+		if bytes.IndexByte(lit, '\\') < 0 {
+			continue
+		}
+		var decoded string
+		if json.Unmarshal(lit, &decoded) != nil {
+			continue
+		}
+		red := redactPlain([]byte(decoded), patterns)
+		red = redactEscaped(red, patterns, depth+1)
+		if string(red) == decoded {
+			continue
+		}
+		var enc bytes.Buffer
+		e := json.NewEncoder(&enc)
+		e.SetEscapeHTML(false)
+		if e.Encode(string(red)) != nil {
+			continue
+		}
+		out = append(out, data[last:m[0]]...)
+		out = append(out, bytes.TrimSuffix(enc.Bytes(), []byte("\n"))...)
+		last = m[1]
+	}
+	if out == nil {
+		return data
+	}
+	return append(out, data[last:]...)
+}
+
+func scanPatterns(data []byte, patterns []SecretPattern) []SecretFinding {
+	var out []SecretFinding
+	for _, p := range patterns {
 		for _, m := range p.Regexp.FindAllSubmatchIndex(data, -1) {
 			start, _, ok := secretSpan(data, p, m)
 			if !ok {
 				continue
 			}
-			line := 1 + bytes.Count(data[:start], []byte("\n"))
-			col := start + 1
-			if i := bytes.LastIndexByte(data[:start], '\n'); i >= 0 {
-				col = start - i
-			}
-			out = append(out, SecretFinding{Pattern: p.Name, Offset: start, Line: line, Column: col})
+			off, line, col := position(data, start)
+			out = append(out, SecretFinding{Pattern: p.Name, Offset: off, Line: line, Column: col})
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Offset < out[j].Offset })
 	return out
 }
 
 // RedactSecrets replaces the secret part of every match of patterns in data
 // with Redacted. With no patterns it applies SecretPatterns. It returns data
 // itself when nothing matched.
+// Secrets hidden by JSON escapes are redacted too: the string is decoded,
+// redacted and re-encoded.
 func RedactSecrets(data []byte, patterns ...SecretPattern) []byte {
 	if len(patterns) == 0 {
 		patterns = SecretPatterns
 	}
+	return redactEscaped(redactPlain(data, patterns), patterns, 0)
+}
+
+func redactPlain(data []byte, patterns []SecretPattern) []byte {
 	for _, p := range patterns {
 		data = redactOne(data, p)
 	}

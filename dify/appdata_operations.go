@@ -204,11 +204,18 @@ func (c *Client) WaitAnnotationReply(ctx context.Context, action, jobID string, 
 	if interval <= 0 {
 		interval = DefaultJobPollInterval
 	}
+	var last *AnnotationReplyJob
 	for {
 		job, err := c.AnnotationReplyStatus(ctx, action, jobID)
 		if err != nil {
+			// A deadline that cuts a poll after earlier ones answered is
+			// still "the job did not finish in time": say what it was doing.
+			if last != nil && ctx.Err() != nil {
+				return last, stillRunning(action, jobID, last, ctx.Err())
+			}
 			return nil, err
 		}
+		last = job
 		switch job.JobStatus {
 		case JobStatusCompleted:
 			return job, nil
@@ -216,9 +223,13 @@ func (c *Client) WaitAnnotationReply(ctx context.Context, action, jobID string, 
 			return job, &AnnotationReplyJobError{Action: action, JobID: jobID, Message: job.ErrorMsg}
 		}
 		if !sleep(ctx, interval) {
-			return job, fmt.Errorf("dify: annotation reply %s job %s still %s: %w", action, jobID, job.JobStatus, ctx.Err())
+			return job, stillRunning(action, jobID, job, ctx.Err())
 		}
 	}
+}
+
+func stillRunning(action, jobID string, job *AnnotationReplyJob, cause error) error {
+	return fmt.Errorf("dify: annotation reply %s job %s still %s: %w", action, jobID, job.JobStatus, cause)
 }
 
 // FilePreviewParams selects how GET /files/{file_id}/preview answers (API §30).

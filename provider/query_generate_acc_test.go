@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	goversion "github.com/hashicorp/go-version"
 	"github.com/hashicorp/go-plugin"
+	goversion "github.com/hashicorp/go-version"
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6/tf6server"
 

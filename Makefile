@@ -24,7 +24,7 @@ FUZZTIME ?= 60s
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "; printf "Usage: make <target>\n\nTargets:\n"} \
 		/^[a-zA-Z0-9_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
-	@printf '\nVariables: FUZZTIME=%s (fuzz), BIN_DIR=%s (build), TEST_SKIP="stage ..." (test)\n' '$(FUZZTIME)' '$(BIN_DIR)'
+	@printf '\nVariables: FUZZTIME=%s (fuzz), BIN_DIR=%s (build), TEST_SKIP="stage ..." (test), MOCK_ARGS (mock)\n' '$(FUZZTIME)' '$(BIN_DIR)'
 
 .PHONY: demo
 demo: ## Build everything and run the quickstart against dify-mock (one command, nothing left running)
@@ -67,11 +67,13 @@ image: ## Build dify-mock's container image without a container daemon (OCI layo
 fuzz: ## Run every fuzz target for FUZZTIME each (default 60s)
 	@FUZZTIME='$(FUZZTIME)' scripts/fuzz.sh
 
+.PHONY: mock
+mock: build ## Build and run dify-mock in the foreground (Ctrl-C stops it; MOCK_ARGS="--speed 0" passes flags)
+	@exec $(BIN_DIR)/dify-mock $(MOCK_ARGS)
+
 .PHONY: bench
 bench: ## Run the benchmarks (scripts/bench.sh)
-	@if [[ -x scripts/bench.sh ]]; then scripts/bench.sh; \
-	 else echo "scripts/bench.sh does not exist yet; running go test -bench for every package"; \
-	      go test -run '^$$' -bench . -benchmem ./...; fi
+	@scripts/bench.sh
 
 .PHONY: terraform
 terraform: ## Find or build Terraform >= 1.5 and print its path

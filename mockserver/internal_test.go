@@ -3,10 +3,12 @@ package mockserver
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -55,5 +57,76 @@ func TestValidUUID(t *testing.T) {
 		if validUUID(s) != want {
 			t.Errorf("validUUID(%q) = %v", s, !want)
 		}
+	}
+}
+
+// TestRequestLogSaysWhatAnsweredAndWhy: the access log names the cassette
+// and turn that answered a chat message, and the code and message of a
+// refused request (without secrets).
+func TestRequestLogSaysWhatAnsweredAndWhy(t *testing.T) {
+	var logs lockedLog
+	s, err := New(Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	post := func(body string) {
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/v1/chat-messages", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer app-mock")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(HeaderSpeed, "0")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	post(`{"query":"hello","inputs":{},"user":"u1","response_mode":"streaming"}`)
+	post(`{"query":"hello","inputs":{},"response_mode":"streaming","user":""}`)
+	lines := strings.Split(logs.String(), "\n")
+	var chat, refused string
+	for _, l := range lines {
+		switch {
+		case strings.Contains(l, "msg=request") && strings.Contains(l, "status=200"):
+			chat = l
+		case strings.Contains(l, "msg=request") && strings.Contains(l, "status=400"):
+			refused = l
+		}
+	}
+	if !strings.Contains(chat, "cassette="+s.DefaultCassette()) || !strings.Contains(chat, "turn=0") {
+		t.Errorf("chat log line does not name the cassette and turn: %q", chat)
+	}
+	if !strings.Contains(refused, "code=invalid_param") || !strings.Contains(refused, "message=") {
+		t.Errorf("400 log line has no reason: %q\n%s", refused, logs.String())
+	}
+}
+
+// lockedLog is a log buffer safe for the server's goroutines and the test.
+type lockedLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestErrorReasonRedactsSecrets(t *testing.T) {
+	got := errorReason([]byte(`{"code":"unauthorized","message":"key app-Zx9Qw8Er7Ty6Ui5Op4As is invalid","status":401}` + "\n"))
+	if len(got) != 4 || got[1] != "unauthorized" || strings.Contains(got[3].(string), "Zx9Qw8") {
+		t.Errorf("%v", got)
+	}
+	if got := errorReason([]byte("<!doctype html><title>404 Not Found</title>")); got != nil {
+		t.Errorf("HTML body gave %v", got)
 	}
 }

@@ -1,7 +1,9 @@
 package mockserver
 
 import (
+	"bytes"
 	"crypto/subtle"
+	"encoding/json"
 	"html"
 	"log/slog"
 	"net/http"
@@ -10,6 +12,8 @@ import (
 	"time"
 
 	"github.com/julienschmidt/httprouter"
+
+	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 )
 
 // recordingWriter remembers the status for the access log; Unwrap lets
@@ -18,7 +22,13 @@ type recordingWriter struct {
 	http.ResponseWriter
 	status int
 	bytes  int64
+	// errBody is the start of an error response's body (status >= 400),
+	// so the access log can say why a request was refused.
+	errBody []byte
 }
+
+// maxLoggedErrorBody bounds what recordingWriter keeps of an error body.
+const maxLoggedErrorBody = 1 << 10
 
 func (w *recordingWriter) WriteHeader(code int) {
 	if w.status == 0 {
@@ -33,6 +43,9 @@ func (w *recordingWriter) Write(p []byte) (int, error) {
 	}
 	n, err := w.ResponseWriter.Write(p)
 	w.bytes += int64(n)
+	if w.status >= 400 && len(w.errBody) < maxLoggedErrorBody {
+		w.errBody = append(w.errBody, p[:min(n, maxLoggedErrorBody-len(w.errBody))]...)
+	}
 	return n, err
 }
 
@@ -68,12 +81,38 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		}
 		start := time.Now()
 		next.ServeHTTP(w, r)
-		status := 0
-		if rw, ok := w.(*recordingWriter); ok {
-			status = rw.status
+		attrs := []any{"method", r.Method, "path", r.URL.Path}
+		rw, _ := w.(*recordingWriter)
+		if rw != nil {
+			attrs = append(attrs, "status", rw.status)
+		} else {
+			attrs = append(attrs, "status", 0)
 		}
-		s.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", status, "duration", time.Since(start).Round(time.Microsecond))
+		attrs = append(attrs, "duration", time.Since(start).Round(time.Microsecond))
+		// Which recording answered a chat message…
+		if c := w.Header().Get(HeaderCassette); c != "" {
+			attrs = append(attrs, "cassette", c, "turn", w.Header().Get(HeaderTurn))
+		}
+		// …and why a request was refused (Dify's error envelope).
+		if rw != nil && rw.status >= 400 {
+			attrs = append(attrs, errorReason(rw.errBody)...)
+		}
+		s.log.Info("request", attrs...)
 	})
+}
+
+// errorReason turns an error body into log attributes: Dify's envelope's
+// code and message (secrets redacted), or nothing for another body (the
+// HTML 404 page, an empty 405).
+func errorReason(body []byte) []any {
+	var e struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(bytes.TrimSpace(body), &e) != nil || (e.Code == "" && e.Message == "") {
+		return nil
+	}
+	return []any{"code", e.Code, "message", string(cassette.RedactSecrets([]byte(e.Message)))}
 }
 
 // Headers a browser may send and read (CORS).

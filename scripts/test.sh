@@ -93,6 +93,20 @@ go_test() {
 	return "$rc"
 }
 
+# go_test_detail_on_failure ARGS...: go_test -v ARGS with the whole log kept
+# aside: printed in full when the run fails (or VERBOSE=1), otherwise only
+# the per-package result lines and skips. Returns go test's exit status.
+go_test_detail_on_failure() {
+	local out="$WORK_DIR/go-test-detail.log" rc=0
+	VERBOSE=1 go_test "$@" >"$out" 2>&1 || rc=$?
+	if ((rc != 0)) || [[ "${VERBOSE:-0}" == 1 ]]; then
+		cat "$out" >&2
+	else
+		grep -E '^(ok|FAIL|\?)[[:space:]]|^[[:space:]]*--- SKIP:' "$out" >&2 || true
+	fi
+	return "$rc"
+}
+
 count_go_tests() {
 	local kind="$1"
 	grep -c -E "^[[:space:]]*--- $kind:" "$TESTS_LOG" || true
@@ -203,10 +217,10 @@ stage_acceptance() {
 	log "TF_ACC=1 TF_ACC_TERRAFORM_PATH=$TF_ACC_TERRAFORM_PATH TF_CLI_CONFIG_FILE=$TF_CLI_CONFIG_FILE"
 	local before after
 	before="$(wc -l <"$TESTS_LOG")"
-	# Always -v here: the acceptance log is the first thing to read when a
-	# Terraform step fails.
+	# The whole -v log (every Terraform step) is shown when a test fails:
+	# it is the first thing to read then. A green run prints a summary.
 	local rc=0
-	VERBOSE=1 TF_ACC=1 go_test ./provider/... -run '^TestAcc' -timeout "$ACC_TIMEOUT" || rc=$?
+	TF_ACC=1 go_test_detail_on_failure ./provider/... -run '^TestAcc' -timeout "$ACC_TIMEOUT" || rc=$?
 	after="$(wc -l <"$TESTS_LOG")"
 	if ((after == before)); then
 		skip "no TestAcc* tests in ./provider yet"
@@ -217,7 +231,7 @@ stage_acceptance() {
 	tf14="$(terraform_1_14)" || die "no Terraform >= 1.14 for the identity, list-resource and action tests"
 	if [[ "$(realpath "$tf14")" != "$(realpath "$TF_ACC_TERRAFORM_PATH")" ]]; then
 		log "again on $("$tf14" version | head -n1): TF_ACC_TERRAFORM_PATH=$tf14"
-		VERBOSE=1 TF_ACC=1 TF_ACC_TERRAFORM_PATH="$tf14" go_test ./provider/... -run '^TestAcc' -timeout "$ACC_TIMEOUT" || rc=$?
+		TF_ACC=1 TF_ACC_TERRAFORM_PATH="$tf14" go_test_detail_on_failure ./provider/... -run '^TestAcc' -timeout "$ACC_TIMEOUT" || rc=$?
 	fi
 	return "$rc"
 }

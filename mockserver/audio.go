@@ -22,7 +22,7 @@ var (
 	errAudioTooLarge = newError(http.StatusRequestEntityTooLarge, "audio_too_large", "Audio size larger than 30 mb")
 	errAudioType     = newError(http.StatusUnsupportedMediaType, "unsupported_audio_type", "Audio type not allowed.")
 	errSTTDisabled   = newError(http.StatusBadRequest, "speech_to_text_disabled", "Speech to text is disabled.")
-	errNoFilePart    = newError(http.StatusBadRequest, "bad_request_key_error", msgInvalidJSON)
+	errNoFilePart    = newError(http.StatusBadRequest, "bad_request_key_error", msgBadRequest)
 )
 
 // audioTypes is the union of the MIME types Dify versions accept (API §11,

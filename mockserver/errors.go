@@ -33,7 +33,7 @@ const (
 	// Werkzeug's default text (libs/external_api.py rewrites only the
 	// debug-mode "Failed to decode JSON object" text, which production
 	// servers never produce).
-	msgInvalidJSON = "The browser (or proxy) sent a request that this server could not understand."
+	msgBadRequest = "The browser (or proxy) sent a request that this server could not understand."
 	// Werkzeug's UnsupportedMediaType from Request.get_json() when the
 	// request's Content-Type is not JSON.
 	msgNotJSON      = "Did not attempt to load JSON data because the request Content-Type was not 'application/json'."
@@ -52,7 +52,7 @@ var (
 	errMethodNotAllowed = newError(http.StatusMethodNotAllowed, "method_not_allowed", msgMethodNotAllowed)
 	errInternal         = newError(http.StatusInternalServerError, "internal_server_error", msgInternal)
 	errTooLarge         = newError(http.StatusRequestEntityTooLarge, "request_entity_too_large", msgTooLarge)
-	errInvalidJSON      = newError(http.StatusBadRequest, "bad_request", msgInvalidJSON)
+	errInvalidJSON      = newError(http.StatusBadRequest, "bad_request", msgBadRequest)
 	errNotJSON          = newError(http.StatusUnsupportedMediaType, "unsupported_media_type", msgNotJSON)
 	// errUnhandled is libs/external_api.py handle_general_exception's body
 	// for an exception Dify does not map (e.g. a JSON body that is not an

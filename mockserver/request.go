@@ -7,7 +7,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 )
 
@@ -72,31 +71,6 @@ func isNull(raw json.RawMessage) bool {
 	return len(raw) == 0 || string(bytes.TrimSpace(raw)) == "null"
 }
 
-// str returns a string field; present=false when absent or null.
-func (b jsonBody) str(field string) (value string, present bool, e *apiError) {
-	raw, ok := b[field]
-	if !ok || isNull(raw) {
-		return "", false, nil
-	}
-	if err := json.Unmarshal(raw, &value); err != nil {
-		return "", true, invalidParam(field + ": Input should be a valid string")
-	}
-	return value, true, nil
-}
-
-// boolean returns a boolean field (def when absent or null).
-func (b jsonBody) boolean(field string, def bool) (bool, *apiError) {
-	raw, ok := b[field]
-	if !ok || isNull(raw) {
-		return def, nil
-	}
-	var v bool
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return def, invalidParam(field + ": Input should be a valid boolean")
-	}
-	return v, nil
-}
-
 // user reads the end-user id from a JSON body as
 // api/controllers/service_api/wraps.py validate_app_token does:
 // `request.get_json().get("user")`, a falsy value ("", 0, false, [], {},
@@ -155,23 +129,4 @@ func validUUID(s string) bool {
 		}
 	}
 	return true
-}
-
-// queryLimit parses a 1–100 page size (default 20), API §5 and §6.
-func queryLimit(r *http.Request) (int, *apiError) {
-	v := r.URL.Query().Get("limit")
-	if v == "" {
-		return 20, nil
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil {
-		return 0, invalidParam("limit: Input should be a valid integer")
-	}
-	if n < 1 {
-		return 0, invalidParam("limit: Input should be greater than or equal to 1")
-	}
-	if n > 100 {
-		return 0, invalidParam("limit: Input should be less than or equal to 100")
-	}
-	return n, nil
 }

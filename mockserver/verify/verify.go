@@ -23,6 +23,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/difyops/terraform-provider-dify/dify"
@@ -89,12 +90,59 @@ type Plan struct {
 	Mock     string `json:"mock"`     // "built-in" or the URL
 	User     string `json:"user"`
 	Cases    int    `json:"cases"`
-	// ChatTurns is the most chat turns the run sends the upstream.
+	// ChatTurns are the chat turns the cases plan to send the upstream
+	// (within the cap).
 	ChatTurns int `json:"chat_turns"`
+	// MaxChatTurns is the hard cap (-1 = none): the upstream is never
+	// sent a chat request once it has accepted this many.
+	MaxChatTurns int `json:"max_chat_turns"`
 	// ChatRoutes counts the other cases that POST /chat-messages: they
 	// are meant to be refused (bad input), but a server that accepts one
 	// runs a turn for it.
 	ChatRoutes int `json:"chat_route_cases"`
+}
+
+// turnLimit is the upstream's hard chat-turn cap: it counts the chat
+// requests the upstream accepted (HTTP 200, a turn ran) and refuses to send
+// another once max is reached. Cases meant to be refused count as soon as
+// a server accepts one.
+type turnLimit struct {
+	base http.RoundTripper
+	max  int
+
+	mu       sync.Mutex
+	accepted int
+}
+
+// errTurnCap is the transport error of a chat request the cap stopped.
+var errTurnCap = errors.New("not sent: the chat-turn cap is spent")
+
+func (l *turnLimit) RoundTrip(req *http.Request) (*http.Response, error) {
+	chat := req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/chat-messages")
+	if chat && l.spent() {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, errTurnCap
+	}
+	resp, err := l.base.RoundTrip(req)
+	if err == nil && chat && resp.StatusCode == http.StatusOK {
+		l.mu.Lock()
+		l.accepted++
+		l.mu.Unlock()
+	}
+	return resp, err
+}
+
+// spent reports whether no further chat request may be sent (false for a
+// nil limit: no cap).
+func (l *turnLimit) spent() bool {
+	if l == nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.accepted >= l.max
 }
 
 // ErrDeclined is returned when Options.Confirm said no.
@@ -269,11 +317,13 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		cases = Cases(opts.Inputs)
 	}
 	plan := Plan{Upstream: up.Redacted(), Mock: mockLabel, User: user, Cases: len(cases), ChatTurns: conformance.ChatTurns(cases)}
+	plan.MaxChatTurns = -1
 	if opts.MaxChatTurns >= 0 {
 		plan.ChatTurns = min(plan.ChatTurns, opts.MaxChatTurns)
+		plan.MaxChatTurns = opts.MaxChatTurns
 	}
 	for _, c := range cases {
-		if !c.ChatTurn && c.Request.Method == http.MethodPost && strings.HasPrefix(c.Request.Path, "/chat-messages") && !strings.Contains(c.Request.Path, "/stop") {
+		if !c.ChatTurn && isChatPost(c) {
 			plan.ChatRoutes++
 		}
 	}
@@ -295,6 +345,13 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	upTransport := opts.Transport
 	if upTransport == nil {
 		upTransport = newTransport()
+	}
+	// The hard cap: whatever the cases expect, the upstream never gets a
+	// chat request once it has accepted MaxChatTurns of them.
+	var limit *turnLimit
+	if opts.MaxChatTurns >= 0 {
+		limit = &turnLimit{base: upTransport, max: opts.MaxChatTurns}
+		upTransport = limit
 	}
 	upCap := &capturing{base: upTransport}
 	upRun := newRunner(opts.Upstream, opts.UpstreamKey, user, upCap, timeout, opts, logf, "upstream")
@@ -336,6 +393,12 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	for _, c := range cases {
 		if ctx.Err() != nil {
 			break
+		}
+		if isChatPost(c) && limit.spent() {
+			why := fmt.Sprintf("the chat-turn cap (%d) is spent; no further chat request is sent", opts.MaxChatTurns)
+			rep.Skipped = append(rep.Skipped, Skip{c.Name, why})
+			logf("%-60s skipped: %s", c.Name, why)
+			continue
 		}
 		uo, uex := play(ctx, upRun, upCap, c, opts.MaxChatTurns)
 		mo, mex := play(ctx, mockRun, mockCap, c, opts.MaxChatTurns)
@@ -456,6 +519,12 @@ func play(ctx context.Context, r *conformance.Runner, c *capturing, cs conforman
 		return o, nil
 	}
 	return o, list[len(list)-1]
+}
+
+// isChatPost reports whether c sends POST /chat-messages (which runs a
+// turn whenever the server accepts it).
+func isChatPost(c conformance.Case) bool {
+	return c.Request.Method == http.MethodPost && strings.SplitN(c.Request.Path, "?", 2)[0] == "/chat-messages"
 }
 
 func costsTurn(c conformance.Case) bool {

@@ -534,6 +534,63 @@ func TestFailingUpstream(t *testing.T) {
 	})
 }
 
+// TestChatTurnCapIsHard: an upstream that accepts a chat request the
+// cases expect it to refuse (so it runs a turn) spends the cap like any
+// other turn; once the cap is reached no further chat request is sent, and
+// the accidental conversation is deleted with the others.
+func TestChatTurnCapIsHard(t *testing.T) {
+	const user = "dify-mock-verify-cap-test"
+	var mu sync.Mutex
+	accepted := 0
+	lenient := deviation{
+		before: func(w http.ResponseWriter, req *http.Request) bool {
+			if req.Method != http.MethodPost || req.URL.Path != "/v1/chat-messages" {
+				return false
+			}
+			body, _ := io.ReadAll(req.Body)
+			// An older, lenient server: two requests the cases expect it to
+			// refuse run turns; with the two planned turns that is one more
+			// than the cap.
+			if bytes.Contains(body, []byte(`"response_mode":"fast"`)) || bytes.Contains(body, []byte(`"query":5`)) {
+				body = []byte(fmt.Sprintf(`{"query":"hi","inputs":{},"user":%q,"response_mode":"streaming"}`, user))
+			}
+			req.Body = io.NopCloser(bytes.NewReader(body))
+			return false
+		},
+		rewrite: func(req *http.Request, _ []byte, status *int, _ http.Header, _ *[]byte) {
+			if req.Method == http.MethodPost && req.URL.Path == "/v1/chat-messages" && *status == http.StatusOK {
+				mu.Lock()
+				accepted++
+				mu.Unlock()
+			}
+		},
+	}
+	up := newFakeUpstream(t, lenient)
+	const maxTurns = 3
+	rep := run(t, verify.Options{Upstream: up.base(), UpstreamKey: upstreamKey, User: user, MaxChatTurns: maxTurns, Cases: smallCases()})
+	mu.Lock()
+	n := accepted
+	mu.Unlock()
+	if n > maxTurns {
+		t.Errorf("the upstream ran %d chat turns, cap %d", n, maxTurns)
+	}
+	if !reported(rep.Differences, verify.Difference{Case: "wrong-type/chat-response-mode", Aspect: "status", Upstream: "200", Mock: "400"}) {
+		t.Errorf("the accepted refusal case is not reported:\n%s", showReport(rep))
+	}
+	capped := 0
+	for _, s := range rep.Skipped {
+		if strings.Contains(s.Reason, "chat-turn cap") {
+			capped++
+		}
+	}
+	if capped == 0 {
+		t.Errorf("no chat case was skipped for the cap:\n%s", showReport(rep))
+	}
+	if ids := conversations(t, up.base(), user); len(ids) != 0 {
+		t.Errorf("conversations left after the run: %v", ids)
+	}
+}
+
 // TestInterruptCleansUp cancels the run while the fixture conversation and
 // the streamed turn's conversation exist: both are deleted, the other
 // user's conversation is untouched, and no request ran as anyone else.

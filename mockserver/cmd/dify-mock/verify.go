@@ -53,7 +53,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	mock := fs.String("mock", "", "`URL` (Service API base) of a running dify-mock to check (default: the built-in mock, started in-process on 127.0.0.1 with the upstream's app description)")
 	mockKey := fs.String("mock-key", "", "API `KEY` sent to --mock (default: a random app-… key)")
 	cassettes := fs.String("cassettes", "", "chat cassettes `DIR` for the built-in mock (default: the built-in cassettes; the app description is always the upstream's)")
-	maxTurns := fs.Int("max-chat-turns", verify.DefaultMaxChatTurns, "most chat turns sent to each server (they cost model tokens); 0 skips every case that needs one")
+	maxTurns := fs.Int("max-chat-turns", verify.DefaultMaxChatTurns, "most chat turns the upstream is asked to run (they cost model tokens): a hard cap counting every chat request it accepts; 0 sends no chat request")
 	inputs := fs.String("inputs", "", "`JSON` object sent as the inputs of each chat turn (for apps whose form has required fields)")
 	timeout := fs.Duration("timeout", conformance.Timeout, "bound on each request, a chat turn included")
 	yes := fs.Bool("yes", false, "do not ask for confirmation (required without a terminal)")
@@ -130,11 +130,11 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	declinedWhy := ""
 	opts.Confirm = func(p verify.Plan) bool {
 		fmt.Fprintf(stderr, "dify-mock verify: %d cases against %s and %s, as end user %s.\n", p.Cases, p.Upstream, mockLabel(p.Mock), p.User)
-		fmt.Fprintf(stderr, "  It sends the upstream at most %d chat turn(s), which cost model tokens", p.ChatTurns)
+		fmt.Fprintf(stderr, "  It sends the upstream %d chat turn(s), which cost model tokens, and never more than %d (--max-chat-turns):\n", p.ChatTurns, p.MaxChatTurns)
 		if p.ChatRoutes > 0 {
-			fmt.Fprintf(stderr, " (and %d chat request(s) with bad input that Dify refuses before any model runs)", p.ChatRoutes)
+			fmt.Fprintf(stderr, "  %d more chat request(s) carry bad input Dify refuses before any model runs; one it accepts counts, and once\n  the cap is spent no chat request is sent.\n", p.ChatRoutes)
 		}
-		fmt.Fprintf(stderr, ",\n  uploads small text files (the Service API cannot delete them) and deletes the conversations it creates.\n")
+		fmt.Fprintf(stderr, "  It uploads small text files (the Service API cannot delete them) and deletes the conversations it creates.\n")
 		if *yes {
 			return true
 		}

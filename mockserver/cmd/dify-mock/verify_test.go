@@ -84,7 +84,7 @@ func TestVerifyExitCodes(t *testing.T) {
 	if rep.Compared == 0 || len(rep.Differences) != 0 || !strings.HasPrefix(rep.User, verify.UserPrefix) {
 		t.Errorf("report: %+v", rep)
 	}
-	if !regexp.MustCompile(`at most [123] chat turn\(s\), which cost model tokens`).MatchString(errOut) {
+	if !regexp.MustCompile(`sends the upstream [123] chat turn\(s\), which cost model tokens, and never more than 3 `).MatchString(errOut) {
 		t.Errorf("the chat-turn count was not announced:\n%s", errOut)
 	}
 
@@ -118,7 +118,7 @@ func TestVerifyAsksFirst(t *testing.T) {
 	withTerminal(t, true, "y\n")
 	if code, out, errOut := runCLI(t, "--upstream", base, "--quiet", "--max-chat-turns", "0"); code != 0 {
 		t.Errorf("confirmed: exit %d\n%s\n%s", code, out, errOut)
-	} else if !strings.Contains(errOut, "at most 0 chat turn(s)") || !strings.Contains(out, "skipped on both sides") {
+	} else if !strings.Contains(errOut, "sends the upstream 0 chat turn(s)") || !strings.Contains(out, "skipped on both sides") {
 		t.Errorf("--max-chat-turns 0:\n%s\n%s", out, errOut)
 	}
 	if requests() == 0 {

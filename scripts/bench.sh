@@ -52,6 +52,16 @@ SKIP=" ${BENCH_SKIP:-} "
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/tf-dify-bench.XXXXXX")"
 MOCK_PID=""
 PEER_PIDS=()
+section_notes=()
+# stop_peers: ends WireMock and the bare handler of the peers section.
+stop_peers() {
+	local pid
+	for pid in "${PEER_PIDS[@]}"; do
+		kill -TERM "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	PEER_PIDS=()
+}
 cleanup() {
 	stop_mock
 	stop_peers
@@ -184,8 +194,13 @@ if want provider; then
 		# Creating the conversations is set-up, not what is measured.
 		start_mock 0
 		: >"$WORK/terraformrc-empty"
-		TF_CLI_CONFIG_FILE="$WORK/terraformrc-empty" "${LOADGEN[@]}" provider --url "$MOCK_URL" --terraform "$tf" \
-			--plugin-dir "$WORK/plugins" --conversations "$PROVIDER_SIZES" --work-dir "$WORK/tf" --out "$RESULTS_JSON"
+		# A failure here (Terraform's own output above says why) must not
+		# lose the other sections: results.md says it failed.
+		if ! TF_CLI_CONFIG_FILE="$WORK/terraformrc-empty" "${LOADGEN[@]}" provider --url "$MOCK_URL" --terraform "$tf" \
+			--plugin-dir "$WORK/plugins" --conversations "$PROVIDER_SIZES" --work-dir "$WORK/tf" --out "$RESULTS_JSON"; then
+			warn "the provider section failed (above); the other sections go on"
+			section_notes+=(--note "Provider section: failed in this run (Terraform's error is in the bench log); rows for the sizes that finished are shown")
+		fi
 		stop_mock
 	else
 		warn "no Terraform CLI; the provider section is skipped"
@@ -193,15 +208,6 @@ if want provider; then
 fi
 
 # --- the peers: WireMock 3.13.2 and a bare httprouter handler ----------------
-
-stop_peers() {
-	local pid
-	for pid in "${PEER_PIDS[@]}"; do
-		kill -TERM "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	done
-	PEER_PIDS=()
-}
 
 # wiremock_jar: prints the path of WireMock 3.13.2's standalone jar, taken
 # from the npm package wiremock@3.13.2 (the first time: `npm pack`, kept in
@@ -293,6 +299,7 @@ notes=(
 	--note "Process priority: $priority"
 	--note "Bench wall time: $(elapsed "$start")"
 	"${peer_notes[@]}"
+	"${section_notes[@]}"
 )
 out_args=()
 [[ -n "$RESULTS" ]] && out_args=(--out "$RESULTS")

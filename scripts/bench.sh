@@ -98,7 +98,7 @@ if [[ "$hard" == unlimited ]] || ((hard >= 65536)); then
 else
 	ulimit -n "$hard"
 fi
-if (($(ulimit -n) < need)); then
+if want streams && (($(ulimit -n) < need)); then
 	warn "open-file limit $(ulimit -n) is below the $need that $max_streams streams need; raise the hard limit (ulimit -Hn) or lower BENCH_STREAMS"
 fi
 

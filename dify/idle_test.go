@@ -43,18 +43,20 @@ func TestStreamIdleTimeoutEndsASilentStream(t *testing.T) {
 }
 
 // Frames that keep arriving (like Dify's pings) keep the stream alive past
-// the idle timeout.
+// the idle timeout: ten pings 150 ms apart last 1.5 s, well past a 1 s idle
+// timeout, while each gap leaves 850 ms of slack for a loaded machine.
 func TestStreamIdleTimeoutResetByData(t *testing.T) {
+	const pings, gap, idle = 10, 150 * time.Millisecond, time.Second
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
-		for i := 0; i < 6; i++ {
+		for i := 0; i < pings; i++ {
 			io.WriteString(w, "event: ping\n\n")
 			w.(http.Flusher).Flush()
-			time.Sleep(40 * time.Millisecond) // pacing the server, not waiting for the client
+			time.Sleep(gap) // pacing the server, not waiting for the client
 		}
 		io.WriteString(w, `data: {"event":"message_end","conversation_id":"c","message_id":"m","task_id":"t","id":"m","metadata":{}}`+"\n\n")
 	})
-	c := newTestClient(t, h, WithStreamIdleTimeout(100*time.Millisecond))
+	c := newTestClient(t, h, WithStreamIdleTimeout(idle))
 	s, err := c.SendChatMessage(testContext(t), ChatRequest{Query: "q"})
 	if err != nil {
 		t.Fatal(err)

@@ -256,10 +256,12 @@ func TestFaultStall(t *testing.T) {
 	if err != io.EOF || len(evs) != 6 {
 		t.Fatalf("%d events, %v", len(evs), err)
 	}
-	if gap := at[2] - at[1]; gap < stall-20*time.Millisecond || gap > stall+300*time.Millisecond {
+	// Upper bounds are generous: a loaded machine delays anything, but
+	// nothing comes early.
+	if gap := at[2] - at[1]; gap < stall-20*time.Millisecond || gap > stall+3*time.Second {
 		t.Errorf("stall gap %v, want about %v", gap, stall)
 	}
-	if at[1] > 100*time.Millisecond || at[5]-at[2] > 100*time.Millisecond {
+	if at[1] > 2*time.Second || at[5]-at[2] > 2*time.Second {
 		t.Errorf("frames outside the stall were delayed: %v", at)
 	}
 
@@ -281,8 +283,8 @@ func TestFaultStall(t *testing.T) {
 		if i >= 2 {
 			want += stall
 		}
-		if d := at[i] - want; d < -20*time.Millisecond || d > 150*time.Millisecond {
-			t.Errorf("event %d at %v, want %v (-20ms/+150ms)", i, at[i], want)
+		if d := at[i] - want; d < -20*time.Millisecond || d > 2*time.Second {
+			t.Errorf("event %d at %v, want %v (-20ms/+2s)", i, at[i], want)
 		}
 	}
 
@@ -336,7 +338,7 @@ func TestFaultStallEnds(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if d := time.Since(start); d > 2*time.Second {
+	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("streams took %v to end", d)
 	}
 	c, _ := fe.client("")
@@ -367,7 +369,8 @@ func TestFaultStallEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	turn, err := dify.Collect(s)
-	if err != nil || !turn.Completed || turn.Answer != "One, " || time.Since(start) > time.Second {
+	// The stall is an hour long: ending within seconds shows the stop cut it.
+	if err != nil || !turn.Completed || turn.Answer != "One, " || time.Since(start) > 10*time.Second {
 		t.Errorf("stop during a stall: %v %+v", err, turn)
 	}
 
@@ -416,7 +419,7 @@ func TestFaultStatus(t *testing.T) {
 	if _, err := c.AppInfo(ctx); err != nil {
 		t.Fatalf("retried GET /info: %v", err)
 	}
-	if d := time.Since(start); d < time.Second || d > 1800*time.Millisecond || tr.sent.Load() != 2 {
+	if d := time.Since(start); d < time.Second || d > 6*time.Second || tr.sent.Load() != 2 {
 		t.Errorf("GET /info took %v over %d attempts; want one retry after about 1s", d, tr.sent.Load())
 	}
 
@@ -475,8 +478,9 @@ func TestFaultSlowHeaders(t *testing.T) {
 	ctx := context.Background()
 	const delay = 300 * time.Millisecond
 	within := func(what string, d time.Duration) {
-		if d < delay || d > delay+400*time.Millisecond {
-			t.Errorf("%s: headers after %v, want %v (+400ms)", what, d, delay)
+		// Never early; late only as much as a loaded machine makes it.
+		if d < delay || d > delay+5*time.Second {
+			t.Errorf("%s: headers after %v, want %v (+5s)", what, d, delay)
 		}
 	}
 	c, _ := fe.client("slow-headers:300ms")
@@ -521,7 +525,7 @@ func TestFaultSlowHeaders(t *testing.T) {
 	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
 	start = time.Now()
-	if _, err := c.SendChatMessage(cctx, countReq("Count to three")); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > time.Second {
+	if _, err := c.SendChatMessage(cctx, countReq("Count to three")); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 10*time.Second {
 		t.Errorf("gave up after %v: %v", time.Since(start), err)
 	}
 }

@@ -58,3 +58,13 @@ func decodeAll(t *testing.T, s string) string {
 	}
 	return s
 }
+
+// A token in a Link header's URL is redacted without eating the ">;" that
+// ends the URL (before, `<…&token=abc>; rel="next"` lost its ">;").
+func TestLinkHeaderKeepsItsShape(t *testing.T) {
+	in := `<https://api.dify.test/v1/messages?page=2&token=abcdef123456>; rel="next", <https://api.dify.test/v1/messages?page=1>; rel="prev"`
+	want := `<https://api.dify.test/v1/messages?page=2&token=` + Redacted + `>; rel="next", <https://api.dify.test/v1/messages?page=1>; rel="prev"`
+	if got := string(RedactSecrets([]byte(in))); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}

@@ -100,8 +100,9 @@ var SecretPatterns = []SecretPattern{
 	// The same inside a JSON-encoded string (e.g. an agent_thought's
 	// tool_input) or a double-quoted YAML scalar: \"api_key\": \"…\".
 	{Name: "token-like JSON field (escaped)", Regexp: regexp.MustCompile(`(?i)\\"(?:` + tokenFieldNames + `)\\"\s*:\s*\\"((?:[^"\\]|\\\\)*)\\"`), Group: 1},
-	// ?api_key=… in URLs and form-urlencoded bodies.
-	{Name: "token-like query/form parameter", Regexp: regexp.MustCompile(`(?i)(?:^|[?&])(?:` + tokenFieldNames + `)=([^&\s"'#]+)`), Group: 1},
+	// ?api_key=… in URLs and form-urlencoded bodies. The value stops at
+	// '<' and '>' too, so a URL in a Link header keeps its ">; rel=…".
+	{Name: "token-like query/form parameter", Regexp: regexp.MustCompile(`(?i)(?:^|[?&])(?:` + tokenFieldNames + `)=([^&\s"'#<>]+)`), Group: 1},
 	// A multipart text field named like a credential.
 	{Name: "token-like multipart field", Regexp: regexp.MustCompile(`(?i)form-data;\s*name="(?:` + tokenFieldNames + `)"[^\r\n]*\r?\n(?:[^\r\n]+\r?\n)*\r?\n([^\r\n]*)`), Group: 1},
 }

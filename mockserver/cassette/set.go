@@ -1,6 +1,8 @@
 package cassette
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -155,17 +157,12 @@ func write(dir, name string, data []byte, replace bool) (string, error) {
 		return "", err
 	}
 	target := filepath.Join(dir, name+".yaml")
-	tmp, err := os.CreateTemp(dir, "."+name+".*.tmp")
+	tmp, err := createTemp(dir, "."+name+".", ".tmp")
 	if err != nil {
 		return "", err
 	}
 	defer os.Remove(tmp.Name())
 	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return "", err
-	}
-	// CreateTemp makes the file 0600; cassettes are meant to be shared and committed.
-	if err := tmp.Chmod(0o644); err != nil {
 		tmp.Close()
 		return "", err
 	}
@@ -186,6 +183,23 @@ func write(dir, name string, data []byte, replace bool) (string, error) {
 		return "", err
 	}
 	return target, nil
+}
+
+// createTemp is os.CreateTemp with mode 0644 less the process umask:
+// cassettes are meant to be shared and committed, but a user who sets
+// `umask 077` (a recording of a private app) gets 0600 files, which
+// os.CreateTemp's fixed 0600 followed by a chmod would not honour either way.
+func createTemp(dir, prefix, suffix string) (*os.File, error) {
+	for range 100 {
+		var r [6]byte
+		_, _ = rand.Read(r[:])
+		f, err := os.OpenFile(filepath.Join(dir, prefix+hex.EncodeToString(r[:])+suffix), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		return f, err
+	}
+	return nil, fmt.Errorf("%s: no free temporary file name", dir)
 }
 
 // SafeJoin resolves a user-supplied cassette name inside dir, rejecting any

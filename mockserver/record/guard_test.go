@@ -124,3 +124,30 @@ func newServer(t *testing.T, h http.Handler) *httptest.Server {
 	t.Cleanup(srv.Close)
 	return srv
 }
+
+// A cassette name chosen by a request that looks like a key is refused
+// without repeating it, and never becomes a file name (before, lower-case
+// key-shaped names such as "app-…" were accepted as they were).
+func TestRecordRefusesSecretCassetteNames(t *testing.T) {
+	up := newFakeDify(t, agentTurn("a", "b"))
+	_, srv, dir, _ := recorderFor(t, up, "")
+	for _, name := range []string{"app-k3yf0rt3stsonlyzq8wx2vb7", upstreamKey, "api_key"} {
+		h := http.Header{record.CassetteHeader: {name}, "Content-Type": {"application/json"}, "Authorization": {"Bearer " + clientKey}}
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/conversations?user=tester", nil)
+		req.Header = h
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 400 || strings.Contains(string(body), name) {
+			t.Errorf("%q: %d %s", name, resp.StatusCode, body)
+		}
+	}
+	for f := range files(t, dir) {
+		if strings.Contains(strings.ToLower(f), "k3yf0r") || strings.Contains(f, "api_key") {
+			t.Errorf("file %s written", f)
+		}
+	}
+}

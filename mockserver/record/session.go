@@ -45,6 +45,12 @@ const maxNameTries = 1000
 // checkRequestedName validates an X-Dify-Mock-Cassette value.
 func checkRequestedName(name string) error {
 	name = strings.TrimSuffix(name, ".yaml")
+	// The name becomes a file name and is repeated in logs and headers (and the
+	// name check below would quote it):
+	// a key pasted into the header must not end up there.
+	if len(cassette.ScanSecrets([]byte(name))) > 0 || cassette.IsCredentialName(name) {
+		return fmt.Errorf("%s: the name looks like a secret (an API key or token); choose a descriptive name", CassetteHeader)
+	}
 	if err := cassette.ValidName(name); err != nil {
 		return fmt.Errorf("%s: %v", CassetteHeader, err)
 	}

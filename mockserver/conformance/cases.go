@@ -276,6 +276,34 @@ func Cases() []Case {
 				"$.name": "string", "$.description": "string", "$.tags": "", "$.mode": "string", "$.author_name": "string"}}},
 	)
 
+	// --- App description and more routing/extra cases. ---
+	add(
+		Case{Name: "valid/parameters", Route: "GET /parameters", Class: ClassValid, Source: "api/controllers/service_api/app/app.py AppParameterApi.get",
+			Request: Request{Method: "GET", Path: "/parameters"},
+			Expect: Expect{Status: 200, ContentType: "application/json", Fields: map[string]string{
+				"$.user_input_form": "array", "$.suggested_questions_after_answer.enabled": "boolean", "$.file_upload": "object", "$.system_parameters": "object"}}},
+		Case{Name: "valid/meta", Route: "GET /meta", Class: ClassValid, Source: "api/controllers/service_api/app/app.py AppMetaApi.get",
+			Request: Request{Method: "GET", Path: "/meta"},
+			Expect:  Expect{Status: 200, ContentType: "application/json", Fields: map[string]string{"$.tool_icons": "object"}}},
+		Case{Name: "valid/site", Route: "GET /site", Class: ClassValid, Source: "api/controllers/service_api/app/site.py AppSiteApi.get",
+			Request: Request{Method: "GET", Path: "/site"},
+			Expect:  Expect{Status: 200, ContentType: "application/json", Fields: map[string]string{"$.title": "string", "$.icon_type": ""}}},
+		Case{Name: "uuid/end-user-path-garbage", Route: "GET /end-users/{id}", Class: ClassUUID, Source: srcRouting + "; <uuid:end_user_id> converter",
+			Request: Request{Method: "GET", Path: "/end-users/not-a-uuid"},
+			Expect:  Expect{Status: 404, ContentType: "text/html"}},
+		Case{Name: "uuid/delete-path-uppercase", Route: "DELETE /conversations/{id}", Class: ClassUUID, Source: srcRouting + "; <uuid:c_id> converter (any case)",
+			Request: Request{Method: "DELETE", Path: "/conversations/ABCDEF00-0000-4000-8000-000000000000", Header: jsonCT, Body: `{"user":"{user}"}`},
+			Expect:  Expect{Status: 404, Code: "not_found", Message: "Conversation Not Exists."},
+			Note:    "Upper-case hex passes the route converter; the lookup then fails."},
+		Case{Name: "extra/rename-unknown-keys", Route: "POST /conversations/{id}/name", Class: ClassExtra, Source: srcRename + " (pydantic extra=ignore)",
+			Request: Request{Method: "POST", Path: "/conversations/{conversation_id}/name", Header: jsonCT, Body: `{"name":"conformance","user":"{user}","pinned":true,"x":[1]}`},
+			Needs:   []Fixture{FixtureConversation},
+			Expect:  Expect{Status: 200, ContentType: "application/json"}},
+		Case{Name: "method/put-conversation-405", Route: "PUT /conversations/{id}", Class: ClassMethod, Source: "flask-restx Api._should_use_fr_error_handler",
+			Request: Request{Method: "PUT", Path: "/conversations/{unknown_uuid}", Header: jsonCT, Body: `{}`},
+			Expect:  Expect{Status: 405}},
+	)
+
 	// --- Uploads. ---
 	add(
 		Case{Name: "missing/upload-no-file", Route: "POST /files/upload", Class: ClassMissing, Source: srcUpload,

@@ -298,6 +298,9 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, req *chatRequ
 		writeError(w, errShuttingDown)
 		return nil
 	}
+	if s.answerFromAnnotation(w, r, req, endUser.ID, userFiles, speed) {
+		return
+	}
 
 	var (
 		ref  turnRef

@@ -68,6 +68,10 @@ type Config struct {
 	// body (0 = DefaultBodyReadTimeout, negative = no bound). It never
 	// applies while a response streams.
 	BodyReadTimeout time.Duration
+	// AnnotationJobDelay is how long an annotation-reply enable/disable job
+	// stays `waiting` before the simulated worker runs it (docs/api §28);
+	// 0 runs it on the next request that looks.
+	AnnotationJobDelay time.Duration
 	// Fault is a fault spec for every request that neither the
 	// X-Dify-Mock-Fault header nor its cassette gives one (docs/mock/faults.md).
 	Fault string
@@ -97,6 +101,8 @@ type Server struct {
 	// fault is Config.Fault; cassetteFaults the cassettes' dify_mock.fault.
 	fault          fault.Spec
 	cassetteFaults map[string]fault.Spec
+	// ownerAccountID is the workspace owner, author of annotations (docs/api §27.1).
+	ownerAccountID string
 
 	// The control API (controlapi.go); nil when disabled.
 	journal *journal.Journal
@@ -174,7 +180,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, log: log, set: set, app: app,
 		scripts: map[string]*replay.Script{}, closing: make(chan struct{}), tasks: map[string]*task{},
-		tenantID: replay.NewUUID(), appID: replay.NewUUID(),
+		tenantID: replay.NewUUID(), appID: replay.NewUUID(), ownerAccountID: replay.NewUUID(),
 		fault: serverFault, cassetteFaults: map[string]fault.Spec{},
 	}
 	s.store = store.New(cfg.Now, replay.NewUUID)
@@ -357,6 +363,12 @@ func (s *Server) routes() http.Handler {
 	r.GET("/v1/site", a(s.appResponse("/site")))
 	r.POST("/v1/messages/:message_id/feedbacks", a(s.messageFeedback))
 	r.GET("/v1/app/feedbacks", a(s.appFeedbacks))
+	r.GET("/v1/apps/annotations", a(s.listAnnotations))
+	r.POST("/v1/apps/annotations", a(s.createAnnotation))
+	r.PUT("/v1/apps/annotations/:annotation_id", a(s.updateAnnotation))
+	r.DELETE("/v1/apps/annotations/:annotation_id", a(s.deleteAnnotation))
+	r.POST("/v1/apps/annotation-reply/:action", a(s.annotationReplyAction))
+	r.GET("/v1/apps/annotation-reply/:action/status/:job_id", a(s.annotationReplyStatus))
 
 	return s.recoverer(s.logRequests(s.cors(r)))
 }

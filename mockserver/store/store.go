@@ -112,6 +112,8 @@ type Store struct {
 	maxBytes int64
 	lru      *list.List
 	onEvict  func(Eviction)
+	// ann is the app's annotations and annotation-reply state (API §27–§29).
+	ann annotationState
 }
 
 // ownerIndex holds one end user's live (not deleted) conversations twice:

@@ -15,7 +15,7 @@ func TestAnnotationScore(t *testing.T) {
 	}{
 		{"What are your opening hours?", "what are your opening hours", 1},
 		{"  HOURS opening your are what!!", "What are your opening hours?", 1},
-		{"What's your opening hours", "What are your opening hours?", 0.8}, // {what s your opening hours}·{what are your opening hours} = 4/5
+		{"What's your opening hours", "What are your opening hours?", 0.8},                                 // {what s your opening hours}·{what are your opening hours} = 4/5
 		{"What are the opening hours of the museum?", "What are your opening hours?", 4 / math.Sqrt(10*5)}, // docs/mock/annotations.md: ≈ 0.57
 		{"Where is the office?", "What are your opening hours?", 0},
 		{"", "What are your opening hours?", 0},

@@ -2,6 +2,7 @@ package mockserver
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -65,22 +66,29 @@ func argInt(v string, def int) int {
 // annotationPayload validates AnnotationCreatePayload: question and answer
 // required strings (empty allowed), other keys ignored.
 func annotationPayload(w http.ResponseWriter, r *http.Request) (question, answer string, e *apiError) {
-	body, e := readJSON(w, r, false)
+	_, raw, e := readJSONRaw(w, r)
 	if e != nil {
 		return "", "", e
 	}
+	dict := orderedBody(raw)
+	var errs []pyErr
 	for _, f := range []struct {
 		name string
 		dst  *string
 	}{{"question", &question}, {"answer", &answer}} {
-		v, present, e := body.str(f.name)
-		if e != nil {
-			return "", "", e
-		}
+		v, present := dict.vals[f.name]
 		if !present {
-			return "", "", invalidParam(f.name + ": Field required")
+			errs = append(errs, pyErr{loc: f.name, msg: "Field required", typ: "missing", input: dict})
+			continue
 		}
-		*f.dst = v
+		str, pe := pyStrField(f.name, v)
+		if pe != nil {
+			errs = append(errs, *pe)
+		}
+		*f.dst = str
+	}
+	if len(errs) > 0 {
+		return "", "", pydanticError("AnnotationCreatePayload", errs...)
 	}
 	return question, answer, nil
 }
@@ -135,35 +143,43 @@ func (s *Server) deleteAnnotation(w http.ResponseWriter, _ *http.Request, ps htt
 // disable leaves the handler's result unbound in the released controller
 // (no else branch): Dify answers 500.
 func (s *Server) annotationReplyAction(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	body, e := readJSON(w, r, false)
+	_, raw, e := readJSONRaw(w, r)
 	if e != nil {
 		writeError(w, e)
 		return
 	}
-	var setting store.AnnotationSetting
-	raw, present := body["score_threshold"]
-	if !present {
-		writeError(w, invalidParam("score_threshold: Field required"))
-		return
-	}
-	if setting.ScoreThreshold, e = laxFloat("score_threshold", raw); e != nil {
-		writeError(w, e)
-		return
+	dict := orderedBody(raw)
+	var (
+		setting store.AnnotationSetting
+		errs    []pyErr
+	)
+	if v, present := dict.vals["score_threshold"]; !present {
+		errs = append(errs, pyErr{loc: "score_threshold", msg: "Field required", typ: "missing", input: dict})
+	} else {
+		f, pe := pyFloatField("score_threshold", v)
+		if pe != nil {
+			errs = append(errs, *pe)
+		}
+		setting.ScoreThreshold = f
 	}
 	for _, f := range []struct {
 		name string
 		dst  *string
 	}{{"embedding_provider_name", &setting.EmbeddingProviderName}, {"embedding_model_name", &setting.EmbeddingModelName}} {
-		v, present, e := body.str(f.name)
-		if e != nil {
-			writeError(w, e)
-			return
-		}
+		v, present := dict.vals[f.name]
 		if !present {
-			writeError(w, invalidParam(f.name+": Field required"))
-			return
+			errs = append(errs, pyErr{loc: f.name, msg: "Field required", typ: "missing", input: dict})
+			continue
 		}
-		*f.dst = v
+		str, pe := pyStrField(f.name, v)
+		if pe != nil {
+			errs = append(errs, *pe)
+		}
+		*f.dst = str
+	}
+	if len(errs) > 0 {
+		writeError(w, pydanticError("AnnotationReplyActionPayload", errs...))
+		return
 	}
 	action := ps.ByName("action")
 	if action != store.ActionEnable && action != store.ActionDisable {
@@ -178,21 +194,28 @@ func (s *Server) annotationReplyAction(w http.ResponseWriter, r *http.Request, p
 	}{job.ID, job.Status})
 }
 
-// laxFloat reads a pydantic float in lax mode: a JSON number or a numeric
-// string; null, booleans and other values fail.
-func laxFloat(field string, raw json.RawMessage) (float64, *apiError) {
-	var f float64
-	if json.Unmarshal(raw, &f) == nil {
-		return f, nil
-	}
-	var str string
-	if json.Unmarshal(raw, &str) == nil {
-		if f, err := strconv.ParseFloat(strings.TrimSpace(str), 64); err == nil {
+// pyFloatField validates a `float` field in pydantic's lax mode: a JSON
+// number, a bool (as 1.0/0.0), or a string that parses as a float
+// (surrounding whitespace, inf and nan allowed).
+func pyFloatField(loc string, v any) (float64, *pyErr) {
+	switch t := v.(type) {
+	case json.Number:
+		f, err := strconv.ParseFloat(string(t), 64)
+		if err == nil || errors.Is(err, strconv.ErrRange) {
+			return f, nil // Python floats overflow to inf
+		}
+	case bool:
+		if t {
+			return 1, nil
+		}
+		return 0, nil
+	case string:
+		if f, err := strconv.ParseFloat(strings.TrimSpace(t), 64); err == nil {
 			return f, nil
 		}
-		return 0, invalidParam(field + ": Input should be a valid number, unable to parse string as a number")
+		return 0, &pyErr{loc: loc, msg: "Input should be a valid number, unable to parse string as a number", typ: "float_parsing", input: v}
 	}
-	return 0, invalidParam(field + ": Input should be a valid number")
+	return 0, &pyErr{loc: loc, msg: "Input should be a valid number", typ: "float_type", input: v}
 }
 
 // annotationReplyStatus is GET /apps/annotation-reply/:action/status/:job_id

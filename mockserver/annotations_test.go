@@ -125,19 +125,23 @@ func TestAnnotationValidation(t *testing.T) {
 		status             int
 		code, message      string
 	}{
-		{"create without answer", "POST", "/apps/annotations", map[string]any{"question": "q"}, 400, "invalid_param", "answer: Field required"},
-		{"create without question", "POST", "/apps/annotations", map[string]any{"answer": "a"}, 400, "invalid_param", "question: Field required"},
-		{"create null question", "POST", "/apps/annotations", map[string]any{"question": nil, "answer": "a"}, 400, "invalid_param", "question: Field required"},
-		{"create number", "POST", "/apps/annotations", map[string]any{"question": 1, "answer": "a"}, 400, "invalid_param", "question: Input should be a valid string"},
-		{"create no body", "POST", "/apps/annotations", "", 400, "bad_request", "Invalid JSON payload received or JSON payload is empty."},
+		{"create without answer", "POST", "/apps/annotations", map[string]any{"question": "q"}, 400, "invalid_param", pyMsg("AnnotationCreatePayload", "answer", "Field required", "missing", "{'question': 'q'}", "dict")},
+		{"create without question", "POST", "/apps/annotations", map[string]any{"answer": "a"}, 400, "invalid_param", pyMsg("AnnotationCreatePayload", "question", "Field required", "missing", "{'answer': 'a'}", "dict")},
+		{"create null question", "POST", "/apps/annotations", `{"question":null,"answer":"a"}`, 400, "invalid_param", pyMsg("AnnotationCreatePayload", "question", "Input should be a valid string", "string_type", "None", "NoneType")},
+		{"create number", "POST", "/apps/annotations", map[string]any{"question": 1, "answer": "a"}, 400, "invalid_param", pyMsg("AnnotationCreatePayload", "question", "Input should be a valid string", "string_type", "1", "int")},
+		{"create no body", "POST", "/apps/annotations", "", 400, "bad_request", "*"},
 		// The body is validated before the annotation is looked up.
-		{"update unknown, bad body", "PUT", "/apps/annotations/00000000-0000-4000-8000-000000000000", map[string]any{}, 400, "invalid_param", "question: Field required"},
-		{"update partial", "PUT", "/apps/annotations/" + a.ID, map[string]any{"answer": "x"}, 400, "invalid_param", "question: Field required"},
-		{"update non-uuid", "PUT", "/apps/annotations/abc", map[string]any{"question": "q", "answer": "a"}, 404, "not_found", "*"},
-		{"delete non-uuid", "DELETE", "/apps/annotations/abc", nil, 404, "not_found", "*"},
+		{"update unknown, bad body", "PUT", "/apps/annotations/00000000-0000-4000-8000-000000000000", "{}", 400, "invalid_param", "2 validation errors for AnnotationCreatePayload\nquestion\n  Field required [type=missing, input_value={}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.12/v/missing\nanswer\n  Field required [type=missing, input_value={}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.12/v/missing"},
+		{"update partial", "PUT", "/apps/annotations/" + a.ID, map[string]any{"answer": "x"}, 400, "invalid_param", pyMsg("AnnotationCreatePayload", "question", "Field required", "missing", "{'answer': 'x'}", "dict")},
+		{"update non-uuid", "PUT", "/apps/annotations/abc", map[string]any{"question": "q", "answer": "a"}, 404, "html", ""},
+		{"delete non-uuid", "DELETE", "/apps/annotations/abc", nil, 404, "html", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, body := e.do(tc.method, tc.path, tc.body)
+			if tc.code == "html" { // <uuid:…> rejects it while routing
+				wantHTML404(t, resp, body)
+				return
+			}
 			e.wantError(resp, body, tc.status, tc.code, tc.message)
 		})
 	}
@@ -210,11 +214,11 @@ func TestAnnotationReplyJobs(t *testing.T) {
 		status        int
 		code, message string
 	}{
-		{"no body", "/apps/annotation-reply/enable", "", 400, "bad_request", "Invalid JSON payload received or JSON payload is empty."},
-		{"missing threshold", "/apps/annotation-reply/disable", map[string]any{"embedding_provider_name": "x", "embedding_model_name": "y"}, 400, "invalid_param", "score_threshold: Field required"},
-		{"bad threshold", "/apps/annotation-reply/enable", map[string]any{"score_threshold": "high", "embedding_provider_name": "x", "embedding_model_name": "y"}, 400, "invalid_param", "score_threshold: Input should be a valid number, unable to parse string as a number"},
-		{"bool threshold", "/apps/annotation-reply/enable", map[string]any{"score_threshold": true, "embedding_provider_name": "x", "embedding_model_name": "y"}, 400, "invalid_param", "score_threshold: Input should be a valid number"},
-		{"missing model", "/apps/annotation-reply/enable", map[string]any{"score_threshold": 1, "embedding_provider_name": "x"}, 400, "invalid_param", "embedding_model_name: Field required"},
+		{"no body", "/apps/annotation-reply/enable", "", 400, "bad_request", "*"},
+		{"missing threshold", "/apps/annotation-reply/disable", `{"embedding_provider_name":"x","embedding_model_name":"y"}`, 400, "invalid_param", pyMsg("AnnotationReplyActionPayload", "score_threshold", "Field required", "missing", "{'embedding_provider_name...edding_model_name': 'y'}", "dict")},
+		{"bad threshold", "/apps/annotation-reply/enable", map[string]any{"score_threshold": "high", "embedding_provider_name": "x", "embedding_model_name": "y"}, 400, "invalid_param", pyMsg("AnnotationReplyActionPayload", "score_threshold", "Input should be a valid number, unable to parse string as a number", "float_parsing", "'high'", "str")},
+		{"list threshold", "/apps/annotation-reply/enable", map[string]any{"score_threshold": []int{1}, "embedding_provider_name": "x", "embedding_model_name": "y"}, 400, "invalid_param", pyMsg("AnnotationReplyActionPayload", "score_threshold", "Input should be a valid number", "float_type", "[1]", "list")},
+		{"missing model", "/apps/annotation-reply/enable", `{"score_threshold":1,"embedding_provider_name":"x"}`, 400, "invalid_param", pyMsg("AnnotationReplyActionPayload", "embedding_model_name", "Field required", "missing", "{'score_threshold': 1, 'e...ing_provider_name': 'x'}", "dict")},
 		// The released controller has no else branch: result is unbound.
 		{"unknown action", "/apps/annotation-reply/toggle", settings, 500, "internal_server_error", "*"},
 	} {
@@ -224,7 +228,7 @@ func TestAnnotationReplyJobs(t *testing.T) {
 		})
 	}
 	resp, b = e.do("GET", "/apps/annotation-reply/enable/status/not-a-uuid", nil)
-	e.wantError(resp, b, 404, "not_found", "*")
+	wantHTML404(t, resp, b)
 }
 
 // Encodes AnnotationReplyFeature.query (docs/api §29.1) and the two stream

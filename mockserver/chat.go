@@ -299,7 +299,7 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, req *chatRequ
 		return nil
 	}
 	if s.answerFromAnnotation(w, r, req, endUser.ID, userFiles, speed) {
-		return
+		return nil
 	}
 
 	var (

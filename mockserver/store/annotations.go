@@ -22,9 +22,9 @@ type Annotation struct {
 // AnnotationSetting is the app's annotation-reply setting (Dify's
 // AppAnnotationSetting, docs/api §28.3): present while reply is enabled.
 type AnnotationSetting struct {
-	ScoreThreshold        float64
-	EmbeddingProviderName string
-	EmbeddingModelName    string
+	ScoreThreshold        float64 `json:"score_threshold"`
+	EmbeddingProviderName string  `json:"embedding_provider_name"`
+	EmbeddingModelName    string  `json:"embedding_model_name"`
 }
 
 // Annotation reply job states and actions (docs/api §28).

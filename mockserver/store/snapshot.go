@@ -21,6 +21,19 @@ type Snapshot struct {
 	EndUsers      []SnapUser    `json:"end_users"`
 	Files         []SnapFile    `json:"files"`
 	Conversations []SnapConvers `json:"conversations"`
+	// Annotations (oldest first) and the annotation-reply setting, present
+	// while reply is enabled (API §27–§28). Reply jobs are not kept.
+	Annotations     []SnapAnnotation   `json:"annotations,omitempty"`
+	AnnotationReply *AnnotationSetting `json:"annotation_reply,omitempty"`
+}
+
+// SnapAnnotation is an annotation.
+type SnapAnnotation struct {
+	ID        string    `json:"id"`
+	Question  string    `json:"question"`
+	Answer    string    `json:"answer"`
+	HitCount  int       `json:"hit_count"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // SnapUser is an end user.
@@ -110,6 +123,14 @@ func (s *Store) Export() Snapshot {
 			sc.Messages = append(sc.Messages, sm)
 		}
 		snap.Conversations = append(snap.Conversations, sc)
+	}
+	for _, a := range s.ann.rows {
+		snap.Annotations = append(snap.Annotations, SnapAnnotation{ID: a.ID, Question: a.Question, Answer: a.Answer,
+			HitCount: a.HitCount, CreatedAt: a.CreatedAt.UTC()})
+	}
+	if st := s.ann.setting; st != nil {
+		cp := *st
+		snap.AnnotationReply = &cp
 	}
 	return snap
 }
@@ -219,6 +240,27 @@ func (s *Store) Import(snap Snapshot) error {
 		o.byCreated = insertSorted(o.byCreated, createdKey, c)
 		o.byUpdated = insertSorted(o.byUpdated, updatedKey, c)
 	}
+	seen := map[string]bool{}
+	for i, a := range snap.Annotations {
+		if a.ID == "" {
+			return fmt.Errorf("annotations[%d]: id is required", i)
+		}
+		if seen[a.ID] {
+			return fmt.Errorf("annotations[%d]: duplicate id %q", i, a.ID)
+		}
+		if a.HitCount < 0 {
+			return fmt.Errorf("annotations[%d]: hit_count must not be negative", i)
+		}
+		seen[a.ID] = true
+		fresh.ann.rows = append(fresh.ann.rows, &Annotation{ID: a.ID, Question: a.Question, Answer: a.Answer,
+			HitCount: a.HitCount, CreatedAt: a.CreatedAt})
+	}
+	// Listing is newest first by position; keep the given order for ties.
+	sort.SliceStable(fresh.ann.rows, func(a, b int) bool { return fresh.ann.rows[a].CreatedAt.Before(fresh.ann.rows[b].CreatedAt) })
+	if st := snap.AnnotationReply; st != nil {
+		cp := *st
+		fresh.ann.setting = &cp
+	}
 	// Feedback rows keep their creation order (the app's feedback list).
 	sort.SliceStable(feedbacks, func(a, b int) bool { return feedbacks[a].CreatedAt.Before(feedbacks[b].CreatedAt) })
 	fresh.feedbacks = feedbacks
@@ -244,6 +286,7 @@ func (s *Store) Reset() {
 func (s *Store) replace(other *Store) {
 	s.users, s.usersID, s.files, s.convs, s.messages, s.owners = other.users, other.usersID, other.files, other.convs, other.messages, other.owners
 	s.feedbacks = other.feedbacks
+	s.ann = other.ann
 	// The memory accounting follows the state; the bound (maxBytes,
 	// onEvict) is configuration and stays.
 	s.bytes, s.lru = other.bytes, other.lru

@@ -19,6 +19,7 @@ func TestSnapshotCoversEveryStoreField(t *testing.T) {
 		"users": true, "usersID": true, "files": true, "convs": true, "messages": true, "owners": true, "feedbacks": true,
 		"bytes": true, "lru": true, // memory accounting: follows the state in replace, untracked in ResetUser
 		"maxBytes": true, "onEvict": true, // the bound: configuration, kept across replace
+		"ann": true,
 	}
 	st := reflect.TypeOf(Store{})
 	for i := range st.NumField() {

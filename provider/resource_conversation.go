@@ -95,19 +95,7 @@ func (r *conversationResource) Schema(ctx context.Context, _ resource.SchemaRequ
 		MarkdownDescription: "A conversation with the Dify Agent app. Creating it sends the first chat message " +
 			"(`POST /chat-messages`, streaming) and waits for the reply to finish (`message_end`); the answer, " +
 			"the agent's thoughts and the token usage are recorded. Renaming updates in place " +
-			"(`POST /conversations/{id}/name`); every first-message argument forces a new conversation; destroy deletes it.\n\n" +
-			"**Failures during create.** If Dify reports an error inside the stream (for example `agent_run_limit_exceeded`), " +
-			"the stream is cut, or the create timeout passes, the create fails with Dify's code and message and nothing is " +
-			"recorded in state. The conversation Dify may already have made for the message is deleted on a best-effort basis " +
-			"(the diagnostic says whether that worked), so a retry starts clean.\n\n" +
-			"**Refresh.** Dify has no get-by-id for conversations. The provider lists each end user's conversations once per " +
-			"Terraform run (pages of 100, newest first, at most 1000) and shares that listing between all `dify_conversation` " +
-			"resources; a conversation it does not find there is checked with one `GET /messages?limit=1`. A conversation " +
-			"deleted outside Terraform is removed from state, so the next plan creates it again. Only `name` can drift.\n\n" +
-			"**Import.** `USER/CONVERSATION_ID`, or a bare `CONVERSATION_ID` for the provider's default user. The first " +
-			"message's query, answer, thoughts and usage are read from the history (`GET /messages`); `inputs`, `files` and " +
-			"`auto_generate_name` cannot be read back, so the first apply after an import records them from the " +
-			"configuration without contacting Dify, and `usage` has only the fields the history carries.",
+			"(`POST /conversations/{id}/name`); every first-message argument forces a new conversation; destroy deletes it.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{Computed: true, PlanModifiers: keep,
 				MarkdownDescription: "The conversation id (a UUID) Dify assigned."},
@@ -131,8 +119,8 @@ func (r *conversationResource) Schema(ctx context.Context, _ resource.SchemaRequ
 				MarkdownDescription: "Values for the app's input variables, keyed by `variable` from `dify_app_parameters.user_input_form`. " +
 					"Defaults to none (`{}` is sent). Changing it forces a new conversation.",
 				PlanModifiers: []planmodifier.Map{mapplanmodifier.RequiresReplaceIf(replaceUnlessImportedMap,
-					"Changing the value forces a new conversation (not after an import, which cannot read it back).",
-					"Changing the value forces a new conversation (not after an import, which cannot read it back).")},
+					replaceUnlessImportedText,
+					replaceUnlessImportedText)},
 			},
 			"files": schema.ListAttribute{
 				ElementType: types.StringType,
@@ -142,8 +130,8 @@ func (r *conversationResource) Schema(ctx context.Context, _ resource.SchemaRequ
 					"Defaults to none. Changing it forces a new conversation.",
 				Validators: []validator.List{listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))},
 				PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplaceIf(replaceUnlessImportedList,
-					"Changing the value forces a new conversation (not after an import, which cannot read it back).",
-					"Changing the value forces a new conversation (not after an import, which cannot read it back).")},
+					replaceUnlessImportedText,
+					replaceUnlessImportedText)},
 			},
 			"auto_generate_name": schema.BoolAttribute{
 				Optional: true, Computed: true,
@@ -153,8 +141,8 @@ func (r *conversationResource) Schema(ctx context.Context, _ resource.SchemaRequ
 				PlanModifiers: []planmodifier.Bool{
 					boolplanmodifier.UseStateForUnknown(),
 					boolplanmodifier.RequiresReplaceIf(replaceUnlessImportedBool,
-						"Changing the value forces a new conversation (not after an import, which cannot read it back).",
-						"Changing the value forces a new conversation (not after an import, which cannot read it back)."),
+						replaceUnlessImportedText,
+						replaceUnlessImportedText),
 				},
 			},
 			"name": schema.StringAttribute{
@@ -216,6 +204,10 @@ func (r *conversationResource) Schema(ctx context.Context, _ resource.SchemaRequ
 // replaceUnlessImported forces replacement when an input changes, except
 // when the prior value is null because the resource was imported and the
 // value could not be read back (recording it then is harmless).
+// replaceUnlessImportedText describes the RequiresReplaceIf modifiers of the
+// first-message arguments an import cannot read back.
+const replaceUnlessImportedText = "Changing the value forces a new conversation (not after an import, which cannot read it back)."
+
 func replaceUnlessImportedList(_ context.Context, req planmodifier.ListRequest, resp *listplanmodifier.RequiresReplaceIfFuncResponse) {
 	resp.RequiresReplace = !req.StateValue.IsNull()
 }
@@ -454,6 +446,11 @@ func (r *conversationResource) Read(ctx context.Context, req resource.ReadReques
 	resp.Diagnostics.Append(setConversationIdentity(ctx, resp.Identity, user, id)...)
 }
 
+// maxHistoryPages bounds the walk back to a conversation's first message:
+// 10,000 pages of 100 messages, far beyond any real conversation, so a
+// server that keeps answering with more pages cannot loop forever.
+const maxHistoryPages = 10000
+
 // readFirstMessage fills the first-message attributes from GET /messages,
 // paging back to the oldest message (API §6: pages go newest to oldest, each
 // page oldest-first, next page by first_id = data[0].id).
@@ -461,7 +458,7 @@ func (r *conversationResource) readFirstMessage(ctx context.Context, state *conv
 	var diags diag.Diagnostics
 	var first *dify.Message
 	firstID := ""
-	for range 10000 {
+	for range maxHistoryPages {
 		page, err := r.data.client.ListMessages(ctx, dify.ListMessagesParams{
 			ConversationID: state.ID.ValueString(), User: user, FirstID: firstID, Limit: 100})
 		if err != nil {

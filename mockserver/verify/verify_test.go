@@ -243,6 +243,30 @@ func TestAgainstItselfNoDifferences(t *testing.T) {
 	}
 }
 
+// TestAnyKeyUpstream: an upstream that accepts any key (a mock started
+// without --api-key) answers the unknown-key case with the app instead of
+// 401. That case alone differs, in status, code, message and header; the
+// two bodies' fields are not listed (one is an error, one is not).
+func TestAnyKeyUpstream(t *testing.T) {
+	srv, err := mockserver.New(mockserver.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	rep := run(t, verify.Options{Upstream: ts.URL + "/v1", UpstreamKey: upstreamKey, Cases: smallCases()})
+	aspects := map[string]bool{}
+	for _, d := range rep.Differences {
+		if d.Case != "auth/unknown-key" {
+			t.Errorf("unexpected difference %+v", d)
+		}
+		aspects[d.Aspect] = true
+	}
+	if !aspects["status"] || !aspects["code"] || aspects["field"] {
+		t.Errorf("aspects %v:\n%s", aspects, showReport(rep))
+	}
+}
+
 // TestCasesTakeInputs: --inputs reaches every chat turn of the table, and
 // a streamed turn is always in the list.
 func TestCasesTakeInputs(t *testing.T) {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 	"github.com/difyops/terraform-provider-dify/mockserver/conformance"
 	"github.com/difyops/terraform-provider-dify/mockserver/record"
@@ -37,11 +39,9 @@ See docs/mock/verify.md.`
 
 // Where verify asks for confirmation; tests replace them.
 var (
-	verifyStdin      io.Reader = os.Stdin
-	verifyIsTerminal           = func() bool {
-		st, err := os.Stdin.Stat()
-		return err == nil && st.Mode()&os.ModeCharDevice != 0
-	}
+	verifyStdin io.Reader = os.Stdin
+	// A real terminal, not merely a character device (</dev/null is one).
+	verifyIsTerminal = func() bool { return term.IsTerminal(int(os.Stdin.Fd())) }
 )
 
 // runVerify is `dify-mock verify`.

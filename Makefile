@@ -72,6 +72,10 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 60s)
 mock: build ## Build and run dify-mock in the foreground (Ctrl-C stops it; MOCK_ARGS="--speed 0" passes flags)
 	@exec $(BIN_DIR)/dify-mock $(MOCK_ARGS)
 
+.PHONY: soak
+soak: ## Soak the mock with mixed traffic for SOAK_DURATION (default 30m); figures go to bench/results.md by hand
+	SOAK_DURATION='$(or $(SOAK_DURATION),30m)' go test -count=1 -timeout 2h -run '^TestSoak$$' -v ./mockserver/ | grep -E 'soak:|^(---|ok|FAIL|PASS)'
+
 .PHONY: bench
 bench: ## Run the benchmarks (scripts/bench.sh)
 	@scripts/bench.sh

@@ -280,7 +280,9 @@ func TestSoak(t *testing.T) {
 	}
 	client.CloseIdleConnections()
 	settle(t, 10*time.Second, func() bool { return runtime.NumGoroutine() <= baseGoroutines+2 },
-		func() string { return fmt.Sprintf("goroutines %d, baseline %d", runtime.NumGoroutine(), baseGoroutines) })
+		func() string {
+			return fmt.Sprintf("goroutines %d, baseline %d", runtime.NumGoroutine(), baseGoroutines)
+		})
 	s.checkLogs(t)
 
 	var total int64

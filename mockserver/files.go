@@ -1,6 +1,7 @@
 package mockserver
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -84,7 +85,8 @@ type filePart struct {
 	filename    string
 	contentType string
 	size        int64
-	over        bool // larger than limit
+	over        bool   // larger than limit
+	data        []byte // contents of the first `file` part within its limit (docs/api §30 serves them)
 }
 
 // multipartForm reads a multipart body in one pass, keeping only sizes and
@@ -155,8 +157,17 @@ func readMultipart(w http.ResponseWriter, r *http.Request, maxBody int64, limitF
 		}
 		fp := filePart{field: field, filename: filename, contentType: p.Header.Get("Content-Type")}
 		limit := limitFor(filename)
-		n, err := io.Copy(io.Discard, io.LimitReader(p, limit+1))
+		var dst io.Writer = io.Discard
+		var kept bytes.Buffer
+		keep := field == "file" && !form.hasFileData()
+		if keep {
+			dst = &kept
+		}
+		n, err := io.Copy(dst, io.LimitReader(p, limit+1))
 		fp.size = n
+		if keep && n <= limit {
+			fp.data = kept.Bytes()
+		}
 		if err != nil {
 			return form, bodyErr(err)
 		}
@@ -170,6 +181,16 @@ func readMultipart(w http.ResponseWriter, r *http.Request, maxBody int64, limitF
 		}
 		form.files = append(form.files, fp)
 	}
+}
+
+// hasFileData reports whether a `file` part's contents are already kept.
+func (f *multipartForm) hasFileData() bool {
+	for _, p := range f.files {
+		if p.field == "file" {
+			return true
+		}
+	}
+	return false
 }
 
 func bodyErr(err error) error {
@@ -272,7 +293,7 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, _ httprouter
 	}
 	// UploadFile.extension is a string column: "" when the name has none.
 	res.Extension = &ext
-	s.store.AddFile(store.File{Result: res, OwnerID: owner.ID})
+	s.store.AddFile(store.File{Result: res, OwnerID: owner.ID, Content: file.data})
 	writeJSON(w, http.StatusCreated, res)
 }
 

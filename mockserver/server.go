@@ -369,6 +369,7 @@ func (s *Server) routes() http.Handler {
 	r.DELETE("/v1/apps/annotations/:annotation_id", a(s.deleteAnnotation))
 	r.POST("/v1/apps/annotation-reply/:action", a(s.annotationReplyAction))
 	r.GET("/v1/apps/annotation-reply/:action/status/:job_id", a(s.annotationReplyStatus))
+	r.GET("/v1/files/:file_id/preview", a(s.previewFile))
 
 	return s.recoverer(s.logRequests(s.cors(r)))
 }

@@ -43,6 +43,11 @@ type EndUser struct {
 type File struct {
 	Result  FileResult
 	OwnerID string // end-user id
+	// Content is what was uploaded: GET /files/{id}/preview serves it
+	// (docs/api §30). An upload is at most its category's size limit, which
+	// bounds one file; the store's memory bound (bound.go) counts it. Nil
+	// for files imported from a snapshot, which keeps no contents.
+	Content []byte
 	elem    *list.Element
 }
 
@@ -239,7 +244,7 @@ func (s *Store) AddFile(f File) {
 		s.bytes -= s.lru.Remove(old.elem).(*unit).bytes
 	}
 	fp := &f
-	fp.elem = s.track(&unit{file: fp, bytes: fileOverhead + jsonSize(f.Result)})
+	fp.elem = s.track(&unit{file: fp, bytes: fileOverhead + jsonSize(f.Result) + int64(len(f.Content))})
 	s.files[f.Result.ID] = fp
 	s.evict(fp.elem)
 }

@@ -22,7 +22,8 @@ cd "$REPO_ROOT"
 DIST="${1:-dist}"
 [[ -f "$DIST/artifacts.json" && -f "$DIST/metadata.json" ]] ||
 	die "$DIST/artifacts.json or metadata.json missing: run goreleaser (e.g. make release-check) first"
-json_field() { sed -n "s/.*\"$1\":\"\\([^\"]*\\)\".*/\\1/p" "$DIST/metadata.json" | head -n1; }
+# metadata.json is compact or indented JSON; either way a field is "name": "value".
+json_field() { sed -n "s/.*\"$1\"[[:space:]]*:[[:space:]]*\"\\([^\"]*\\)\".*/\\1/p" "$DIST/metadata.json" | head -n1; }
 VERSION="$(json_field version)"
 COMMIT="$(json_field commit)"
 [[ -n "$VERSION" ]] || die "no version in $DIST/metadata.json"
@@ -30,7 +31,8 @@ COMMIT="$(json_field commit)"
 SOURCE_DATE_EPOCH="$(git log -1 --format=%ct 2>/dev/null || echo 0)"
 export SOURCE_DATE_EPOCH
 
-if grep -q '"goos":"linux"' "$DIST/artifacts.json" && grep -q '"ID":"dify-mock"' "$DIST/artifacts.json"; then
+if grep -q -E '"goos"[[:space:]]*:[[:space:]]*"linux"' "$DIST/artifacts.json" &&
+	grep -q -E '"ID"[[:space:]]*:[[:space:]]*"dify-mock"' "$DIST/artifacts.json"; then
 	go run ./tools/dify-mock-image --dist "$DIST" --version "$VERSION" --revision "$COMMIT" \
 		--out "$DIST/image" --tar "$DIST/dify-mock-image_${VERSION}.tar" >&2
 	ok "container image: $DIST/dify-mock-image_${VERSION}.tar"

@@ -120,11 +120,14 @@ func TestStop(t *testing.T) {
 		t.Errorf("stream ended %v after the stop", d)
 	}
 	n := len(frames)
-	if n < 3 || frames[n-1].event() != "message_end" || frames[n-2].event() != "message" {
-		t.Fatalf("a stopped stream ends with message + message_end (API §2.7): %v", frames[max(0, n-3):])
+	// Dify's EasyUIBasedGenerateTaskPipeline._process_stream_response
+	// answers QueueStopEvent with message_end alone: no `message` frame
+	// repeats the partial answer.
+	if n < 2 || frames[n-1].event() != "message_end" || frames[n-2].event() == "message" {
+		t.Fatalf("a stopped stream ends with message_end alone: %v", frames[max(0, n-3):])
 	}
-	if got := frames[n-2].str("answer"); got != deltas.String() || !strings.HasPrefix(got, "part 1. part 2. ") || strings.Contains(got, "part 9") {
-		t.Errorf("partial answer %q, deltas %q", got, deltas.String())
+	if got := deltas.String(); !strings.HasPrefix(got, "part 1. part 2. ") || strings.Contains(got, "part 9") {
+		t.Errorf("partial answer %q", got)
 	}
 	conv := frames[0].str("conversation_id")
 	_, body := e.do(http.MethodGet, "/messages?user=stan&conversation_id="+conv, nil)

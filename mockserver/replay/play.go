@@ -163,8 +163,8 @@ func (b *Bound) Play(ctx context.Context, sink Sink, opt Options, sig Signals, s
 // SentFrame describes one frame a replay handed to its sink (Options.Observe).
 type SentFrame struct {
 	// Index is the recorded frame's index in the turn, or -1 for a frame the
-	// mock made up: a run-limit or fault error, the message and message_end
-	// that close a stopped turn, a malformed frame, a shutdown error.
+	// mock made up: a run-limit or fault error, the message_end
+	// that closes a stopped turn, a malformed frame, a shutdown error.
 	Index int
 	// Event is the frame's event name ("ping" for keep-alives, "" for a
 	// frame that is not a JSON data frame).
@@ -377,21 +377,20 @@ func (p *player) interrupted(o Outcome, i int) *Report {
 	off := frameOffset(p.t, i)
 	switch o {
 	case Stopped:
-		// API §2.7: a stopped turn still finishes with message_end, and the
-		// stored message keeps the partial answer (documented assumption).
-		var extra []madeUp
+		// Dify's EasyUIBasedGenerateTaskPipeline._process_stream_response
+		// (both app modes: New Agent runs on the same pipeline) answers a
+		// QueueStopEvent with message_end only: no `message` repeats the
+		// partial answer, which _save_message stores as streamed.
 		t := b.Turn
-		if t.Mode == dify.ModeAgent && rep.Result.Answer != "" && (t.closing < 0 || t.closing >= i) {
-			extra = append(extra, madeUp{dify.EventMessage, b.messageFrame(rep.Result.Answer)})
-		}
+		end := madeUp{dify.EventMessageEnd, nil}
 		if t.messageEnd >= 0 {
-			extra = append(extra, madeUp{dify.EventMessageEnd, b.Render(nil, t.messageEnd)})
+			end.data = b.Render(nil, t.messageEnd)
 			rep.Result.Usage = t.Frames[t.messageEnd].effect.usage
 		} else {
-			extra = append(extra, madeUp{dify.EventMessageEnd, b.messageEndFrame()})
+			end.data = b.messageEndFrame()
 		}
 		rep.Result.Ended = true
-		return p.finish(Stopped, off, extra...)
+		return p.finish(Stopped, off, end)
 	case ShuttingDown:
 		rep.Result.ErrorCode, rep.Result.ErrorMessage = "internal_server_error", ShutdownMessage
 		return p.finish(ShuttingDown, off, madeUp{dify.EventError, b.errorFrame("internal_server_error", 500, ShutdownMessage)})
@@ -560,13 +559,6 @@ func (b *Bound) brokenFrame() []byte {
 	full := dataFrame(dify.AgentMessageEvent{EventBase: b.base(dify.EventAgentMessage), ID: b.Binding.MessageID, Answer: "cut"})
 	cut := bytes.Index(full, []byte(`"answer":"`)) + len(`"answer":"`)
 	return append(full[:cut:cut], '\n', '\n')
-}
-
-func (b *Bound) messageFrame(answer string) []byte {
-	return dataFrame(dify.MessageEvent{
-		EventBase: b.base(dify.EventMessage), ID: b.Binding.MessageID, Answer: answer,
-		FromVariableSelector: json.RawMessage("null"),
-	})
 }
 
 // ZeroUsage is the usage a synthetic message_end reports.

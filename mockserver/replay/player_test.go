@@ -173,7 +173,8 @@ func TestPlayRunLimitCut(t *testing.T) {
 func TestPlayStopped(t *testing.T) {
 	stop := make(chan struct{})
 	// Stop once the second agent_message is out: the turn ends with the
-	// partial answer as a message and the recorded message_end.
+	// recorded message_end only (EasyUIBasedGenerateTaskPipeline answers
+	// QueueStopEvent without a message carrying the partial answer).
 	s := &scriptedSink{onWrite: func(n int) {
 		if n == 2 {
 			close(stop)
@@ -184,11 +185,11 @@ func TestPlayStopped(t *testing.T) {
 		t.Fatalf("outcome %v sent %d answer %q ended %v usage %v", p.rep.Outcome, p.rep.Sent, p.rep.Result.Answer, p.rep.Result.Ended, p.rep.Result.Usage)
 	}
 	tail := p.out[len(p.atSettle):]
-	if !strings.Contains(tail, `"event":"message"`) || !strings.Contains(tail, `"event":"message_end"`) {
+	if strings.Contains(tail, `"event":"message"`) || !strings.Contains(tail, `"event":"message_end"`) {
 		t.Errorf("after settle: %q", tail)
 	}
 	n := len(p.observed)
-	if n != 4 || p.observed[2].Index != -1 || p.observed[2].Event != dify.EventMessage || p.observed[3].Event != dify.EventMessageEnd {
+	if n != 3 || p.observed[2].Index != -1 || p.observed[2].Event != dify.EventMessageEnd {
 		t.Errorf("observed %+v", p.observed)
 	}
 }

@@ -230,9 +230,6 @@ func badInputRows() []badRow {
 	}
 }
 
-// msgNotFoundText is Werkzeug's 404 text (API §1.4).
-const msgNotFoundText = "The requested URL was not found on the server. If you entered the URL manually please check your spelling and try again."
-
 func TestBadInputTable(t *testing.T) {
 	e := newEnv(t, mockserver.Config{})
 	// The fixture: one conversation with one message for user "bi".

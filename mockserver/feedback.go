@@ -3,8 +3,6 @@ package mockserver
 import (
 	"errors"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -106,26 +104,6 @@ func (s *Server) appFeedbacks(w http.ResponseWriter, r *http.Request, _ httprout
 		}
 	}
 	writeJSON(w, http.StatusOK, dify.AppFeedbackPage{Data: data})
-}
-
-// queryInt parses an integer query parameter the way a pydantic model
-// validating request.args does (lax mode: surrounding whitespace allowed):
-// def when absent, min and max (0 = unbounded) inclusive.
-func queryInt(v, field string, def, minV, maxV int) (int, *apiError) {
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil {
-		return 0, invalidParam(field + ": Input should be a valid integer, unable to parse string as an integer")
-	}
-	if n < minV {
-		return 0, invalidParam(field + ": Input should be greater than or equal to " + strconv.Itoa(minV))
-	}
-	if maxV > 0 && n > maxV {
-		return 0, invalidParam(field + ": Input should be less than or equal to " + strconv.Itoa(maxV))
-	}
-	return n, nil
 }
 
 // isoformat renders t as Python's datetime.isoformat() of a naive UTC

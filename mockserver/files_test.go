@@ -124,6 +124,9 @@ func TestUploadAndEndUser(t *testing.T) {
 
 	// No user: the anonymous default end user (API §1.3).
 	resp, body = e.multipart("/files/upload", part{field: "file", filename: "a.txt", contentType: "text/plain", data: strings.NewReader("x")})
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("upload without a user: %d %s", resp.StatusCode, body)
+	}
 	anon := decode[dify.FileUploadResult](t, body)
 	_, body = e.do(http.MethodGet, "/end-users/"+*anon.CreatedBy, nil)
 	if u := decode[dify.EndUser](t, body); !u.IsAnonymous || u.SessionID != "DEFAULT-USER" {

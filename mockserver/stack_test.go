@@ -55,6 +55,9 @@ func TestStreamKeepsASmallStack(t *testing.T) {
 		}
 		b, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if resp.StatusCode != 200 || !strings.Contains(string(b), `"event":"message_end"`) {
 			t.Fatalf("%d %.300s", resp.StatusCode, b)
 		}

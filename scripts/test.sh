@@ -6,6 +6,7 @@
 #     fmt          gofmt -l finds nothing
 #     vet          go vet ./...
 #     tidy         go mod tidy -diff finds nothing to change in go.mod/go.sum
+#     lint         staticcheck ./... (staticcheck.conf; scripts/ensure-staticcheck.sh)
 #     unit         go test -race ./...
 #     browser      the web console in headless Chromium (scripts/ensure-chromium.sh finds or installs it)
 #     terraform    find Terraform >= 1.5 or build v1.5.7 (scripts/ensure-terraform.sh)
@@ -42,7 +43,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_ROOT"
 
-ALL_STAGES=(fmt vet tidy unit browser terraform acceptance docs docs-validate examples goreleaser npm fuzz reliability)
+ALL_STAGES=(fmt vet tidy lint unit browser terraform acceptance docs docs-validate examples goreleaser npm fuzz reliability)
 
 UNIT_TIMEOUT="${UNIT_TIMEOUT:-20m}"
 ACC_TIMEOUT="${ACC_TIMEOUT:-30m}"
@@ -184,6 +185,16 @@ stage_tidy() {
 		printf 'go.mod/go.sum are not tidy: run `go mod tidy` and commit the result\n' >&2
 		return 1
 	fi
+}
+
+# staticcheck with the checks staticcheck.conf picks. The binary is built
+# once into the tool cache (scripts/ensure-staticcheck.sh), like Terraform.
+stage_lint() {
+	local out sc
+	out="$("$REPO_ROOT/scripts/ensure-staticcheck.sh")"
+	sc="$(tail -n1 <<<"$out")"
+	[[ "$sc" == /* && -x "$sc" ]] || die "ensure-staticcheck.sh returned '$sc', not an absolute path"
+	"$sc" ./...
 }
 
 stage_unit() {
@@ -451,6 +462,7 @@ main() {
 		terraform) prefetch terraform "$REPO_ROOT/scripts/ensure-terraform.sh" ;;
 		acceptance) prefetch acceptance "$REPO_ROOT/scripts/ensure-terraform-1.14.sh" ;;
 		goreleaser) prefetch goreleaser "$REPO_ROOT/scripts/ensure-goreleaser.sh" ;;
+		lint) prefetch lint "$REPO_ROOT/scripts/ensure-staticcheck.sh" ;;
 		esac
 	done
 	for s in "${stages[@]}"; do

@@ -66,8 +66,6 @@ func hdr(kv ...string) map[string]string {
 	return m
 }
 
-var envelopeFields = map[string]string{"$.code": "string", "$.message": "string", "$.status": "number"}
-
 // Cases returns the table, in the order it must run: cases that delete
 // the fixture conversation come last.
 func Cases() []Case {

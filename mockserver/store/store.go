@@ -71,13 +71,12 @@ type Conversation struct {
 }
 
 type storedMessage struct {
-	msg        dify.Message
-	cassette   string
-	created    key
-	ownerID    string
-	firstQuery string
-	index      int       // position in its conversation's messages
-	feedback   *Feedback // the owner's rating (API §25), nil when none
+	msg      dify.Message
+	cassette string
+	created  key
+	ownerID  string
+	index    int       // position in its conversation's messages
+	feedback *Feedback // the owner's rating (API §25), nil when none
 }
 
 // key orders rows: the full-precision time, then insertion order, so rows

@@ -83,11 +83,13 @@ func (r *Recorder) check(name string, data []byte, kind string) error {
 		for j, fr := range frames {
 			scan(fmt.Sprintf("%s response body, frame %d", at, j), string(fr.Raw))
 		}
-		answer, spans := joinedAnswer(frames)
-		for _, fd := range cassette.ScanSecrets([]byte(answer), r.scrub.enforced...) {
-			k := sort.Search(len(spans), func(k int) bool { return spans[k].end > fd.Offset })
-			if k < len(spans) {
-				findings = append(findings, fmt.Sprintf("%s in %s answer streamed across frames from frame %d (split over several deltas, which per-frame scrubbing cannot see)", fd.Pattern, at, spans[k].frame))
+		for _, event := range []string{"agent_message", "message"} {
+			answer, spans := joinedAnswer(frames, event)
+			for _, fd := range cassette.ScanSecrets([]byte(answer), r.scrub.enforced...) {
+				k := sort.Search(len(spans), func(k int) bool { return spans[k].end > fd.Offset })
+				if k < len(spans) {
+					findings = append(findings, fmt.Sprintf("%s in %s answer streamed across frames from frame %d (split over several deltas, which per-frame scrubbing cannot see)", fd.Pattern, at, spans[k].frame))
+				}
 			}
 		}
 	}
@@ -130,15 +132,19 @@ func pathOf(rawURL string) string {
 
 type answerSpan struct{ frame, end int }
 
-// joinedAnswer concatenates the answer deltas of a turn (agent_message, and
-// message for apps that stream it as deltas; API §2.5) and says which frame
-// each byte came from.
-func joinedAnswer(frames []cassette.RecordedFrame) (string, []answerSpan) {
+// joinedAnswer concatenates the answers of a turn's frames of one event
+// (agent_message deltas; message, which apps stream as deltas or New Agent
+// sends once with the whole answer; API §2.5) and says which frame each
+// byte came from. The two events are joined separately: a New Agent's
+// closing message repeats the deltas, and glued to them it would turn an
+// answer that ends in a redacted token ("…?token=[REDACTED]") into a false
+// "split over several deltas" refusal.
+func joinedAnswer(frames []cassette.RecordedFrame, event string) (string, []answerSpan) {
 	var b strings.Builder
 	var spans []answerSpan
 	for i, fr := range frames {
 		ev := parseFrameFields(fr.Raw)
-		if ev.Event != "agent_message" && ev.Event != "message" {
+		if ev.Event != event {
 			continue
 		}
 		b.WriteString(ev.Answer)

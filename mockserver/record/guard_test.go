@@ -151,3 +151,29 @@ func TestRecordRefusesSecretCassetteNames(t *testing.T) {
 		}
 	}
 }
+
+// An answer that ends in a link with a token, repeated by the closing
+// message as New Agent does, is saved with the token redacted everywhere;
+// before, the deltas and the closing message were checked as one text and
+// the turn was refused as "split over several deltas".
+func TestRecordSavesAnAnswerEndingInAToken(t *testing.T) {
+	const token = "app-Qz7Xw2Vb9Kq4Lm8Np3Rs6Tu1"
+	up := newFakeDify(t, agentTurn("Here is your link: ", "https://files.example/r?token="+token))
+	rec, srv, dir, _ := recorderFor(t, up, "")
+	chat(t, srv.URL, nil, chatBody("Give me the link", ""))
+	if err := stop(srv, rec); err != nil {
+		t.Fatalf("Close = %v, want the turn saved", err)
+	}
+	saved := 0
+	for name, data := range files(t, dir) {
+		if strings.Contains(string(data), token[4:]) {
+			t.Errorf("%s keeps the token", name)
+		}
+		if strings.Contains(string(data), "token=[REDACTED]") {
+			saved++
+		}
+	}
+	if saved == 0 {
+		t.Errorf("no cassette with the redacted answer: %v", files(t, dir))
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/difyops/terraform-provider-dify/mockserver"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 	"github.com/difyops/terraform-provider-dify/mockserver/fault"
+	"github.com/difyops/terraform-provider-dify/mockserver/journal"
 )
 
 // shutdownGrace bounds how long in-flight streams and connections get to end
@@ -33,6 +34,13 @@ type serveOptions struct {
 	allowRemote   bool
 	maxStateBytes int64
 	bodyTimeout   time.Duration
+	// The control API and web console (docs/mock/console.md).
+	console        bool
+	adminToken     string
+	adminHosts     listFlag
+	journalSize    int
+	stateFile      string
+	watchCassettes bool
 }
 
 // newServeFlags declares the serve flags on o. A new flag is one line here
@@ -56,8 +64,15 @@ func newServeFlags(o *serveOptions) *commandFlags {
 	fs.BoolVar(&o.allowRemote, "allow-remote", false, "allow an --addr beyond loopback without --api-key (anyone who reaches it can use the mock and read its conversations)")
 	fs.Int64Var(&o.maxStateBytes, "max-state-bytes", mockserver.DefaultMaxStateBytes, "bound on the stored state's memory in bytes; past it the least recently changed conversations and uploads are evicted (negative = unbounded)")
 	fs.DurationVar(&o.bodyTimeout, "body-timeout", mockserver.DefaultBodyReadTimeout, "time a client gets to send a request body; slower ones get 408 (never applies to a streaming response)")
+	fs.BoolVar(&o.console, "console", true, "serve the control API and web console under /__mock/ (docs/mock/console.md)")
+	fs.StringVar(&o.adminToken, "admin-token", "", "token the control API and console require; without it they answer loopback clients only")
+	fs.Var(&o.adminHosts, "admin-allow-host", "host name the control API accepts besides localhost/127.0.0.1/[::1] (repeatable; env: comma-separated)")
+	fs.IntVar(&o.journalSize, "journal-size", journal.DefaultSize, "requests the journal keeps (oldest dropped first)")
+	fs.StringVar(&o.stateFile, "state-file", "", "load the state (end users, conversations, messages, uploads) from this JSON file at start, if it exists, and save it there on shutdown")
+	fs.BoolVar(&o.watchCassettes, "watch-cassettes", false, "reload the --cassettes folder when its files change (errors are logged and the loaded set is kept)")
 	f.withEnv("addr", "cassettes", "speed", "api-key", "cors-origin", "mode", "default-cassette", "run-timeout",
-		"max-model-requests", "log-level", "fault", "pprof-addr", "allow-remote", "max-state-bytes", "body-timeout")
+		"max-model-requests", "log-level", "fault", "pprof-addr", "allow-remote", "max-state-bytes", "body-timeout",
+		"console", "admin-token", "admin-allow-host", "journal-size", "state-file", "watch-cassettes")
 	f.footer = fmt.Sprintf("Per request: X-Dify-Mock-Cassette picks a cassette, X-Dify-Mock-Speed sets the speed and\n"+
 		"%s injects a fault (slow headers, HTTP 429/5xx, a broken or stalled stream, …);\n"+
 		"'dify-mock faults' lists them with an example each.", fault.Header)
@@ -82,6 +97,12 @@ func parseServe(args []string, getenv func(string) string, stdout, stderr io.Wri
 	}
 	if err := checkExposure(o.addr, o.allowRemote, len(o.apiKeys.values)); err != nil {
 		return nil, f.usageError(stderr, err.Error())
+	}
+	if o.journalSize < 1 {
+		return nil, f.usageError(stderr, fmt.Sprintf("--journal-size %d: want a positive number of requests", o.journalSize))
+	}
+	if o.watchCassettes && o.cassettes == "" {
+		return nil, f.usageError(stderr, "--watch-cassettes needs --cassettes DIR")
 	}
 	return o, nil
 }
@@ -117,10 +138,22 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Cassettes: set, Speed: o.speed, APIKeys: o.apiKeys.values, CORSOrigin: o.cors, Mode: o.mode,
 		DefaultCassette: o.defaultCassette, RunTimeout: o.runTimeout, MaxModelRequests: o.maxModelRequests,
 		Logger: logger, Fault: o.fault, MaxStateBytes: o.maxStateBytes, BodyReadTimeout: o.bodyTimeout,
+		Control: mockserver.ControlConfig{Disabled: !o.console, AdminToken: o.adminToken, AllowedHosts: o.adminHosts.values,
+			JournalSize: o.journalSize, CassetteDir: o.cassettes},
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "dify-mock serve: %v\n", err)
 		return 1
+	}
+	if o.stateFile != "" {
+		loaded, err := srv.LoadState(o.stateFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "dify-mock serve: --state-file: %v\n", err)
+			return 1
+		}
+		if loaded {
+			logger.Info("state loaded", "file", o.stateFile)
+		}
 	}
 	ln, err := listen(o.addr)
 	if err != nil {
@@ -162,6 +195,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if err := hs.Shutdown(sctx); err != nil {
 		_ = hs.Close()
+	}
+	if o.stateFile != "" {
+		// After the streams ended, so their turns are part of it.
+		if err := srv.SaveState(o.stateFile); err != nil {
+			fmt.Fprintf(stderr, "dify-mock serve: saving --state-file: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "dify-mock: state saved to %s\n", o.stateFile)
 	}
 	return 0
 }
@@ -209,6 +250,20 @@ func printBanner(w io.Writer, srv *mockserver.Server, source string, addr, pprof
 	}
 	if o.fault != "" {
 		fmt.Fprintf(w, "  fault         %s (on every request; %s: none turns it off)\n", o.fault, fault.Header)
+	}
+	if o.console {
+		host := "127.0.0.1"
+		if _, port, err := net.SplitHostPort(addr.String()); err == nil {
+			host = net.JoinHostPort(host, port)
+		}
+		note := "loopback clients only"
+		if o.adminToken != "" {
+			note = "admin token required; open it once with ?token=…"
+		}
+		fmt.Fprintf(w, "  console       http://%s/__mock/ (%s)\n", host, note)
+	}
+	if o.stateFile != "" {
+		fmt.Fprintf(w, "  state file    %s (loaded at start, saved on shutdown)\n", o.stateFile)
 	}
 	names := srv.CassetteNames()
 	fmt.Fprintf(w, "  cassettes     %d (pick one with the X-Dify-Mock-Cassette header)\n", len(names))

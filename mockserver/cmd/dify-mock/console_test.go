@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestServeStateFileSurvivesARestart is the frontend team's story: chat,
+// stop the mock, start it again with the same --state-file, and find the
+// conversation.
+func TestServeStateFileSurvivesARestart(t *testing.T) {
+	stateFile := filepath.Join(t.TempDir(), "state.json")
+	consoleRE := regexp.MustCompile(`console +(http://127\.0\.0\.1:\d+/__mock/)`)
+	baseRE := regexp.MustCompile(`API base URL  (http://127\.0\.0\.1:\d+/v1)`)
+
+	s := startServe(t, "--addr", "127.0.0.1:0", "--speed", "0", "--log-level", "warn", "--state-file", stateFile, "--admin-token", "tok-1")
+	found := s.waitBanner(baseRE, consoleRE)
+	base, console := found[0], found[1]
+	req, _ := http.NewRequest(http.MethodPost, base+"/chat-messages",
+		strings.NewReader(`{"query":"Hello","inputs":{},"user":"alice","response_mode":"streaming"}`))
+	req.Header.Set("Authorization", "Bearer app-test")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	// The admin token guards the control API.
+	if st := get(t, console+"api/state", ""); st != 401 {
+		t.Fatalf("control API without the token: %d", st)
+	}
+	if st := get(t, console+"api/state", "tok-1"); st != 200 {
+		t.Fatalf("control API with the token: %d", st)
+	}
+	s.stop()
+	if !strings.Contains(s.out.String(), "state saved to "+stateFile) {
+		t.Fatalf("no save message: %s", s.out.String())
+	}
+	info, err := os.Stat(stateFile)
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("state file: %v %v", err, info)
+	}
+
+	s2 := startServe(t, "--addr", "127.0.0.1:0", "--speed", "0", "--log-level", "warn", "--state-file", stateFile)
+	base = s2.waitBanner(baseRE)[0]
+	req, _ = http.NewRequest(http.MethodGet, base+"/conversations?user=alice", nil)
+	req.Header.Set("Authorization", "Bearer app-test")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `"name":"Hello"`) {
+		t.Fatalf("after the restart: %s", body)
+	}
+	s2.stop()
+}
+
+func get(t *testing.T, url, token string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	if token != "" {
+		req.Header.Set("X-Dify-Mock-Admin-Token", token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func TestServeRefusesABadStateFile(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "state.json")
+	if err := os.WriteFile(bad, []byte(`{"version":1,"end_users":[{"id":"x","user":"a"},{"id":"x","user":"b"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"--addr", "127.0.0.1:0", "--state-file", bad}, &out, &errOut)
+	if code != 1 || !strings.Contains(errOut.String(), "duplicate id") {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	for _, args := range [][]string{{"--journal-size", "0"}, {"--watch-cassettes"}} {
+		out.Reset()
+		errOut.Reset()
+		if code := run(context.Background(), append([]string{"--addr", "127.0.0.1:0"}, args...), &out, &errOut); code != 2 {
+			t.Errorf("%v: exit %d: %s", args, code, errOut.String())
+		}
+	}
+}

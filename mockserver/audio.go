@@ -36,7 +36,8 @@ var audioTypes = map[string]bool{
 // selected cassette's `transcript` (X-Dify-Mock-Cassette, else the default
 // cassette), else a deterministic placeholder naming the file.
 func (s *Server) audioToText(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	name, e := s.headerCassette(r)
+	cat := s.cat()
+	name, e := cat.headerCassette(r)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -93,9 +94,9 @@ func (s *Server) audioToText(w http.ResponseWriter, r *http.Request, _ httproute
 	}
 	s.store.EndUser(form.user)
 	if name == "" {
-		name = s.def
+		name = cat.def
 	}
-	text := s.scripts[name].Meta.Transcript
+	text := cat.scripts[name].Meta.Transcript
 	if text == "" {
 		text = fmt.Sprintf("This is a placeholder transcript from dify-mock for %q (%d bytes).", file.filename, file.size)
 	}

@@ -251,7 +251,8 @@ type chatStream struct {
 // deepest point of a chat request): the connection's goroutine then keeps
 // an 8 KiB stack instead of growing to 16 KiB, for the whole stream.
 func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, req *chatRequest) *chatStream {
-	header, e := s.headerCassette(r)
+	cat := s.cat() // one catalog for the whole request, even across a reload
+	header, e := cat.headerCassette(r)
 	if e != nil {
 		writeError(w, e)
 		return nil
@@ -309,7 +310,7 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, req *chatRequ
 	if req.convID != "" {
 		var err error
 		conv, err = s.store.ClaimTurn(req.convID, endUser.ID, func(c string, next int) (string, int) {
-			ref = s.selectTurn(header, req.query, c, next)
+			ref = cat.selectTurn(header, req.query, c, next)
 			spec = s.chatFault(r, ref.cassette, rule.faultSpec())
 			if spec.Before != nil && c != "" && next > 0 {
 				// The request fails before the turn plays: the
@@ -323,7 +324,7 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, req *chatRequ
 			return nil
 		}
 	} else {
-		ref = s.selectTurn(header, req.query, "", 0)
+		ref = cat.selectTurn(header, req.query, "", 0)
 		spec = s.chatFault(r, ref.cassette, rule.faultSpec())
 	}
 	rec := journal.FromContext(r.Context())
@@ -335,7 +336,7 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, req *chatRequ
 		writeError(w, errShuttingDown)
 		return nil
 	}
-	t := s.turn(ref)
+	t := cat.turn(ref)
 	if t.Status != http.StatusOK {
 		s.writeRecordedError(w, t)
 		return nil

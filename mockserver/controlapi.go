@@ -177,13 +177,14 @@ type controlBackend struct{ s *Server }
 func (b controlBackend) Info() map[string]any {
 	s := b.s
 	return map[string]any{
-		"app":              s.app.Info.Name,
-		"mode":             s.mode,
-		"speed":            s.cfg.Speed,
-		"fault":            s.cfg.Fault,
-		"default_cassette": s.def,
-		"cassette_dir":     s.cfg.Control.CassetteDir,
-		"api_base":         "/v1",
+		"app":               s.app.Info.Name,
+		"mode":              s.mode,
+		"speed":             s.cfg.Speed,
+		"fault":             s.cfg.Fault,
+		"default_cassette":  s.cat().def,
+		"cassette_dir":      s.cfg.Control.CassetteDir,
+		"last_reload_error": s.lastReloadErr.Load(),
+		"api_base":          "/v1",
 	}
 }
 
@@ -193,8 +194,8 @@ func (b controlBackend) CheckRule(r *rules.Rule) error {
 		if err := cassette.ValidName(r.Cassette); err != nil {
 			return err
 		}
-		if _, ok := s.scripts[r.Cassette]; !ok {
-			return fmt.Errorf("cassette %q is not loaded (loaded: %s)", r.Cassette, strings.Join(s.names, ", "))
+		if cat := s.cat(); cat.scripts[r.Cassette] == nil {
+			return fmt.Errorf("cassette %q is not loaded (loaded: %s)", r.Cassette, strings.Join(cat.names, ", "))
 		}
 	}
 	if r.Fault != "" {
@@ -209,12 +210,13 @@ func (b controlBackend) CheckRule(r *rules.Rule) error {
 
 func (b controlBackend) info(name string) (control.CassetteInfo, *cassette.Cassette, bool) {
 	s := b.s
-	c, ok := s.set.Get(name)
+	cat := s.cat()
+	c, ok := cat.set.Get(name)
 	if !ok {
 		return control.CassetteInfo{}, nil, false
 	}
 	ci := control.CassetteInfo{Name: name, Description: c.Meta.Description, Provenance: c.Meta.Provenance,
-		Turns: len(c.Turns), Default: name == s.def, Fault: c.Meta.Fault, Queries: make([]string, 0, len(c.Turns))}
+		Turns: len(c.Turns), Default: name == cat.def, Fault: c.Meta.Fault, Queries: make([]string, 0, len(c.Turns))}
 	for _, t := range c.Turns {
 		ci.Queries = append(ci.Queries, t.Request.Query)
 	}
@@ -222,8 +224,9 @@ func (b controlBackend) info(name string) (control.CassetteInfo, *cassette.Casse
 }
 
 func (b controlBackend) Cassettes() []control.CassetteInfo {
-	out := make([]control.CassetteInfo, 0, len(b.s.names))
-	for _, n := range b.s.names {
+	names := b.s.cat().names
+	out := make([]control.CassetteInfo, 0, len(names))
+	for _, n := range names {
 		if ci, _, ok := b.info(n); ok {
 			out = append(out, ci)
 		}
@@ -250,8 +253,17 @@ func (b controlBackend) Cassette(name string) (*control.CassetteDetail, bool) {
 }
 
 func (b controlBackend) ReloadCassettes() control.ReloadResult {
-	return control.ReloadResult{OK: false, Source: "built-in cassettes", At: time.Now().UTC(),
-		Error: "reloading is not available in this build"}
+	res := control.ReloadResult{Source: b.s.cfg.Control.CassetteDir, At: time.Now().UTC()}
+	if res.Source == "" {
+		res.Source = "built-in cassettes"
+	}
+	names, err := b.s.ReloadCassettes()
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	res.OK, res.Cassettes = true, names
+	return res
 }
 
 // SaveCassette writes a journaled chat stream, as it was sent (faults
@@ -350,7 +362,7 @@ func (s *Server) chatRule(r *http.Request, user, conv string, header *string, sp
 		return nil
 	}
 	if *header == "" && rule.Cassette != "" {
-		if _, ok := s.scripts[rule.Cassette]; ok {
+		if _, ok := s.cat().scripts[rule.Cassette]; ok {
 			*header = rule.Cassette
 		}
 	}

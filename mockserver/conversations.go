@@ -271,7 +271,7 @@ func (s *Server) suggested(w http.ResponseWriter, r *http.Request, ps httprouter
 		return
 	}
 	data := []string{}
-	if sc, ok := s.scripts[name]; ok && len(sc.Meta.SuggestedQuestions) > 0 {
+	if sc, ok := s.cat().scripts[name]; ok && len(sc.Meta.SuggestedQuestions) > 0 {
 		data = sc.Meta.SuggestedQuestions
 	} else if len(s.app.Parameters.SuggestedQuestions) > 0 {
 		data = s.app.Parameters.SuggestedQuestions

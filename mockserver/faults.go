@@ -54,7 +54,7 @@ func (s *Server) chatFault(r *http.Request, cassetteName string, rule *fault.Spe
 	if rule != nil {
 		return *rule
 	}
-	if spec, ok := s.cassetteFaults[cassetteName]; ok {
+	if spec, ok := s.cat().faults[cassetteName]; ok {
 		return spec
 	}
 	return s.fault

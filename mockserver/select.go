@@ -22,23 +22,23 @@ type turnRef struct {
 // normalised. Ties go to the earliest turn index, then the cassette name in
 // sort order, so a query that opens a conversation beats the same words as a
 // follow-up.
-func (s *Server) indexQueries() {
-	s.exact, s.loose = map[string]turnRef{}, map[string]turnRef{}
+func (c *catalog) indexQueries() {
+	c.exact, c.loose = map[string]turnRef{}, map[string]turnRef{}
 	var refs []turnRef
-	for _, name := range s.names {
-		for i := range s.scripts[name].Turns {
+	for _, name := range c.names {
+		for i := range c.scripts[name].Turns {
 			refs = append(refs, turnRef{name, i})
 		}
 	}
 	sort.SliceStable(refs, func(i, j int) bool { return refs[i].turn < refs[j].turn })
 	for _, ref := range refs {
-		q := s.scripts[ref.cassette].Turns[ref.turn].Query
-		if _, ok := s.exact[q]; !ok {
-			s.exact[q] = ref
+		q := c.scripts[ref.cassette].Turns[ref.turn].Query
+		if _, ok := c.exact[q]; !ok {
+			c.exact[q] = ref
 		}
 		if n := normalizeQuery(q); n != "" {
-			if _, ok := s.loose[n]; !ok {
-				s.loose[n] = ref
+			if _, ok := c.loose[n]; !ok {
+				c.loose[n] = ref
 			}
 		}
 	}
@@ -50,17 +50,17 @@ func normalizeQuery(q string) string {
 }
 
 // matchQuery finds a turn by query (exact, then normalised).
-func (s *Server) matchQuery(q string) (turnRef, bool) {
-	if ref, ok := s.exact[q]; ok {
+func (c *catalog) matchQuery(q string) (turnRef, bool) {
+	if ref, ok := c.exact[q]; ok {
 		return ref, true
 	}
-	ref, ok := s.loose[normalizeQuery(q)]
+	ref, ok := c.loose[normalizeQuery(q)]
 	return ref, ok
 }
 
 // matchInCassette finds a turn of one cassette by query, else its first turn.
-func (s *Server) matchInCassette(name, q string) turnRef {
-	turns := s.scripts[name].Turns
+func (c *catalog) matchInCassette(name, q string) turnRef {
+	turns := c.scripts[name].Turns
 	for i, t := range turns {
 		if t.Query == q {
 			return turnRef{name, i}
@@ -76,7 +76,7 @@ func (s *Server) matchInCassette(name, q string) turnRef {
 }
 
 // headerCassette returns the cassette the request names, if any.
-func (s *Server) headerCassette(r *http.Request) (string, *apiError) {
+func (c *catalog) headerCassette(r *http.Request) (string, *apiError) {
 	name := strings.TrimSpace(r.Header.Get(HeaderCassette))
 	if name == "" {
 		return "", nil
@@ -85,8 +85,8 @@ func (s *Server) headerCassette(r *http.Request) (string, *apiError) {
 	if err := cassette.ValidName(name); err != nil {
 		return "", invalidParam(fmt.Sprintf("%s: %v", HeaderCassette, err))
 	}
-	if _, ok := s.scripts[name]; !ok {
-		return "", invalidParam(fmt.Sprintf("%s: no cassette named %q is loaded (loaded: %s)", HeaderCassette, name, strings.Join(s.names, ", ")))
+	if _, ok := c.scripts[name]; !ok {
+		return "", invalidParam(fmt.Sprintf("%s: no cassette named %q is loaded (loaded: %s)", HeaderCassette, name, strings.Join(c.names, ", ")))
 	}
 	return name, nil
 }
@@ -102,26 +102,26 @@ func (s *Server) headerCassette(r *http.Request) (string, *apiError) {
 //  5. the default cassette's first turn.
 //
 // convCassette/next describe the conversation ("" for a new one).
-func (s *Server) selectTurn(header, query, convCassette string, next int) turnRef {
-	if header != "" {
-		if header == convCassette && next < len(s.scripts[header].Turns) {
+func (c *catalog) selectTurn(header, query, convCassette string, next int) turnRef {
+	if _, ok := c.scripts[header]; header != "" && ok {
+		if header == convCassette && next < len(c.scripts[header].Turns) {
 			return turnRef{header, next}
 		}
-		return s.matchInCassette(header, query)
+		return c.matchInCassette(header, query)
 	}
 	if convCassette != "" {
-		if sc, ok := s.scripts[convCassette]; ok && next < len(sc.Turns) {
+		if sc, ok := c.scripts[convCassette]; ok && next < len(sc.Turns) {
 			return turnRef{convCassette, next}
 		}
 	}
-	if ref, ok := s.matchQuery(query); ok {
+	if ref, ok := c.matchQuery(query); ok {
 		return ref
 	}
-	return turnRef{s.def, 0}
+	return turnRef{c.def, 0}
 }
 
-func (s *Server) turn(ref turnRef) *replay.CompiledTurn {
-	return s.scripts[ref.cassette].Turns[ref.turn]
+func (c *catalog) turn(ref turnRef) *replay.CompiledTurn {
+	return c.scripts[ref.cassette].Turns[ref.turn]
 }
 
 // requestSpeed is X-Dify-Mock-Speed or the configured speed.

@@ -11,8 +11,8 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -82,25 +82,22 @@ type Config struct {
 
 // Server is the mock. It is an http.Handler.
 type Server struct {
-	cfg      Config
-	log      *slog.Logger
-	set      *cassette.Set
-	app      *cassette.App
-	mode     string
-	info     []byte // /info body (mode patched when Config.Mode overrides it)
-	form     []formField
-	scripts  map[string]*replay.Script
-	names    []string
-	def      string
-	exact    map[string]turnRef
-	loose    map[string]turnRef
-	store    *store.Store
-	tenantID string
-	appID    string
-	handler  http.Handler
-	// fault is Config.Fault; cassetteFaults the cassettes' dify_mock.fault.
-	fault          fault.Spec
-	cassetteFaults map[string]fault.Spec
+	cfg  Config
+	log  *slog.Logger
+	app  *cassette.App
+	mode string
+	info []byte // /info body (mode patched when Config.Mode overrides it)
+	form []formField
+	// catalog is the loaded chat cassettes (catalog.go); a reload swaps it.
+	catalog       atomic.Pointer[catalog]
+	reloadMu      sync.Mutex
+	lastReloadErr atomic.Value // string: the last failed watch reload
+	store         *store.Store
+	tenantID      string
+	appID         string
+	handler       http.Handler
+	// fault is Config.Fault.
+	fault fault.Spec
 	// ownerAccountID is the workspace owner, author of annotations (docs/api §27.1).
 	ownerAccountID string
 
@@ -178,10 +175,10 @@ func New(cfg Config) (*Server, error) {
 		app = builtin.App
 	}
 	s := &Server{
-		cfg: cfg, log: log, set: set, app: app,
-		scripts: map[string]*replay.Script{}, closing: make(chan struct{}), tasks: map[string]*task{},
+		cfg: cfg, log: log, app: app,
+		closing: make(chan struct{}), tasks: map[string]*task{},
 		tenantID: replay.NewUUID(), appID: replay.NewUUID(), ownerAccountID: replay.NewUUID(),
-		fault: serverFault, cassetteFaults: map[string]fault.Spec{},
+		fault: serverFault,
 	}
 	s.store = store.New(cfg.Now, replay.NewUUID)
 	if cfg.MaxStateBytes == 0 {
@@ -202,31 +199,11 @@ func New(cfg Config) (*Server, error) {
 	if s.form, err = parseForm(app.Responses["/parameters"].Body); err != nil {
 		return nil, fmt.Errorf("%s: /parameters user_input_form: %w", app.Path, err)
 	}
-	for _, name := range set.Names {
-		c, _ := set.Get(name)
-		sc, err := replay.Compile(c)
-		if err != nil {
-			return nil, err
-		}
-		s.scripts[name] = sc
-		if c.Meta.Fault != "" {
-			spec, err := fault.Parse(c.Meta.Fault)
-			if err != nil {
-				return nil, fmt.Errorf("%s: dify_mock.fault: %v. Known faults: %s", c.Path, err, fault.Names())
-			}
-			s.cassetteFaults[name] = spec
-		}
+	cat, err := newCatalog(set, cfg.DefaultCassette)
+	if err != nil {
+		return nil, err
 	}
-	s.names = append([]string(nil), set.Names...)
-	sort.Strings(s.names)
-	s.def = set.Default
-	if cfg.DefaultCassette != "" {
-		if _, ok := s.scripts[cfg.DefaultCassette]; !ok {
-			return nil, fmt.Errorf("default cassette %q is not loaded (loaded: %v)", cfg.DefaultCassette, s.names)
-		}
-		s.def = cfg.DefaultCassette
-	}
-	s.indexQueries()
+	s.catalog.Store(cat)
 	s.setupControl()
 	s.handler = s.withControl(s.routes())
 	return s, nil
@@ -254,13 +231,13 @@ func (s *Server) Mode() string { return s.mode }
 func (s *Server) App() *cassette.App { return s.app }
 
 // CassetteNames lists the loaded chat cassettes, sorted.
-func (s *Server) CassetteNames() []string { return append([]string(nil), s.names...) }
+func (s *Server) CassetteNames() []string { return append([]string(nil), s.cat().names...) }
 
 // Cassette returns a loaded chat cassette.
-func (s *Server) Cassette(name string) (*cassette.Cassette, bool) { return s.set.Get(name) }
+func (s *Server) Cassette(name string) (*cassette.Cassette, bool) { return s.cat().set.Get(name) }
 
 // DefaultCassette is the cassette served when nothing else matches.
-func (s *Server) DefaultCassette() string { return s.def }
+func (s *Server) DefaultCassette() string { return s.cat().def }
 
 // ServeHTTP serves the API under /v1.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"mime/multipart"
 	"net"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/difyops/terraform-provider-dify/cassettes"
 	"github.com/difyops/terraform-provider-dify/mockserver"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 	"github.com/difyops/terraform-provider-dify/mockserver/control"
@@ -724,5 +726,112 @@ func TestControlNeedsATokenOffLoopback(t *testing.T) {
 		} else if rec.Code != 200 {
 			t.Fatalf("with the token: %d %s", rec.Code, rec.Body)
 		}
+	}
+}
+
+// copyBuiltins writes the built-in cassettes into a fresh folder.
+func copyBuiltins(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	entries, err := fs.ReadDir(cassettes.FS(), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".yaml") {
+			continue
+		}
+		data, err := fs.ReadFile(cassettes.FS(), e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestCassettesReloadKeepsTheSetOnErrors(t *testing.T) {
+	dir := copyBuiltins(t)
+	set, err := cassette.LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, mockserver.Config{Speed: 0, Cassettes: set, Control: mockserver.ControlConfig{CassetteDir: dir}})
+	n := len(set.Names)
+
+	// A broken file: 422 with the reason, and the loaded set still serves.
+	if err := os.WriteFile(filepath.Join(dir, "broken.yaml"), []byte("version: [unclosed"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var res control.ReloadResult
+	e.api(http.MethodPost, "/__mock/api/cassettes/reload", "", http.StatusUnprocessableEntity, &res)
+	if res.OK || !strings.Contains(res.Error, "broken.yaml") {
+		t.Fatalf("reload of a broken folder: %+v", res)
+	}
+	if st, _, _ := e.chat("alice", "Hello", ""); st != 200 {
+		t.Fatalf("chat after a failed reload: %d", st)
+	}
+
+	// Fixed: a new cassette (a copy of plain-answer under another name,
+	// not marked default) is served after the reload.
+	data, err := os.ReadFile(filepath.Join(dir, "plain-answer.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = bytes.Replace(data, []byte("default: true"), []byte("default: false"), 1)
+	if err := os.WriteFile(filepath.Join(dir, "broken.yaml"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.api(http.MethodPost, "/__mock/api/cassettes/reload", "", http.StatusOK, &res)
+	if !res.OK || len(res.Cassettes) != n+1 {
+		t.Fatalf("reload: %+v", res)
+	}
+	if _, h, _ := e.chat("alice", "Hello", "", mockserver.HeaderCassette, "broken"); h.Get(mockserver.HeaderCassette) != "broken" {
+		t.Fatalf("the reloaded cassette is not served: %q", h.Get(mockserver.HeaderCassette))
+	}
+
+	// The built-in set cannot be reloaded.
+	e2 := newEnv(t, mockserver.Config{Speed: 0})
+	e2.api(http.MethodPost, "/__mock/api/cassettes/reload", "", http.StatusUnprocessableEntity, &res)
+	if res.OK || !strings.Contains(res.Error, "--cassettes") {
+		t.Fatalf("built-in reload: %+v", res)
+	}
+}
+
+func TestWatchCassettesReloadsOnChange(t *testing.T) {
+	dir := copyBuiltins(t)
+	set, err := cassette.LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, mockserver.Config{Speed: 0, Cassettes: set, Control: mockserver.ControlConfig{CassetteDir: dir}})
+	events, cancel := e.srv.Journal().Subscribe()
+	defer cancel()
+	e.srv.WatchCassettes(20 * time.Millisecond)
+	t.Cleanup(func() { _ = e.srv.Shutdown(context.Background()) })
+	data, err := os.ReadFile(filepath.Join(dir, "plain-answer.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = bytes.Replace(data, []byte("default: true"), []byte("default: false"), 1)
+	if err := os.WriteFile(filepath.Join(dir, "watched.yaml"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case ev := <-events:
+			if ev.Type != control.EventCassettes {
+				continue
+			}
+		case <-timeout:
+			t.Fatalf("no reload: %v", e.srv.CassetteNames())
+		}
+		break
+	}
+	if names := e.srv.CassetteNames(); len(names) != len(set.Names)+1 {
+		t.Fatalf("after the reload event: %v", names)
 	}
 }

@@ -181,6 +181,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
+	if o.watchCassettes {
+		srv.WatchCassettes(time.Second) // ends when srv shuts down
+	}
 	select {
 	case err := <-served:
 		fmt.Fprintf(stderr, "dify-mock serve: %v\n", err)

@@ -1,0 +1,161 @@
+package mockserver
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/control"
+	"github.com/difyops/terraform-provider-dify/mockserver/fault"
+	"github.com/difyops/terraform-provider-dify/mockserver/replay"
+)
+
+// catalog is the loaded chat cassettes and everything derived from them.
+// It never changes once built: reloading the cassette folder builds a new
+// one and swaps it in (Server.ReloadCassettes), and a request takes one
+// catalog at its start (Server.cat) and uses it throughout, so a reload
+// never mixes two sets inside one request.
+type catalog struct {
+	set     *cassette.Set
+	scripts map[string]*replay.Script
+	names   []string // sorted
+	def     string   // the default cassette
+	exact   map[string]turnRef
+	loose   map[string]turnRef
+	// faults are the cassettes' dify_mock.fault.
+	faults map[string]fault.Spec
+}
+
+// newCatalog compiles set; defaultName ("" = the set's) must be loaded.
+func newCatalog(set *cassette.Set, defaultName string) (*catalog, error) {
+	c := &catalog{set: set, scripts: map[string]*replay.Script{}, faults: map[string]fault.Spec{}}
+	for _, name := range set.Names {
+		cs, _ := set.Get(name)
+		sc, err := replay.Compile(cs)
+		if err != nil {
+			return nil, err
+		}
+		c.scripts[name] = sc
+		if cs.Meta.Fault != "" {
+			spec, err := fault.Parse(cs.Meta.Fault)
+			if err != nil {
+				return nil, fmt.Errorf("%s: dify_mock.fault: %v. Known faults: %s", cs.Path, err, fault.Names())
+			}
+			c.faults[name] = spec
+		}
+	}
+	c.names = append([]string(nil), set.Names...)
+	sort.Strings(c.names)
+	c.def = set.Default
+	if defaultName != "" {
+		if _, ok := c.scripts[defaultName]; !ok {
+			return nil, fmt.Errorf("default cassette %q is not loaded (loaded: %v)", defaultName, c.names)
+		}
+		c.def = defaultName
+	}
+	c.indexQueries()
+	return c, nil
+}
+
+// cat is the current catalog.
+func (s *Server) cat() *catalog { return s.catalog.Load() }
+
+// ErrNoCassetteDir is returned by ReloadCassettes for a server that serves
+// a set it did not load from a folder (the built-in cassettes).
+var ErrNoCassetteDir = errors.New("this dify-mock serves the built-in cassettes; start it with --cassettes DIR to reload a folder")
+
+// ReloadCassettes loads the cassette folder (ControlConfig.CassetteDir)
+// again and swaps the new set in. On any error (a file that does not
+// parse, two defaults, a bad fault spec) the loaded set stays as it was
+// and the error says what is wrong. Conversations that were replaying a
+// cassette that is gone continue with the normal selection. The app
+// description is not reloaded.
+func (s *Server) ReloadCassettes() ([]string, error) {
+	dir := s.cfg.Control.CassetteDir
+	if dir == "" {
+		return nil, ErrNoCassetteDir
+	}
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	set, err := cassette.LoadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(set.Names) == 0 {
+		return nil, fmt.Errorf("%s has no chat cassettes", dir)
+	}
+	def := s.cfg.DefaultCassette
+	if _, ok := set.Get(def); !ok {
+		def = "" // the configured default is gone: the folder's own
+	}
+	c, err := newCatalog(set, def)
+	if err != nil {
+		return nil, err
+	}
+	s.catalog.Store(c)
+	s.log.Info("cassettes reloaded", "dir", dir, "cassettes", len(c.names))
+	if s.journal != nil {
+		s.journal.Publish(control.EventCassettes, nil)
+	}
+	return append([]string(nil), c.names...), nil
+}
+
+// WatchCassettes starts reloading the cassette folder whenever its *.yaml
+// files change (checked every interval) until the server shuts down. A
+// reload that fails is logged and the loaded set is kept. Changes made
+// after WatchCassettes returns are seen.
+func (s *Server) WatchCassettes(interval time.Duration) {
+	dir := s.cfg.Control.CassetteDir
+	if dir == "" {
+		return
+	}
+	go s.watch(dir, folderSignature(dir), interval)
+}
+
+func (s *Server) watch(dir, last string, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.closing:
+			return
+		case <-t.C:
+		}
+		sig := folderSignature(dir)
+		if sig == last {
+			continue
+		}
+		last = sig
+		if _, err := s.ReloadCassettes(); err != nil {
+			s.log.Error("cassettes changed but were not reloaded (the loaded set is kept)", "dir", dir, "error", err)
+			s.lastReloadErr.Store(err.Error())
+		} else {
+			s.lastReloadErr.Store("")
+		}
+	}
+}
+
+// folderSignature summarises the names, sizes and times of dir's *.yaml
+// files; any change to them changes it.
+func folderSignature(dir string) string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	var b strings.Builder
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".yaml") {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		fmt.Fprintf(&b, "%s %d %d\n", e.Name(), info.Size(), info.ModTime().UnixNano())
+	}
+	return b.String()
+}

@@ -385,10 +385,11 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, req *chatRequ
 func (s *Server) playChat(w http.ResponseWriter, r *http.Request, cs *chatStream) {
 	defer s.endStream(cs.taskID)
 	var sink replaySink = &flushSink{w: w, rc: http.NewResponseController(w)}
-	if cs.rec != nil {
-		sink = &journalSink{replaySink: sink, rec: cs.rec, turn: scriptTurn{cs.turn}, speed: cs.speed, start: time.Now()}
-	}
 	opts := replay.Options{Speed: cs.speed, RunTimeout: s.cfg.RunTimeout, MaxModelRequests: s.cfg.MaxModelRequests, Fault: cs.spec.Stream}
+	if cs.rec != nil {
+		js := &journalSink{replaySink: sink, rec: cs.rec, speed: cs.speed, start: time.Now()}
+		sink, opts.Observe = js, js.observe
+	}
 	rep := cs.bound.Play(r.Context(), sink, opts, replay.Signals{Stop: cs.tk.stop, Shutdown: s.closing}, func(rep *replay.Report) {
 		// On a fresh stack for the same reason as flushSink's header write.
 		onFreshStack(func() {

@@ -123,15 +123,16 @@ func (s *Server) routeFault(r *http.Request, ps httprouter.Params) fault.Spec {
 	return spec
 }
 
-// journalSink records each frame a replay writes (one Write per frame) in
-// the request's journal entry, with its planned and actual send time.
+// journalSink keeps a copy of each frame a replay writes (one Write per
+// frame) until the replay's Observe hook reports it; observe then records
+// the frame in the request's journal entry with its planned and actual
+// send time.
 type journalSink struct {
 	replaySink
-	rec   *journal.Record
-	turn  turnFrames
-	speed float64
-	start time.Time
-	next  int // the recorded frame expected next
+	rec     *journal.Record
+	speed   float64
+	start   time.Time
+	pending []byte // the last frame written, reused between frames
 }
 
 // replaySink is what replay.Play writes to.
@@ -140,35 +141,21 @@ type replaySink interface {
 	Flush() error
 }
 
-// turnFrames gives the recorded offset and event of frame i.
-type turnFrames interface {
-	frameCount() int
-	frameAt(i int) (time.Duration, string)
-}
-
 func (j *journalSink) Write(p []byte) (int, error) {
 	n, err := j.replaySink.Write(p)
-	if err == nil {
-		j.record(p)
-	}
+	// A copy: the replay hands its buffer back to a pool before Observe.
+	j.pending = append(j.pending[:0], p[:n]...)
 	return n, err
 }
 
-func (j *journalSink) record(p []byte) {
-	actual := time.Since(j.start)
-	ev := journal.EventName(p)
-	idx, planned := -1, actual
-	if j.next < j.turn.frameCount() {
-		if off, want := j.turn.frameAt(j.next); want == ev {
-			idx = j.next
-			planned = 0
-			if j.speed > 0 {
-				planned = time.Duration(float64(off) / j.speed)
-			}
-			j.next++
-		}
+// observe is replay.Options.Observe.
+func (j *journalSink) observe(f replay.SentFrame) {
+	planned := time.Duration(0)
+	if j.speed > 0 {
+		planned = time.Duration(float64(f.Offset) / j.speed)
 	}
-	j.rec.Frame(idx, ev, planned, actual, p)
+	j.rec.Frame(f.Index, f.Event, planned, f.At.Sub(j.start), j.pending)
+	j.pending = j.pending[:0]
 }
 
 // controlBackend gives the control API what it needs from the server.
@@ -374,13 +361,4 @@ func (s *Server) chatRule(r *http.Request, user, conv string, header *string, sp
 		a.fault = &spec
 	}
 	return a
-}
-
-// scriptTurn adapts a compiled turn to turnFrames.
-type scriptTurn struct{ t *replay.CompiledTurn }
-
-func (st scriptTurn) frameCount() int { return len(st.t.Frames) }
-func (st scriptTurn) frameAt(i int) (time.Duration, string) {
-	f := st.t.Frames[i]
-	return f.Offset, f.Event
 }

@@ -347,6 +347,8 @@ func (s *Server) routes() http.Handler {
 	r.POST("/v1/apps/annotation-reply/:action", a(s.annotationReplyAction))
 	r.GET("/v1/apps/annotation-reply/:action/status/:job_id", a(s.annotationReplyStatus))
 	r.GET("/v1/files/:file_id/preview", a(s.previewFile))
+	r.GET("/v1/conversations/:conversation_id/variables", a(s.listConversationVariables))
+	r.PUT("/v1/conversations/:conversation_id/variables/:variable_id", a(s.updateConversationVariable))
 
 	return s.recoverer(s.logRequests(s.cors(r)))
 }

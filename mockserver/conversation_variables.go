@@ -1,0 +1,140 @@
+package mockserver
+
+import (
+	"net/http"
+	"strings"
+	"unicode"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/difyops/terraform-provider-dify/dify"
+)
+
+// Conversation variables (docs/api §31), after Dify's conversation.py
+// ConversationVariablesApi.get and ConversationVariableDetailApi.put with
+// ConversationService.get_conversational_variable and
+// update_conversation_variable. Only chat, agent-chat and advanced-chat
+// apps may call them: an `agent` app gets 400 not_chat_app, checked right
+// after authentication as the released controller does. Dify creates
+// conversation variables only for workflow (Chatflow) apps, so an
+// agent-chat conversation has none: the list is empty and every update
+// finds no variable.
+
+var errNotChatApp = newError(http.StatusBadRequest, "not_chat_app", "Please check if your app mode matches the right API route.")
+
+// listConversationVariables is GET /conversations/:id/variables.
+func (s *Server) listConversationVariables(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	id, ok := pathUUID(w, ps, "conversation_id")
+	if !ok {
+		return
+	}
+	if s.mode != dify.ModeAgentChat {
+		writeError(w, errNotChatApp)
+		return
+	}
+	// ConversationVariablesQuery: last_id (UUID or empty), limit 1–100,
+	// variable_name (1–255 safe characters).
+	q := queryDict(r)
+	var errs []pyErr
+	lastID := ""
+	if v, ok := q.vals["last_id"].(string); ok && v != "" {
+		u, pe := pydanticUUID("last_id", v)
+		if pe != nil {
+			errs = append(errs, *pe)
+		}
+		lastID = u
+	}
+	limit := 20
+	if v, ok := q.vals["limit"].(string); ok {
+		n, pe := pyIntQuery("limit", v, 1, 100)
+		if pe != nil {
+			errs = append(errs, *pe)
+		}
+		limit = n
+	}
+	if v, ok := q.vals["variable_name"].(string); ok {
+		if pe := variableNameError(v); pe != nil {
+			errs = append(errs, *pe)
+		}
+	}
+	if len(errs) > 0 {
+		writeError(w, pydanticError("ConversationVariablesQuery", errs...))
+		return
+	}
+	if _, err := s.store.Conversation(id, s.queryUser(r).ID); err != nil {
+		writeError(w, errConvNotFound)
+		return
+	}
+	if lastID != "" {
+		// ConversationVariableNotExistsError, which this handler does not
+		// catch: a bare ValueError subclass → 400 invalid_param, no message.
+		writeError(w, invalidParam(""))
+		return
+	}
+	writeJSON(w, http.StatusOK, dify.ConversationVariablePage{Limit: limit, HasMore: false, Data: []dify.ConversationVariable{}})
+}
+
+// variableNameError is ConversationVariablesQuery's variable_name checks:
+// length 1–255, then validate_variable_name.
+func variableNameError(v string) *pyErr {
+	n := len([]rune(v))
+	switch {
+	case n < 1:
+		return &pyErr{loc: "variable_name", msg: "String should have at least 1 character", typ: "string_too_short", input: v}
+	case n > 255:
+		return &pyErr{loc: "variable_name", msg: "String should have at most 255 characters", typ: "string_too_long", input: v}
+	}
+	stripped := strings.NewReplacer("-", "", "_", "", ".", "").Replace(v)
+	alnum := stripped != ""
+	for _, r := range stripped {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			alnum = false
+		}
+	}
+	if !alnum {
+		return &pyErr{loc: "variable_name", msg: "Value error, Variable name can only contain letters, numbers, hyphens (-), underscores (_), and periods (.)", typ: "value_error", input: v}
+	}
+	lower := strings.ToLower(v)
+	for _, p := range []string{"'", `"`, ";", "--", "/*", "*/", "xp_", "sp_"} {
+		if strings.Contains(lower, p) {
+			return &pyErr{loc: "variable_name", msg: "Value error, Variable name contains invalid characters: " + p, typ: "value_error", input: v}
+		}
+	}
+	return nil
+}
+
+// updateConversationVariable is PUT /conversations/:id/variables/:variable_id.
+func (s *Server) updateConversationVariable(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	id, ok := pathUUID(w, ps, "conversation_id")
+	if !ok {
+		return
+	}
+	if _, ok := pathUUID(w, ps, "variable_id"); !ok {
+		return
+	}
+	body, raw, e := readJSONRaw(w, r) // validate_app_token reads `user` from the JSON body first
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	user, e := body.user(false)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	if s.mode != dify.ModeAgentChat {
+		writeError(w, errNotChatApp)
+		return
+	}
+	// ConversationVariableUpdatePayload: value: Any, required (null is a value).
+	if _, present := body["value"]; !present {
+		writeError(w, pydanticError("ConversationVariableUpdatePayload",
+			pyErr{loc: "value", msg: "Field required", typ: "missing", input: orderedBody(raw)}))
+		return
+	}
+	if _, err := s.store.Conversation(id, s.store.EndUser(user).ID); err != nil {
+		writeError(w, errConvNotFound)
+		return
+	}
+	writeError(w, newError(http.StatusNotFound, "not_found", "Conversation Variable Not Exists."))
+}

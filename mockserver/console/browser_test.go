@@ -178,9 +178,26 @@ func TestBrowserConsole(t *testing.T) {
 	waitText(ctx, "#req-list li.req:first-child", "429")
 	waitText(ctx, "#req-list li.req:first-child", "fault status:429")
 
+	// Stop mid-stream: a rule that resets the connection after 3 frames.
+	do(ctx, "add reset rule",
+		chromedp.Click(css("#tab-rules")),
+		chromedp.WaitVisible(css("#rule-form")),
+		chromedp.SetValue(css("#rule-fault"), "reset-after:3"),
+		chromedp.SetValue(css("#rule-times"), "1"),
+		chromedp.Click(css("#rule-add")))
+	waitText(ctx, "#rule-msg", "Added rule-2")
+	do(appCtx, "send a third time", chromedp.Click(css("#send")))
+	waitText(appCtx, "#status", "failed")
+	if got := strings.Count(text(appCtx, "#out"), "\n\n"); got != 3 {
+		t.Fatalf("the app received %d frames before the reset, want 3", got)
+	}
+	do(ctx, "requests again", chromedp.Click(css("#tab-requests")))
+	waitText(ctx, "#req-list li.req:first-child", "fault reset-after:3")
+	waitText(ctx, "#req-list li.req:first-child", "3 frames")
+
 	// State: the chat's end user is listed; reset empties the state.
 	do(ctx, "state tab", chromedp.Click(css("#tab-state")))
-	waitText(ctx, "#state-totals", "1 end users · 1 conversations · 1 messages")
+	waitText(ctx, "#state-totals", "1 end users · 2 conversations · 2 messages")
 	do(ctx, "show user", chromedp.Click(css("#users-table tbody button.link")))
 	waitText(ctx, "#user-detail", "End user browser-user")
 	shot(ctx, "console-state")

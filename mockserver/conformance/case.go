@@ -61,6 +61,10 @@ const (
 	// FixtureEndUser is the run user's end-user id ({end_user_id}), taken
 	// from the upload's created_by.
 	FixtureEndUser Fixture = "end_user"
+	// FixtureAnnotation is an annotation the run creates through
+	// POST /apps/annotations ({annotation_id}); Cleanup deletes it. It
+	// never switches annotation reply on, so no chat is answered by it.
+	FixtureAnnotation Fixture = "annotation"
 )
 
 // ChatCost reports whether a fixture sends a chat turn (which costs model
@@ -77,6 +81,7 @@ const (
 	PhMessageID      = "{message_id}"      // FixtureMessage
 	PhUploadFileID   = "{upload_file_id}"  // FixtureUpload
 	PhEndUserID      = "{end_user_id}"     // FixtureEndUser
+	PhAnnotationID   = "{annotation_id}"   // FixtureAnnotation
 	PhUnknownUUID    = "{unknown_uuid}"    // a random UUID no server knows
 	PhKey            = "{key}"             // the app key (headers only; never echoed into reports)
 )

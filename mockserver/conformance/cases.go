@@ -488,6 +488,9 @@ func Cases() []Case {
 				Message: PydanticError("FeedbackListQuery", "limit", "Input should be less than or equal to 101", "less_than_equal", "'102'", "str")}},
 	)
 
+	// --- Annotations, annotation reply, file preview (cases_appdata.go). ---
+	add(appDataCases()...)
+
 	// --- Destructive cases last: they delete the fixture conversation. ---
 	add(
 		Case{Name: "valid/delete-conversation-204", Route: "DELETE /conversations/{id}", Class: ClassValid, Source: srcDelete,

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -166,6 +168,30 @@ func TestRunIsSafeAndCleansUp(t *testing.T) {
 	var page struct{ Data []json.RawMessage }
 	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil || len(page.Data) != 0 {
 		t.Errorf("conversations left behind: %v %d", err, len(page.Data))
+	}
+	// The annotation fixture was made (cases need it) and is gone again.
+	req, _ = http.NewRequest(http.MethodGet, ts.URL+"/v1/apps/annotations?keyword="+url.QueryEscape(conformance.FixtureAnnotationQuestion), nil)
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	resp, err = c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var annotations struct {
+		Data  []json.RawMessage
+		Total int
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&annotations); err != nil || len(annotations.Data) != 0 || annotations.Total != 0 {
+		t.Errorf("annotations left behind: %v %d", err, len(annotations.Data))
+	}
+	made := false
+	for i, c := range cases {
+		if slices.Contains(c.Needs, conformance.FixtureAnnotation) && obs[i].Skipped == "" && obs[i].Status == http.StatusOK {
+			made = true
+		}
+	}
+	if !made {
+		t.Error("no case used the annotation fixture")
 	}
 }
 

@@ -438,6 +438,9 @@ func (r *Runner) fixture(ctx context.Context, f Fixture) error {
 	case FixtureUpload, FixtureEndUser:
 		err = r.uploadFixture(ctx)
 		r.fixtureErr[FixtureUpload], r.fixtureErr[FixtureEndUser] = err, err
+	case FixtureAnnotation:
+		err = r.annotationFixture(ctx)
+		r.fixtureErr[f] = err
 	default:
 		err = fmt.Errorf("unknown fixture %q", f)
 		r.fixtureErr[f] = err
@@ -546,8 +549,61 @@ func (r *Runner) uploadFixture(ctx context.Context) error {
 	return nil
 }
 
+// FixtureAnnotationQuestion is the question of the annotation fixture
+// (unlikely to match any real user's query should reply be switched on).
+const FixtureAnnotationQuestion = "dify-mock conformance fixture annotation"
+
+func (r *Runner) annotationFixture(ctx context.Context) error {
+	body, _ := json.Marshal(map[string]string{"question": FixtureAnnotationQuestion, "answer": "conformance"})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.base+"/apps/annotations", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+r.Target.Key)
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return scrubErr(err, r.Target.Key)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("create annotation: status %d: %s", resp.StatusCode, excerpt(data, 300))
+	}
+	var a struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(data, &a); err != nil || a.ID == "" {
+		return fmt.Errorf("create annotation: unreadable answer: %s", excerpt(data, 300))
+	}
+	r.values[PhAnnotationID] = a.ID
+	r.logf("fixture: annotation %s", a.ID)
+	return nil
+}
+
+// deleteAnnotation removes the annotation fixture; 404 means a case or
+// someone else already deleted it.
+func (r *Runner) deleteAnnotation(ctx context.Context, id string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, r.base+"/apps/annotations/"+url.PathEscape(id), nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+r.Target.Key)
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return scrubErr(err, r.Target.Key)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 && resp.StatusCode != http.StatusNotFound {
+		return fmt.Errorf("delete annotation %s: status %d", id, resp.StatusCode)
+	}
+	r.logf("cleanup: deleted annotation %s", id)
+	return nil
+}
+
 // Cleanup deletes the conversations the run created (the fixture's and any
-// a chat case started). It uses its own 30-second context, so it also works
+// a chat case started) and the annotation fixture. It uses its own 30-second context, so it also works
 // after the run's context was cancelled (Ctrl-C). Safe to call twice.
 func (r *Runner) Cleanup() []error {
 	if r.client == nil {
@@ -560,6 +616,13 @@ func (r *Runner) Cleanup() []error {
 		ids = append(ids, c)
 	}
 	var errs []error
+	if id := r.values[PhAnnotationID]; id != "" {
+		if err := r.deleteAnnotation(ctx, id); err != nil {
+			errs = append(errs, err)
+		} else {
+			delete(r.values, PhAnnotationID)
+		}
+	}
 	for _, id := range ids {
 		if r.deletedConvs[id] {
 			continue

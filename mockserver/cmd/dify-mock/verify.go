@@ -134,7 +134,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if p.ChatRoutes > 0 {
 			fmt.Fprintf(stderr, "  %d more chat request(s) carry bad input Dify refuses before any model runs; one it accepts counts, and once\n  the cap is spent no chat request is sent.\n", p.ChatRoutes)
 		}
-		fmt.Fprintf(stderr, "  It uploads small text files (the Service API cannot delete them) and deletes the conversations it creates.\n")
+		fmt.Fprintf(stderr, "  It uploads small text files (the Service API cannot delete them), creates one annotation and deletes it, and deletes the conversations it creates.\n")
 		if *yes {
 			return true
 		}

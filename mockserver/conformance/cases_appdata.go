@@ -1,0 +1,136 @@
+package conformance
+
+// Cases for the app-data routes that have no app-mode gate (docs/api
+// §27–§28, §30): annotations, annotation-reply jobs and file preview.
+// They run as the workspace owner and take no `user`.
+//
+// Where the released controllers (SourceVersion) and the newest tree
+// differ, the expectation follows the released one, as the mock does, and
+// the case's Note says what the newest tree answers instead: its
+// @model_validate decorator answers 422 `unprocessable_entity` for a bad
+// body or query, list paging is validated (ge=1) instead of clamped, and an
+// unknown annotation-reply job is 404 `not_found`.
+
+const (
+	srcAnnotationList   = "api/controllers/service_api/app/annotation.py AnnotationListApi.get; api/services/annotation_service.py AppAnnotationService.get_annotation_list_by_app_id"
+	srcAnnotationCreate = "api/controllers/service_api/app/annotation.py AnnotationListApi.post, AnnotationCreatePayload; AppAnnotationService.insert_app_annotation_directly"
+	srcAnnotationUpdate = "api/controllers/service_api/app/annotation.py AnnotationUpdateDeleteApi.put, AnnotationCreatePayload; AppAnnotationService.update_app_annotation_directly"
+	srcAnnotationDelete = "api/controllers/service_api/app/annotation.py AnnotationUpdateDeleteApi.delete; AppAnnotationService.delete_app_annotation"
+	srcReplyAction      = "api/controllers/service_api/app/annotation.py AnnotationReplyActionApi.post, AnnotationReplyActionPayload"
+	srcReplyStatus      = "api/controllers/service_api/app/annotation.py AnnotationReplyActionStatusApi.get"
+	srcFilePreview      = "api/controllers/service_api/app/file_preview.py FilePreviewApi.get, FilePreviewApi._validate_file_ownership"
+
+	noteNewest422 = "The newest tree's @model_validate decorator answers 422 unprocessable_entity instead; released servers 400 invalid_param."
+)
+
+var annotationFields = map[string]string{
+	"$.id": "string", "$.question": "string", "$.answer": "string", "$.hit_count": "number", "$.created_at": "number",
+}
+
+func appDataCases() []Case {
+	return []Case{
+		// --- GET /apps/annotations ---
+		{Name: "valid/annotations-list", Route: "GET /apps/annotations", Class: ClassValid, Source: srcAnnotationList,
+			Request: Request{Method: "GET", Path: "/apps/annotations?page=1&limit=5"},
+			Expect: Expect{Status: 200, ContentType: "application/json", Fields: map[string]string{
+				"$.data": "array", "$.has_more": "boolean", "$.limit": "number", "$.total": "number", "$.page": "number"}}},
+		{Name: "state/annotations-list-keyword-finds-fixture", Route: "GET /apps/annotations", Class: ClassState, Source: srcAnnotationList + " (keyword: ilike on question or answer)",
+			Request: Request{Method: "GET", Path: "/apps/annotations?keyword=CONFORMANCE%20FIXTURE%20ANNOTATION&limit=100"},
+			Needs:   []Fixture{FixtureAnnotation},
+			Expect: Expect{Status: 200, Fields: map[string]string{
+				"$.data[].id": "string", "$.data[].question": "string", "$.data[].hit_count": "number"}}},
+		{Name: "extra/annotations-list-user-ignored", Route: "GET /apps/annotations", Class: ClassExtra, Source: srcAnnotationList + " (no FetchUserArg: runs as the workspace owner)",
+			Request: Request{Method: "GET", Path: "/apps/annotations?user={user}&unknown=1"},
+			Expect:  Expect{Status: 200, Fields: map[string]string{"$.data": "array"}}},
+		{Name: "method/annotations-delete-collection-405", Route: "DELETE /apps/annotations", Class: ClassMethod, Source: "flask-restx Api (405 on an Api route) + " + srcExternalAPI,
+			Request: Request{Method: "DELETE", Path: "/apps/annotations"},
+			Expect:  Expect{Status: 405, ContentType: "application/json", Code: "method_not_allowed", Message: MsgMethodNotAllowed}},
+
+		// --- POST /apps/annotations (no fixture: invalid bodies create nothing) ---
+		{Name: "missing/annotation-create-answer", Route: "POST /apps/annotations", Class: ClassMissing, Source: srcAnnotationCreate,
+			Request: Request{Method: "POST", Path: "/apps/annotations", Header: jsonCT, Body: `{"question":"q"}`},
+			Expect: Expect{Status: 400, Code: "invalid_param",
+				Message: PydanticError("AnnotationCreatePayload", "answer", "Field required", "missing", "{'question': 'q'}", "dict")},
+			Note: noteNewest422},
+		{Name: "wrong-type/annotation-create-question-number", Route: "POST /apps/annotations", Class: ClassWrongType, Source: srcAnnotationCreate + " (str: no int coercion)",
+			Request: Request{Method: "POST", Path: "/apps/annotations", Header: jsonCT, Body: `{"question":1,"answer":"a"}`},
+			Expect: Expect{Status: 400, Code: "invalid_param",
+				Message: PydanticError("AnnotationCreatePayload", "question", "Input should be a valid string", "string_type", "1", "int")},
+			Note: noteNewest422},
+		{Name: "null/annotation-create-answer", Route: "POST /apps/annotations", Class: ClassNull, Source: srcAnnotationCreate,
+			Request: Request{Method: "POST", Path: "/apps/annotations", Header: jsonCT, Body: `{"question":"q","answer":null}`},
+			Expect: Expect{Status: 400, Code: "invalid_param",
+				Message: PydanticError("AnnotationCreatePayload", "answer", "Input should be a valid string", "string_type", "None", "NoneType")},
+			Note: noteNewest422},
+		{Name: "content-type/annotation-create-none", Route: "POST /apps/annotations", Class: ClassContentType, Source: srcAnnotationCreate + " (request.get_json())",
+			Request: Request{Method: "POST", Path: "/apps/annotations", Body: `{"question":"q","answer":"a"}`},
+			Expect:  Expect{Status: 415, ContentType: "application/json", Code: "unsupported_media_type", Message: MsgNotJSON}},
+
+		// --- PUT /apps/annotations/{id} ---
+		{Name: "valid/annotation-update", Route: "PUT /apps/annotations/{id}", Class: ClassValid, Source: srcAnnotationUpdate,
+			Request: Request{Method: "PUT", Path: "/apps/annotations/{annotation_id}", Header: jsonCT,
+				Body: `{"question":"dify-mock conformance fixture annotation","answer":"updated","user":"{user}"}`},
+			Needs:  []Fixture{FixtureAnnotation},
+			Expect: Expect{Status: 200, ContentType: "application/json", Fields: annotationFields}},
+		{Name: "missing/annotation-update-question", Route: "PUT /apps/annotations/{id}", Class: ClassMissing, Source: srcAnnotationUpdate + " (body validated before the lookup)",
+			Request: Request{Method: "PUT", Path: "/apps/annotations/{unknown_uuid}", Header: jsonCT, Body: `{"answer":"a"}`},
+			Expect: Expect{Status: 400, Code: "invalid_param",
+				Message: PydanticError("AnnotationCreatePayload", "question", "Field required", "missing", "{'answer': 'a'}", "dict")},
+			Note: noteNewest422},
+		{Name: "state/annotation-update-unknown", Route: "PUT /apps/annotations/{id}", Class: ClassState, Source: srcAnnotationUpdate,
+			Request: Request{Method: "PUT", Path: "/apps/annotations/{unknown_uuid}", Header: jsonCT, Body: `{"question":"q","answer":"a"}`},
+			Expect:  Expect{Status: 404, Code: "not_found", Message: "Annotation not found"}},
+		{Name: "uuid/annotation-update-uppercase", Route: "PUT /apps/annotations/{id}", Class: ClassUUID, Source: srcRouting + "; <uuid:annotation_id> converter (case-insensitive hex)",
+			Request: Request{Method: "PUT", Path: "/apps/annotations/ABCDEF00-0000-4000-8000-000000000000", Header: jsonCT, Body: `{"question":"q","answer":"a"}`},
+			Expect:  Expect{Status: 404, Code: "not_found", Message: "Annotation not found"}},
+
+		// --- DELETE /apps/annotations/{id} (the fixture itself is deleted by Cleanup) ---
+		{Name: "state/annotation-delete-unknown", Route: "DELETE /apps/annotations/{id}", Class: ClassState, Source: srcAnnotationDelete,
+			Request: Request{Method: "DELETE", Path: "/apps/annotations/{unknown_uuid}"},
+			Expect:  Expect{Status: 404, Code: "not_found", Message: "Annotation not found"}},
+		{Name: "uuid/annotation-delete-garbage", Route: "DELETE /apps/annotations/{id}", Class: ClassUUID, Source: srcRouting + "; <uuid:annotation_id> converter",
+			Request: Request{Method: "DELETE", Path: "/apps/annotations/not-a-uuid"},
+			Expect:  Expect{Status: 404, ContentType: "text/html"}},
+		{Name: "method/annotation-get-item-405", Route: "GET /apps/annotations/{id}", Class: ClassMethod, Source: "flask-restx Api (405 on an Api route) + " + srcExternalAPI,
+			Request: Request{Method: "GET", Path: "/apps/annotations/{unknown_uuid}"},
+			Expect:  Expect{Status: 405, ContentType: "application/json", Code: "method_not_allowed", Message: MsgMethodNotAllowed}},
+
+		// --- POST /apps/annotation-reply/{action}: only bodies that fail
+		// validation, so a run never switches a real app's reply on or off. ---
+		{Name: "missing/annotation-reply-model-name", Route: "POST /apps/annotation-reply/{action}", Class: ClassMissing, Source: srcReplyAction,
+			Request: Request{Method: "POST", Path: "/apps/annotation-reply/enable", Header: jsonCT,
+				Body: `{"score_threshold":0.9,"embedding_provider_name":"p"}`},
+			Expect: Expect{Status: 400, Code: "invalid_param",
+				Message: PydanticError("AnnotationReplyActionPayload", "embedding_model_name", "Field required", "missing",
+					"{'score_threshold': 0.9, ...ing_provider_name': 'p'}", "dict")}, // pydantic cuts reprs over 50 characters
+			Note: noteNewest422},
+		{Name: "wrong-type/annotation-reply-threshold-text", Route: "POST /apps/annotation-reply/{action}", Class: ClassWrongType, Source: srcReplyAction + " (float, lax mode)",
+			Request: Request{Method: "POST", Path: "/apps/annotation-reply/disable", Header: jsonCT,
+				Body: `{"score_threshold":"high","embedding_provider_name":"p","embedding_model_name":"m"}`},
+			Expect: Expect{Status: 400, Code: "invalid_param",
+				Message: PydanticError("AnnotationReplyActionPayload", "score_threshold", "Input should be a valid number, unable to parse string as a number", "float_parsing", "'high'", "str")},
+			Note: noteNewest422},
+		{Name: "null/annotation-reply-threshold", Route: "POST /apps/annotation-reply/{action}", Class: ClassNull, Source: srcReplyAction,
+			Request: Request{Method: "POST", Path: "/apps/annotation-reply/disable", Header: jsonCT,
+				Body: `{"score_threshold":null,"embedding_provider_name":"p","embedding_model_name":"m"}`},
+			Expect: Expect{Status: 400, Code: "invalid_param",
+				Message: PydanticError("AnnotationReplyActionPayload", "score_threshold", "Input should be a valid number", "float_type", "None", "NoneType")},
+			Note: noteNewest422},
+		{Name: "content-type/annotation-reply-none", Route: "POST /apps/annotation-reply/{action}", Class: ClassContentType, Source: srcReplyAction + " (request.get_json())",
+			Request: Request{Method: "POST", Path: "/apps/annotation-reply/disable",
+				Body: `{"score_threshold":0.9,"embedding_provider_name":"p","embedding_model_name":"m"}`},
+			Expect: Expect{Status: 415, ContentType: "application/json", Code: "unsupported_media_type", Message: MsgNotJSON}},
+
+		// --- GET /apps/annotation-reply/{action}/status/{job_id} ---
+		{Name: "state/annotation-reply-status-unknown-job", Route: "GET /apps/annotation-reply/{action}/status/{job_id}", Class: ClassState, Source: srcReplyStatus + " (ValueError \"The job does not exist.\")",
+			Request: Request{Method: "GET", Path: "/apps/annotation-reply/enable/status/{unknown_uuid}"},
+			Expect:  Expect{Status: 400, Code: "invalid_param", Message: "The job does not exist."},
+			Note:    "The newest tree answers 404 not_found with the same text (AnnotationReplyJobNotFoundError)."},
+		{Name: "uuid/annotation-reply-status-garbage-job", Route: "GET /apps/annotation-reply/{action}/status/{job_id}", Class: ClassUUID, Source: srcRouting + "; <uuid:job_id> converter",
+			Request: Request{Method: "GET", Path: "/apps/annotation-reply/enable/status/not-a-uuid"},
+			Expect:  Expect{Status: 404, ContentType: "text/html"}},
+		{Name: "method/annotation-reply-get-405", Route: "GET /apps/annotation-reply/{action}", Class: ClassMethod, Source: "flask-restx Api (405 on an Api route) + " + srcExternalAPI,
+			Request: Request{Method: "GET", Path: "/apps/annotation-reply/enable"},
+			Expect:  Expect{Status: 405, ContentType: "application/json", Code: "method_not_allowed", Message: MsgMethodNotAllowed}},
+	}
+}

@@ -250,6 +250,67 @@ func (r *conversationResource) ModifyPlan(ctx context.Context, req resource.Modi
 	}
 }
 
+// firstMessage is the chat request that creates the conversation: the
+// plan's query, inputs (none: {}), files (as local_file references of type
+// custom, so Dify takes the type from the upload) and auto_generate_name
+// (default true unless name is set).
+func firstMessage(ctx context.Context, plan *conversationModel, user string, diags *diag.Diagnostics) dify.ChatRequest {
+	chat := dify.ChatRequest{Query: plan.Query.ValueString(), User: user, Inputs: map[string]any{}}
+	if !plan.Inputs.IsNull() {
+		var in map[string]string
+		diags.Append(plan.Inputs.ElementsAs(ctx, &in, false)...)
+		for k, v := range in {
+			chat.Inputs[k] = v
+		}
+	}
+	if !plan.Files.IsNull() {
+		var ids []string
+		diags.Append(plan.Files.ElementsAs(ctx, &ids, false)...)
+		for _, id := range ids {
+			chat.Files = append(chat.Files, dify.InputFile{Type: dify.FileTypeCustom, TransferMethod: dify.TransferLocalFile, UploadFileID: id})
+		}
+	}
+	auto := plan.AutoGenerateName.IsNull() || plan.AutoGenerateName.IsUnknown() || plan.AutoGenerateName.ValueBool()
+	chat.AutoGenerateName = &auto
+	return chat
+}
+
+// settleName gives the new conversation the planned name, or records the
+// name Dify gave it. It returns false when renaming failed (the
+// half-made conversation is deleted and the error is in diags).
+func (r *conversationResource) settleName(ctx context.Context, plan, state *conversationModel, user string, diags *diag.Diagnostics) bool {
+	id := state.ID.ValueString()
+	if !plan.Name.IsNull() && !plan.Name.IsUnknown() {
+		conv, err := r.data.client.RenameConversation(ctx, id, dify.RenameRequest{Name: plan.Name.ValueString(), User: user})
+		if err != nil {
+			cleanup := r.deleteHalfMade(ctx, id, "", user)
+			r.data.redact.addError(diags, "Unable to create conversation", err,
+				fmt.Sprintf("The first message was answered, but naming the conversation %q failed. %s", plan.Name.ValueString(), cleanup))
+			return false
+		}
+		r.data.conversations.Remember(user, *conv)
+		state.Name = types.StringValue(conv.Name)
+		return true
+	}
+	conv, err := r.data.conversations.FindFresh(ctx, user, id)
+	if err == nil && conv == nil {
+		var res lookupResult
+		res, err = r.data.conversations.Lookup(ctx, user, id)
+		conv = res.Conversation
+	}
+	switch {
+	case err != nil:
+		diags.AddWarning("Conversation name not read",
+			r.data.redact.clean(describeError(err, "The conversation was created; its name is recorded as empty and is read again on the next refresh.")))
+		state.Name = types.StringValue("")
+	case conv == nil:
+		state.Name = types.StringValue("")
+	default:
+		state.Name = types.StringValue(conv.Name)
+	}
+	return true
+}
+
 func (r *conversationResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	var plan conversationModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
@@ -265,23 +326,8 @@ func (r *conversationResource) Create(ctx context.Context, req resource.CreateRe
 	defer cancel()
 
 	user := r.data.userOr(plan.User.ValueString())
-	chat := dify.ChatRequest{Query: plan.Query.ValueString(), User: user, Inputs: map[string]any{}}
-	if !plan.Inputs.IsNull() {
-		var in map[string]string
-		resp.Diagnostics.Append(plan.Inputs.ElementsAs(ctx, &in, false)...)
-		for k, v := range in {
-			chat.Inputs[k] = v
-		}
-	}
-	if !plan.Files.IsNull() {
-		var ids []string
-		resp.Diagnostics.Append(plan.Files.ElementsAs(ctx, &ids, false)...)
-		for _, id := range ids {
-			chat.Files = append(chat.Files, dify.InputFile{Type: dify.FileTypeCustom, TransferMethod: dify.TransferLocalFile, UploadFileID: id})
-		}
-	}
-	auto := plan.AutoGenerateName.IsNull() || plan.AutoGenerateName.IsUnknown() || plan.AutoGenerateName.ValueBool()
-	chat.AutoGenerateName = &auto
+	chat := firstMessage(ctx, &plan, user, &resp.Diagnostics)
+	auto := *chat.AutoGenerateName
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -325,33 +371,8 @@ func (r *conversationResource) Create(ctx context.Context, req resource.CreateRe
 	state.Usage, diags = usageValue(turn.Usage)
 	resp.Diagnostics.Append(diags...)
 
-	if !plan.Name.IsNull() && !plan.Name.IsUnknown() {
-		conv, err := r.data.client.RenameConversation(ctx, turn.ConversationID, dify.RenameRequest{Name: plan.Name.ValueString(), User: user})
-		if err != nil {
-			cleanup := r.deleteHalfMade(ctx, turn.ConversationID, "", user)
-			r.data.redact.addError(&resp.Diagnostics, summary, err,
-				fmt.Sprintf("The first message was answered, but naming the conversation %q failed. %s", plan.Name.ValueString(), cleanup))
-			return
-		}
-		r.data.conversations.Remember(user, *conv)
-		state.Name = types.StringValue(conv.Name)
-	} else {
-		conv, err := r.data.conversations.FindFresh(ctx, user, turn.ConversationID)
-		if err == nil && conv == nil {
-			var res lookupResult
-			res, err = r.data.conversations.Lookup(ctx, user, turn.ConversationID)
-			conv = res.Conversation
-		}
-		switch {
-		case err != nil:
-			resp.Diagnostics.AddWarning("Conversation name not read",
-				r.data.redact.clean(describeError(err, "The conversation was created; its name is recorded as empty and is read again on the next refresh.")))
-			state.Name = types.StringValue("")
-		case conv == nil:
-			state.Name = types.StringValue("")
-		default:
-			state.Name = types.StringValue(conv.Name)
-		}
+	if !r.settleName(ctx, &plan, &state, user, &resp.Diagnostics) {
+		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 	resp.Diagnostics.Append(setConversationIdentity(ctx, resp.Identity, user, turn.ConversationID)...)

@@ -131,6 +131,7 @@ func (p *difyProvider) Resources(context.Context) []func() resource.Resource {
 	return []func() resource.Resource{
 		NewConversationResource,
 		NewFileResource,
+		NewMessageFeedbackResource,
 	}
 }
 
@@ -158,6 +159,7 @@ func (p *difyProvider) DataSources(context.Context) []func() datasource.DataSour
 		NewMessagesDataSource,
 		NewEndUserDataSource,
 		NewServerDataSource,
+		NewAppFeedbacksDataSource,
 	}
 }
 
@@ -169,6 +171,7 @@ type providerData struct {
 	user          string
 	redact        redactor
 	conversations *conversationIndex
+	feedbacks     *feedbackIndex
 	limits        *uploadLimits
 }
 
@@ -192,6 +195,7 @@ func newProviderData(s settings, userAgent string) (*providerData, error) {
 		user:          s.User,
 		redact:        key,
 		conversations: newConversationIndex(client, defaultListingPageBudget),
+		feedbacks:     newFeedbackIndex(client),
 		limits:        newUploadLimits(client),
 	}, nil
 }

@@ -174,8 +174,9 @@ func (p *chatProgress) flush() {
 
 func endSummary(e *dify.MessageEndEvent) string {
 	var parts []string
-	if id := annotationReplyID(e.Metadata.AnnotationReply); id != "" {
-		parts = append(parts, "answered from annotation "+id)
+	// Set when an annotation answered instead of the agent (API §29.2).
+	if a, err := e.Metadata.Annotation(); err == nil && a != nil {
+		parts = append(parts, "answered from annotation "+a.ID)
 	}
 	if u := e.Metadata.Usage; u != nil {
 		parts = append(parts, fmt.Sprintf("%d tokens", u.TotalTokens))
@@ -188,19 +189,6 @@ func endSummary(e *dify.MessageEndEvent) string {
 		return "reply finished"
 	}
 	return "reply finished: " + strings.Join(parts, ", ")
-}
-
-// annotationReplyID reads message_end.metadata.annotation_reply.id, set when
-// an annotation answered the query instead of the agent (API §29.2); null or
-// absent otherwise.
-func annotationReplyID(raw json.RawMessage) string {
-	var ar struct {
-		ID string `json:"id"`
-	}
-	if len(raw) == 0 || json.Unmarshal(raw, &ar) != nil {
-		return ""
-	}
-	return ar.ID
 }
 
 // compactJSON removes insignificant whitespace from JSON text (tool inputs

@@ -88,8 +88,10 @@ func TestChatProgress_annotationAnswer(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("progress:\n%q\nwant:\n%q", got, want)
 	}
-	if id := annotationReplyID(json.RawMessage(`null`)); id != "" {
-		t.Errorf("null annotation_reply gave id %q", id)
+	got = nil
+	p.Event(&dify.MessageEndEvent{Metadata: dify.MessageEndMetadata{AnnotationReply: json.RawMessage(`null`)}})
+	if len(got) != 1 || got[0] != "reply finished" {
+		t.Errorf("a null annotation_reply reported %q", got)
 	}
 }
 

@@ -132,6 +132,8 @@ func (p *difyProvider) Resources(context.Context) []func() resource.Resource {
 		NewConversationResource,
 		NewFileResource,
 		NewMessageFeedbackResource,
+		NewAnnotationResource,
+		NewAnnotationReplyResource,
 	}
 }
 
@@ -139,6 +141,7 @@ func (p *difyProvider) Resources(context.Context) []func() resource.Resource {
 func (p *difyProvider) ListResources(context.Context) []func() list.ListResource {
 	return []func() list.ListResource{
 		NewConversationListResource,
+		NewAnnotationListResource,
 	}
 }
 
@@ -160,6 +163,7 @@ func (p *difyProvider) DataSources(context.Context) []func() datasource.DataSour
 		NewEndUserDataSource,
 		NewServerDataSource,
 		NewAppFeedbacksDataSource,
+		NewAnnotationsDataSource,
 	}
 }
 
@@ -172,6 +176,7 @@ type providerData struct {
 	redact        redactor
 	conversations *conversationIndex
 	feedbacks     *feedbackIndex
+	annotations   *annotationIndex
 	limits        *uploadLimits
 }
 
@@ -196,6 +201,7 @@ func newProviderData(s settings, userAgent string) (*providerData, error) {
 		redact:        key,
 		conversations: newConversationIndex(client, defaultListingPageBudget),
 		feedbacks:     newFeedbackIndex(client),
+		annotations:   newAnnotationIndex(client),
 		limits:        newUploadLimits(client),
 	}, nil
 }

@@ -62,3 +62,13 @@ func checkTemplateArguments(t *testing.T, file string, names []string) {
 		t.Errorf("%s documents %v; the schema has %v", file, documented, names)
 	}
 }
+
+func TestDocsTemplate_annotationList(t *testing.T) {
+	var resp list.ListResourceSchemaResponse
+	NewAnnotationListResource().ListResourceConfigSchema(context.Background(), list.ListResourceSchemaRequest{}, &resp)
+	names := make([]string, 0, len(resp.Schema.Attributes))
+	for n := range resp.Schema.Attributes {
+		names = append(names, n)
+	}
+	checkTemplateArguments(t, "../templates/list-resources/annotation.md.tmpl", names)
+}

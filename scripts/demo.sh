@@ -5,7 +5,11 @@
 # cassettes on a free 127.0.0.1 port, and runs examples/quickstart/ against it
 # with the real Terraform CLI: apply (read the app, upload a file, start a
 # conversation about it), show the answer and the agent's thoughts, rename the
-# conversation in place, destroy. Then it stops the mock.
+# conversation in place, destroy. Then, with a Terraform >= 1.14, it applies
+# examples/annotations/: annotations and the annotation reply switch, whose
+# dify_chat smoke test is answered by an annotation, and the dify_chat action
+# run on demand, streaming the agent's thoughts and tool calls. Then it stops
+# the mock.
 #
 # Nothing is written to the repository or to ~/.terraformrc: the binaries, the
 # copy of the quickstart, its state and a throwaway Terraform CLI config (with
@@ -20,13 +24,18 @@
 #   TF_ACC_TERRAFORM_PATH, TF_FORCE_BUILD   choose the Terraform CLI, see
 #                      scripts/ensure-terraform.sh (default: terraform on PATH
 #                      if >= 1.5, else v1.5.7 built from source once, ~5 min)
+#   DEMO_ACTIONS=auto  the annotations/action part needs Terraform >= 1.14:
+#                      auto (default) runs it when one is on PATH, in
+#                      TF_ACC_TERRAFORM_1_14_PATH or already built in the cache;
+#                      1 builds it if needed (scripts/ensure-terraform-1.14.sh,
+#                      ~10 min the first time); 0 skips it
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_ROOT"
 
 DEMO_SPEED="${DEMO_SPEED:-1}"
-readonly TOTAL_STEPS=7
+readonly TOTAL_STEPS=8
 readonly READY_TIMEOUT=30    # seconds for the mock to answer GET /v1/
 readonly MOCK_STOP_TIMEOUT=10 # seconds for the mock to exit after SIGTERM
 
@@ -189,8 +198,11 @@ tf() {
 		DIFY_BASE_URL="$BASE_URL" \
 		DIFY_API_KEY="app-demo-not-a-secret" \
 		DIFY_USER="demo" \
-		"$TERRAFORM" -chdir="$WORK_DIR/quickstart" "$@"
+		"$TERRAFORM" -chdir="${TF_DIR:-$WORK_DIR/quickstart}" "$@"
 }
+
+# (TF_DIR=DIR TERRAFORM=BIN before tf or tf_run runs another copy with
+# another CLI: the annotations part needs Terraform >= 1.14.)
 
 # tf_run LOG ARGS...: runs `tf ARGS -no-color`, keeps the full output in
 # $WORK_DIR/LOG and shows the lines that tell the story: resource progress,
@@ -215,7 +227,7 @@ tf_run() {
 tf_filter() {
 	local line w in_error=0
 	local progress='^(data\.)?[a-z0-9_]+\.[A-Za-z0-9_-]+(\[[^]]*\])?: '
-	local summary='^(Plan: |No changes\.|Apply complete!|Destroy complete!)'
+	local summary='^(Plan: |No changes\.|Apply complete!|Destroy complete!|Action )'
 	local rename='^ +~ name +='
 	while IFS= read -r line; do
 		# Errors come last and matter whole: show everything from the first.
@@ -340,6 +352,40 @@ step "rename the conversation in place (no new conversation)"
 tf_run terraform-rename.log apply -auto-approve -compact-warnings -var 'conversation_name=Lisbon trip (renamed)'
 grep -q '0 added, 1 changed, 0 destroyed' "$WORK_DIR/terraform-rename.log" ||
 	die "expected the rename to change 1 resource in place; see $WORK_DIR/terraform-rename.log"
+step_done
+
+step "annotations answer a query; the dify_chat action streams its progress (Terraform >= 1.14)"
+TERRAFORM_1_14=""
+case "${DEMO_ACTIONS:-auto}" in
+0) ;;
+1) TERRAFORM_1_14="$("$REPO_ROOT/scripts/ensure-terraform-1.14.sh" | tail -n1)" ;;
+*)
+	for candidate in "${TF_ACC_TERRAFORM_1_14_PATH:-}" "$(command -v terraform || true)" "$CACHE_DIR/terraform-1.14.3/terraform"; do
+		[[ -n "$candidate" && -x "$candidate" ]] || continue
+		v="$(TF_CLI_CONFIG_FILE=/dev/null "$candidate" version -json 2>/dev/null | sed -n 's/.*"terraform_version"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p' | head -n1)"
+		if [[ -n "$v" ]] && version_ge "$v" 1.14.0; then
+			TERRAFORM_1_14="$candidate"
+			break
+		fi
+	done
+	;;
+esac
+if [[ -z "$TERRAFORM_1_14" ]]; then
+	log "skipped: no Terraform >= 1.14 found (actions need it). DEMO_ACTIONS=1 make demo builds one (~10 min, once)."
+else
+	mkdir -p "$WORK_DIR/annotations"
+	cp examples/annotations/*.tf "$WORK_DIR/annotations/"
+	log "$(TF_CLI_CONFIG_FILE=/dev/null "$TERRAFORM_1_14" version | head -n1): examples/annotations"
+	log "two annotations, the reply switch, and its smoke test (action_trigger): an annotation answers it"
+	TF_DIR="$WORK_DIR/annotations" TERRAFORM="$TERRAFORM_1_14" tf_run terraform-annotations.log apply -auto-approve -compact-warnings
+	grep -q 'answered from annotation' "$WORK_DIR/terraform-annotations.log" ||
+		die "the smoke test was not answered by an annotation; see $WORK_DIR/terraform-annotations.log"
+	log "terraform apply -invoke=action.dify_chat.agent: no annotation matches, the agent runs"
+	TF_DIR="$WORK_DIR/annotations" TERRAFORM="$TERRAFORM_1_14" tf_run terraform-invoke.log apply -auto-approve -compact-warnings -invoke=action.dify_chat.agent
+	grep -q 'Action complete: action.dify_chat.agent' "$WORK_DIR/terraform-invoke.log" ||
+		die "the dify_chat action did not complete; see $WORK_DIR/terraform-invoke.log"
+	TF_DIR="$WORK_DIR/annotations" TERRAFORM="$TERRAFORM_1_14" tf_run terraform-annotations-destroy.log destroy -auto-approve -compact-warnings
+fi
 step_done
 
 step "terraform destroy and stop dify-mock"

@@ -117,7 +117,8 @@ func (r *conversationResource) Schema(ctx context.Context, _ resource.SchemaRequ
 				ElementType: types.StringType,
 				Optional:    true,
 				MarkdownDescription: "Values for the app's input variables, keyed by `variable` from `dify_app_parameters.user_input_form`. " +
-					"Defaults to none (`{}` is sent). Changing it forces a new conversation.",
+					"Defaults to none (`{}` is sent). Changing it forces a new conversation. Read back on import (numbers and booleans " +
+					"Dify converted come back in their canonical spelling, e.g. `\"3\"` for `\"3.0\"`).",
 				PlanModifiers: []planmodifier.Map{mapplanmodifier.RequiresReplaceIf(replaceUnlessImportedMap,
 					replaceUnlessImportedText,
 					replaceUnlessImportedText)},
@@ -127,7 +128,7 @@ func (r *conversationResource) Schema(ctx context.Context, _ resource.SchemaRequ
 				Optional:    true,
 				MarkdownDescription: "Ids of files uploaded with `dify_file` to attach to the first message. They are sent as " +
 					"`local_file` references of type `custom`, which lets Dify take the type from the uploaded file. " +
-					"Defaults to none. Changing it forces a new conversation.",
+					"Defaults to none. Changing it forces a new conversation. Read back on import from the first message's files.",
 				Validators: []validator.List{listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))},
 				PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplaceIf(replaceUnlessImportedList,
 					replaceUnlessImportedText,
@@ -137,7 +138,8 @@ func (r *conversationResource) Schema(ctx context.Context, _ resource.SchemaRequ
 				Optional: true, Computed: true,
 				MarkdownDescription: "Whether Dify generates the conversation's name from the first message. " +
 					"Defaults to `true` when `name` is not set and to `false` when it is, so Dify's generated title never " +
-					"races the configured name. Changing it forces a new conversation.",
+					"races the configured name. Changing it forces a new conversation. Dify does not store it, so an import cannot " +
+					"read it back: the first apply after an import records the configured value.",
 				PlanModifiers: []planmodifier.Bool{
 					boolplanmodifier.UseStateForUnknown(),
 					boolplanmodifier.RequiresReplaceIf(replaceUnlessImportedBool,

@@ -12,8 +12,9 @@ import (
 
 // inputsFromHistory turns the first message's stored inputs (API §6) back
 // into the string map dify_conversation.inputs is configured with. Dify
-// stores a key for every form variable, with null for those not given
-// (BaseAppGenerator._prepare_user_inputs), so nulls are dropped; no inputs
+// stores a key for every form variable: the value given, else the form's
+// default, else null (BaseAppGenerator._prepare_user_inputs and
+// _validate_inputs), so nulls are dropped; no inputs
 // at all reads back as null, like an unset argument. Strings come back as
 // sent; numbers and booleans, which the form may have converted, are written
 // the way the configuration would spell them.

@@ -83,6 +83,13 @@ func (r *Recorder) check(name string, data []byte, kind string) error {
 		for j, fr := range frames {
 			scan(fmt.Sprintf("%s response body, frame %d", at, j), string(fr.Raw))
 		}
+		for j, fr := range frames {
+			if joined := joinedThought(fr.Raw); joined != "" {
+				for _, fd := range cassette.ScanSecrets([]byte(joined), r.scrub.enforced...) {
+					findings = append(findings, fmt.Sprintf("%s in %s response body, frame %d, split across agent_thought fields (which per-field scrubbing cannot see)", fd.Pattern, at, j))
+				}
+			}
+		}
 		for _, event := range []string{"agent_message", "message"} {
 			answer, spans := joinedAnswer(frames, event)
 			for _, fd := range cassette.ScanSecrets([]byte(answer), r.scrub.enforced...) {
@@ -151,6 +158,27 @@ func joinedAnswer(frames []cassette.RecordedFrame, event string) (string, []answ
 		spans = append(spans, answerSpan{frame: i, end: b.Len()})
 	}
 	return b.String(), spans
+}
+
+// joinedThought is an agent_thought frame's text fields glued together in
+// their order (thought, tool, tool_input, observation), so that a key split
+// across two of them shows; "" for other frames.
+func joinedThought(raw []byte) string {
+	fr, _ := dify.NewFrameReader(bytes.NewReader(raw)).Next()
+	if fr.Data == nil {
+		return ""
+	}
+	var t struct {
+		Event       string `json:"event"`
+		Thought     string `json:"thought"`
+		Tool        string `json:"tool"`
+		ToolInput   string `json:"tool_input"`
+		Observation string `json:"observation"`
+	}
+	if json.Unmarshal(fr.Data, &t) != nil || t.Event != "agent_thought" {
+		return ""
+	}
+	return t.Thought + t.Tool + t.ToolInput + t.Observation
 }
 
 // frameFields are the envelope fields the recorder reads from an SSE frame.

@@ -2,6 +2,7 @@ package record_test
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -175,5 +176,26 @@ func TestRecordSavesAnAnswerEndingInAToken(t *testing.T) {
 	}
 	if saved == 0 {
 		t.Errorf("no cassette with the redacted answer: %v", files(t, dir))
+	}
+}
+
+// A key split across two fields of one agent_thought (the thought ends with
+// its first half, the observation starts with the rest) is not saved: the
+// fields are checked glued together. Before, each half passed on its own.
+func TestRecordRefusesKeySplitAcrossThoughtFields(t *testing.T) {
+	turn := agentTurn("Done", ".")
+	turn[0] = scheduledFrame{0, dataFrame(`"agent_thought","id":"11111111-2222-4333-8444-555555555555","position":1,"thought":"the key is app-Qz7Xw2Vb","observation":"9Kq4Lm8Np3Rs6Tu1 ok","tool":"","tool_input":"","tool_labels":{},"message_files":[]`)}
+	up := newFakeDify(t, turn)
+	rec, srv, dir, _ := recorderFor(t, up, "")
+	chat(t, srv.URL, nil, chatBody("Think about the key", ""))
+	err := stop(srv, rec)
+	var refused *record.SaveRefusedError
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "agent_thought fields") {
+		t.Fatalf("Close = %v, want a refusal naming the agent_thought fields", err)
+	}
+	for name, data := range files(t, dir) {
+		if strings.Contains(string(data), "Qz7Xw2Vb") {
+			t.Errorf("%s keeps half of the key", name)
+		}
 	}
 }

@@ -297,7 +297,7 @@ func TestSoak(t *testing.T) {
 	t.Logf("soak: %v, %d workers, %d operations (%.0f/s): chats %d, follow-ups %d, faulted %d, left early %d, uploads %d, listings %d, renames %d, deletes %d",
 		elapsed.Round(time.Second), workers, total, float64(total)/elapsed.Seconds(),
 		ops[0].Load(), ops[1].Load(), ops[2].Load(), ops[3].Load(), ops[4].Load(), ops[5].Load(), ops[6].Load(), ops[7].Load())
-	t.Logf("soak: live heap peak per quarter %.1f / %.1f / %.1f / %.1f MiB; state %.1f of %.0f MiB; %d conversations evicted",
+	t.Logf("soak: heap (HeapAlloc, garbage included) peak per quarter %.1f / %.1f / %.1f / %.1f MiB; state %.1f of %.0f MiB; %d conversations evicted",
 		mib(heapPeaks[0].Load()), mib(heapPeaks[1].Load()), mib(heapPeaks[2].Load()), mib(heapPeaks[3].Load()), mib(uint64(used)), mib(uint64(bound)), len(evicted))
 	t.Logf("soak: %d conversations and %d messages checked (none lost or duplicated), goroutines back to %d (baseline %d), %d unexpected statuses",
 		checked, msgs, runtime.NumGoroutine(), baseGoroutines, failures.Load())

@@ -1,8 +1,9 @@
 package conformance
 
-// Cases for the app-data routes that have no app-mode gate (docs/api
-// §27–§28, §30): annotations, annotation-reply jobs and file preview.
-// They run as the workspace owner and take no `user`.
+// Cases for the app-data routes added with issue 10 (docs/api §27–§28,
+// §30–§31): annotations and annotation-reply jobs (no app-mode gate; they
+// run as the workspace owner and take no `user`), file preview (no gate)
+// and conversation variables (`agent` apps get not_chat_app).
 //
 // Where the released controllers (SourceVersion) and the newest tree
 // differ, the expectation follows the released one, as the mock does, and
@@ -19,6 +20,11 @@ const (
 	srcReplyAction      = "api/controllers/service_api/app/annotation.py AnnotationReplyActionApi.post, AnnotationReplyActionPayload"
 	srcReplyStatus      = "api/controllers/service_api/app/annotation.py AnnotationReplyActionStatusApi.get"
 	srcFilePreview      = "api/controllers/service_api/app/file_preview.py FilePreviewApi.get, FilePreviewApi._validate_file_ownership"
+
+	srcConvVariables   = "api/controllers/service_api/app/conversation.py ConversationVariablesApi.get, ConversationVariablesQuery; api/services/conversation_service.py ConversationService.get_conversational_variable"
+	srcConvVariableSet = "api/controllers/service_api/app/conversation.py ConversationVariableDetailApi.put, ConversationVariableUpdatePayload; ConversationService.update_conversation_variable"
+	srcNotChatApp      = " (mode not in {chat, agent-chat, advanced-chat} → NotChatAppError, before any validation)"
+	msgNotChatApp      = "Please check if your app mode matches the right API route."
 
 	noteNewest422 = "The newest tree's @model_validate decorator answers 422 unprocessable_entity instead; released servers 400 invalid_param."
 )
@@ -129,6 +135,62 @@ func appDataCases() []Case {
 		{Name: "uuid/annotation-reply-status-garbage-job", Route: "GET /apps/annotation-reply/{action}/status/{job_id}", Class: ClassUUID, Source: srcRouting + "; <uuid:job_id> converter",
 			Request: Request{Method: "GET", Path: "/apps/annotation-reply/enable/status/not-a-uuid"},
 			Expect:  Expect{Status: 404, ContentType: "text/html"}},
+		// --- GET /files/{file_id}/preview: an upload is previewable only once
+		// a message of this app references it; the upload fixture is in none. ---
+		{Name: "state/preview-upload-not-in-message", Route: "GET /files/{file_id}/preview", Class: ClassState, Source: srcFilePreview + " (MessageFile lookup first)",
+			Request: Request{Method: "GET", Path: "/files/{upload_file_id}/preview?user={user}"},
+			Needs:   []Fixture{FixtureUpload},
+			Expect:  Expect{Status: 404, ContentType: "application/json", Code: "file_not_found", Message: "File not found in message context"}},
+		{Name: "state/preview-unknown-file", Route: "GET /files/{file_id}/preview", Class: ClassState, Source: srcFilePreview,
+			Request: Request{Method: "GET", Path: "/files/{unknown_uuid}/preview"},
+			Expect:  Expect{Status: 404, Code: "file_not_found", Message: "File not found in message context"}},
+		{Name: "wrong-type/preview-as-attachment-text", Route: "GET /files/{file_id}/preview", Class: ClassWrongType, Source: srcFilePreview + ", FilePreviewQuery (bool, validated before the ownership check)",
+			Request: Request{Method: "GET", Path: "/files/{unknown_uuid}/preview?as_attachment=maybe"},
+			Expect: Expect{Status: 400, Code: "invalid_param",
+				Message: PydanticError("FilePreviewQuery", "as_attachment", "Input should be a valid boolean, unable to interpret input", "bool_parsing", "'maybe'", "str")}},
+		{Name: "extra/preview-unknown-params-ignored", Route: "GET /files/{file_id}/preview", Class: ClassExtra, Source: srcFilePreview + ", FilePreviewQuery (extra keys ignored; as_attachment=yes is lax-mode true)",
+			Request: Request{Method: "GET", Path: "/files/{unknown_uuid}/preview?as_attachment=yes&download=1"},
+			Expect:  Expect{Status: 404, Code: "file_not_found", Message: "File not found in message context"}},
+		{Name: "uuid/preview-garbage", Route: "GET /files/{file_id}/preview", Class: ClassUUID, Source: srcRouting + "; <uuid:file_id> converter",
+			Request: Request{Method: "GET", Path: "/files/not-a-uuid/preview"},
+			Expect:  Expect{Status: 404, ContentType: "text/html"}},
+		{Name: "method/preview-post-405", Route: "POST /files/{file_id}/preview", Class: ClassMethod, Source: "flask-restx Api (405 on an Api route) + " + srcExternalAPI,
+			Request: Request{Method: "POST", Path: "/files/{unknown_uuid}/preview"},
+			Expect:  Expect{Status: 405, ContentType: "application/json", Code: "method_not_allowed", Message: MsgMethodNotAllowed}},
+
+		// --- Conversation variables: `agent` apps get not_chat_app before
+		// anything else is looked at. ---
+		{Name: "feature/variables-list-agent-not-chat-app", Route: "GET /conversations/{id}/variables", Class: ClassFeature, Source: srcConvVariables + srcNotChatApp,
+			Request:  Request{Method: "GET", Path: "/conversations/{unknown_uuid}/variables?user={user}&limit=0"},
+			Requires: Requirements{Modes: []string{"agent"}},
+			Expect:   Expect{Status: 400, ContentType: "application/json", Code: "not_chat_app", Message: msgNotChatApp}},
+		{Name: "feature/variables-update-agent-not-chat-app", Route: "PUT /conversations/{id}/variables/{variable_id}", Class: ClassFeature, Source: srcConvVariableSet + srcNotChatApp,
+			Request:  Request{Method: "PUT", Path: "/conversations/{unknown_uuid}/variables/{unknown_uuid}", Header: jsonCT, Body: `{"user":"{user}"}`},
+			Requires: Requirements{Modes: []string{"agent"}},
+			Expect:   Expect{Status: 400, Code: "not_chat_app", Message: msgNotChatApp}},
+		{Name: "uuid/variables-path-garbage", Route: "GET /conversations/{id}/variables", Class: ClassUUID, Source: srcRouting + "; <uuid:c_id> converter",
+			Request: Request{Method: "GET", Path: "/conversations/not-a-uuid/variables?user={user}"},
+			Expect:  Expect{Status: 404, ContentType: "text/html"}},
+		{Name: "state/variables-list-unknown-conversation", Route: "GET /conversations/{id}/variables", Class: ClassState, Source: srcConvVariables,
+			Request:  Request{Method: "GET", Path: "/conversations/{unknown_uuid}/variables?user={user}"},
+			Requires: Requirements{Modes: []string{"agent-chat"}},
+			Expect:   Expect{Status: 404, Code: "not_found", Message: "Conversation Not Exists."}},
+		{Name: "bounds/variables-list-limit-101", Route: "GET /conversations/{id}/variables", Class: ClassBounds, Source: srcConvVariables + " (limit 1..100, validated before the lookup)",
+			Request:  Request{Method: "GET", Path: "/conversations/{unknown_uuid}/variables?user={user}&limit=101"},
+			Requires: Requirements{Modes: []string{"agent-chat"}},
+			Expect: Expect{Status: 400, Code: "invalid_param",
+				Message: PydanticError("ConversationVariablesQuery", "limit", "Input should be less than or equal to 100", "less_than_equal", "'101'", "str")}},
+		{Name: "missing/variables-update-value", Route: "PUT /conversations/{id}/variables/{variable_id}", Class: ClassMissing, Source: srcConvVariableSet + " (value: Any, required)",
+			Request:  Request{Method: "PUT", Path: "/conversations/{unknown_uuid}/variables/{unknown_uuid}", Header: jsonCT, Body: `{"user":"{user}"}`},
+			Requires: Requirements{Modes: []string{"agent-chat"}},
+			Expect: Expect{Status: 400, Code: "invalid_param",
+				Message: PydanticError("ConversationVariableUpdatePayload", "value", "Field required", "missing", "{'user': '{user}'}", "dict")}},
+		{Name: "state/variables-update-unknown-conversation", Route: "PUT /conversations/{id}/variables/{variable_id}", Class: ClassState, Source: srcConvVariableSet,
+			Request:  Request{Method: "PUT", Path: "/conversations/{unknown_uuid}/variables/{unknown_uuid}", Header: jsonCT, Body: `{"value":null,"user":"{user}"}`},
+			Requires: Requirements{Modes: []string{"agent-chat"}},
+			Expect:   Expect{Status: 404, Code: "not_found", Message: "Conversation Not Exists."},
+			Note:     "value is Any: null is a value, so the body passes and the lookup fails."},
+
 		{Name: "method/annotation-reply-get-405", Route: "GET /apps/annotation-reply/{action}", Class: ClassMethod, Source: "flask-restx Api (405 on an Api route) + " + srcExternalAPI,
 			Request: Request{Method: "GET", Path: "/apps/annotation-reply/enable"},
 			Expect:  Expect{Status: 405, ContentType: "application/json", Code: "method_not_allowed", Message: MsgMethodNotAllowed}},

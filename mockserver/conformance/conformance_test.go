@@ -251,3 +251,43 @@ func TestShapeCheckAndDiff(t *testing.T) {
 		t.Error("an observation differs from itself")
 	}
 }
+
+// TestAgentChatOnlyCases runs the cases restricted to legacy agent-chat
+// apps (conversation variables) against the mock in that mode, where the
+// two variants above skip them: none may be skipped, all must hold.
+func TestAgentChatOnlyCases(t *testing.T) {
+	var cases []conformance.Case
+	for _, c := range conformance.Cases() {
+		if slices.Contains(c.Requires.Modes, "agent-chat") && !slices.Contains(c.Requires.Modes, "agent") {
+			cases = append(cases, c)
+		}
+	}
+	if len(cases) == 0 {
+		t.Fatal("no agent-chat-only case in the table")
+	}
+	srv, err := mockserver.New(mockserver.Config{Mode: "agent-chat", APIKeys: []string{testKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	r := &conformance.Runner{Target: conformance.Target{BaseURL: ts.URL + "/v1", Key: testKey}, MaxChatTurns: -1}
+	obs, err := r.Run(context.Background(), cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Mode() != "agent-chat" {
+		t.Fatalf("mode %q", r.Mode())
+	}
+	for i, c := range cases {
+		o := obs[i]
+		t.Run(c.Name, func(t *testing.T) {
+			if o.Skipped != "" {
+				t.Fatalf("skipped: %s", o.Skipped)
+			}
+			for _, m := range conformance.Check(c, o) {
+				t.Errorf("%s\n  source: %s\n  body: %s", m, c.Source, o.Body)
+			}
+		})
+	}
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/rules"
 )
 
 // Acceptance tests run the real Terraform CLI (TF_ACC=1, TF_ACC_TERRAFORM_PATH)
@@ -39,7 +40,7 @@ type mockEnv struct {
 	BaseURL string
 	Set     *cassette.Set
 	counts  *requestCounter
-	faults  *faultInjector
+	srv     *mockserver.Server
 	// configures counts provider Configure calls: one per Terraform graph walk.
 	configures atomic.Int64
 }
@@ -54,8 +55,8 @@ func newMockEnv(t *testing.T, cfg mockserver.Config) *mockEnv {
 	if err != nil {
 		t.Fatalf("mockserver.New: %v", err)
 	}
-	env := &mockEnv{t: t, Set: set, counts: newRequestCounter(), faults: &faultInjector{}}
-	ts := httptest.NewServer(env.counts.wrap(env.faults.wrap(srv)))
+	env := &mockEnv{t: t, Set: set, counts: newRequestCounter(), srv: srv}
+	ts := httptest.NewServer(env.counts.wrap(srv))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -183,59 +184,27 @@ func (c *requestCounter) reset() {
 	c.mu.Unlock()
 }
 
-// faultInjector answers the next Remaining requests matching Method and
-// Path with a Dify error envelope (API §1.4) instead of passing them on.
-type faultInjector struct {
-	mu    sync.Mutex
-	rules []*fault
+// fault makes the mock answer the next times requests to route ("GET
+// /v1/info") with the fault spec (docs/mock/faults.md), through a mock rule
+// (docs/mock/console.md), and returns the rule for faultUsed.
+func (e *mockEnv) fault(route, spec string, times int) rules.Rule {
+	e.t.Helper()
+	r, err := e.srv.Rules().Add(rules.Rule{Route: route, Fault: spec, Times: times})
+	if err != nil {
+		e.t.Fatalf("fault rule %s %s: %v", route, spec, err)
+	}
+	return r
 }
 
-type fault struct {
-	Method, Path string
-	Status       int
-	Code         string
-	RetryAfter   string
-	Remaining    int
-	Served       int
-}
-
-func (f *faultInjector) add(x *fault) *fault {
-	f.mu.Lock()
-	f.rules = append(f.rules, x)
-	f.mu.Unlock()
-	return x
-}
-
-func (f *faultInjector) served(x *fault) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return x.Served
-}
-
-func (f *faultInjector) wrap(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f.mu.Lock()
-		var hit *fault
-		for _, x := range f.rules {
-			if x.Remaining > 0 && x.Method == r.Method && "/v1"+x.Path == r.URL.Path {
-				x.Remaining--
-				x.Served++
-				hit = x
-				break
-			}
+// faultUsed is how many requests the fault rule has answered. The mock
+// removes a rule once its times are spent.
+func (e *mockEnv) faultUsed(rule rules.Rule) int {
+	for _, r := range e.srv.Rules().List() {
+		if r.ID == rule.ID {
+			return r.Used
 		}
-		f.mu.Unlock()
-		if hit == nil {
-			next.ServeHTTP(w, r)
-			return
-		}
-		if hit.RetryAfter != "" {
-			w.Header().Set("Retry-After", hit.RetryAfter)
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(hit.Status)
-		_ = json.NewEncoder(w).Encode(map[string]any{"code": hit.Code, "message": "injected by the test", "status": hit.Status})
-	})
+	}
+	return rule.Times
 }
 
 // stateAttr reads one attribute of a resource from the state, for checks

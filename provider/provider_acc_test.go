@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
 	"github.com/difyops/terraform-provider-dify/mockserver"
+	"github.com/difyops/terraform-provider-dify/mockserver/rules"
 )
 
 // TestAccProvider_retriesReads makes the mock fail reads with 429 (with a
@@ -20,9 +21,9 @@ import (
 // diagnostic.
 func TestAccProvider_retriesReads(t *testing.T) {
 	env := newMockEnv(t, mockserver.Config{})
-	info := env.faults.add(&fault{Method: "GET", Path: "/info", Status: 429, Code: "too_many_requests", RetryAfter: "30", Remaining: 2})
-	site := env.faults.add(&fault{Method: "GET", Path: "/site", Status: 503, Code: "unavailable", Remaining: 2})
-	var listing *fault
+	info := env.fault("GET /v1/info", "status:429;retry-after=30", 2)
+	site := env.fault("GET /v1/site", "status:503", 2)
+	var listing rules.Rule
 	config := env.providerBlock() + `
 data "dify_app_info" "this" {}
 data "dify_app_site" "this" {}
@@ -36,10 +37,10 @@ resource "dify_conversation" "test" {
 			{
 				Config: config,
 				Check: func(*terraform.State) error {
-					if got := env.faults.served(info); got != 2 {
+					if got := env.faultUsed(info); got != 2 {
 						return fmt.Errorf("429 fault served %d times, want 2", got)
 					}
-					if got := env.faults.served(site); got != 2 {
+					if got := env.faultUsed(site); got != 2 {
 						return fmt.Errorf("503 fault served %d times, want 2", got)
 					}
 					// Each fault was followed by a retry that reached the mock.
@@ -52,17 +53,17 @@ resource "dify_conversation" "test" {
 			{
 				// A 503 while refreshing the conversation is retried too.
 				PreConfig: func() {
-					listing = env.faults.add(&fault{Method: "GET", Path: "/conversations", Status: 503, Code: "unavailable", Remaining: 1})
+					listing = env.fault("GET /v1/conversations", "status:503", 1)
 				},
 				Config:   config,
 				PlanOnly: true,
 			},
 			{
 				PreConfig: func() {
-					if got := env.faults.served(listing); got != 1 {
+					if got := env.faultUsed(listing); got != 1 {
 						t.Errorf("the listing fault was served %d times, want 1", got)
 					}
-					env.faults.add(&fault{Method: "GET", Path: "/info", Status: 429, Code: "too_many_requests", Remaining: 1})
+					env.fault("GET /v1/info", "status:429", 1)
 				},
 				Config: strings.Replace(config, `retry_max_delay = "50ms"`, `retry_max_delay = "50ms"
   retry_max_attempts = 1`, 1),
@@ -166,7 +167,7 @@ func TestAccProvider_apiKeyNeverLogged(t *testing.T) {
 	t.Setenv("TF_ACC_LOG_PATH", logFile)
 	t.Setenv(EnvAPIKey, secret)
 	env := newMockEnv(t, mockserver.Config{APIKeys: []string{secret}})
-	env.faults.add(&fault{Method: "GET", Path: "/info", Status: 429, Code: "too_many_requests", RetryAfter: "1", Remaining: 1})
+	env.fault("GET /v1/info", "status:429;retry-after=1", 1)
 	config := fmt.Sprintf("provider \"dify\" {\n  base_url = %q\n  retry_max_delay = \"50ms\"\n}\ndata \"dify_app_info\" \"this\" {}\n", env.BaseURL)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: env.factories(),

@@ -66,11 +66,10 @@ func argInt(v string, def int) int {
 // annotationPayload validates AnnotationCreatePayload: question and answer
 // required strings (empty allowed), other keys ignored.
 func annotationPayload(w http.ResponseWriter, r *http.Request) (question, answer string, e *apiError) {
-	_, raw, e := readJSONRaw(w, r)
+	dict, e := annotationBody(w, r, "AnnotationCreatePayload")
 	if e != nil {
 		return "", "", e
 	}
-	dict := orderedBody(raw)
 	var errs []pyErr
 	for _, f := range []struct {
 		name string
@@ -143,12 +142,11 @@ func (s *Server) deleteAnnotation(w http.ResponseWriter, _ *http.Request, ps htt
 // disable leaves the handler's result unbound in the released controller
 // (no else branch): Dify answers 500.
 func (s *Server) annotationReplyAction(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	_, raw, e := readJSONRaw(w, r)
+	dict, e := annotationBody(w, r, "AnnotationReplyActionPayload")
 	if e != nil {
 		writeError(w, e)
 		return
 	}
-	dict := orderedBody(raw)
 	var (
 		setting store.AnnotationSetting
 		errs    []pyErr
@@ -192,6 +190,26 @@ func (s *Server) annotationReplyAction(w http.ResponseWriter, r *http.Request, p
 		JobID     string `json:"job_id"`
 		JobStatus string `json:"job_status"`
 	}{job.ID, job.Status})
+}
+
+// annotationBody reads the body as the annotation controllers do:
+// Model.model_validate(service_api_ns.payload or {}). Their
+// validate_app_token reads no `user`, so a JSON value that is not an
+// object reaches pydantic: a falsy one (null, [], "", 0, false) validates
+// as {} (every field missing); any other is a model_type error.
+func annotationBody(w http.ResponseWriter, r *http.Request, model string) (*orderedDict, *apiError) {
+	data, e := readJSONBytes(w, r)
+	if e != nil {
+		return nil, e
+	}
+	v := decodeJSONValue(data)
+	if _, ok := v.(map[string]any); ok {
+		return orderedBody(data), nil
+	}
+	if pyFalsy(v) {
+		return orderedBody([]byte("{}")), nil
+	}
+	return nil, pydanticError(model, pyErr{msg: "Input should be a valid dictionary or instance of " + model, typ: "model_type", input: v})
 }
 
 // pyFloatField validates a `float` field in pydantic's lax mode: a JSON

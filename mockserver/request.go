@@ -33,28 +33,38 @@ func readJSON(w http.ResponseWriter, r *http.Request, optional bool) (jsonBody, 
 // readJSONRaw is readJSON that also returns the body's bytes (for
 // pydantic's input_value, which shows the body's keys in request order).
 func readJSONRaw(w http.ResponseWriter, r *http.Request) (jsonBody, []byte, *apiError) {
-	if !isJSONContentType(r.Header.Get("Content-Type")) {
-		return nil, nil, errNotJSON
-	}
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxJSONBody))
-	if err != nil {
-		var mb *http.MaxBytesError
-		if errors.As(err, &mb) {
-			return nil, nil, errTooLarge
-		}
-		if errors.Is(err, errBodyTimeout) {
-			return nil, nil, errRequestTimeout
-		}
-		return nil, nil, errInvalidJSON
-	}
-	if !json.Valid(data) {
-		return nil, nil, errInvalidJSON
+	data, e := readJSONBytes(w, r)
+	if e != nil {
+		return nil, nil, e
 	}
 	var body jsonBody
 	if err := json.Unmarshal(data, &body); err != nil || body == nil {
 		return nil, nil, errUnhandled
 	}
 	return body, data, nil
+}
+
+// readJSONBytes is request.get_json() without the object requirement:
+// 415 without a JSON Content-Type, 400 for an empty or malformed body.
+func readJSONBytes(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
+	if !isJSONContentType(r.Header.Get("Content-Type")) {
+		return nil, errNotJSON
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxJSONBody))
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return nil, errTooLarge
+		}
+		if errors.Is(err, errBodyTimeout) {
+			return nil, errRequestTimeout
+		}
+		return nil, errInvalidJSON
+	}
+	if !json.Valid(data) {
+		return nil, errInvalidJSON
+	}
+	return data, nil
 }
 
 // isJSONContentType is Werkzeug's Request.is_json: application/json or

@@ -9,14 +9,14 @@ import (
 )
 
 // ChatReply is the reply to one chat message, folded from its stream by
-// Accumulator (API §2.5–2.6).
+// Accumulator (docs/api §2.5–2.6).
 type ChatReply struct {
 	ConversationID string
 	MessageID      string
 	TaskID         string // for StopChatMessage
 	CreatedAt      int64
 	// Answer is the final answer: the closing `message` event when the
-	// server sent one (New Agent, API §2.6), otherwise the agent_message
+	// server sent one (New Agent, docs/api §2.6), otherwise the agent_message
 	// deltas with message_replace applied.
 	Answer string
 	// Thoughts holds one row per agent_thought id, in its latest version,
@@ -32,7 +32,7 @@ type ChatReply struct {
 }
 
 // Accumulator folds stream events into a ChatReply the way a careful client
-// should (API §2.5–2.6). The zero value is ready to use.
+// should (docs/api §2.5–2.6). The zero value is ready to use.
 type Accumulator struct {
 	turn       ChatReply
 	deltas     strings.Builder // the answer built from deltas
@@ -59,13 +59,13 @@ func (a *Accumulator) Add(ev Event) error {
 			a.closing = &answer
 		} else {
 			// Without agent_message deltas, `message` events are the
-			// answer's pieces (plain chat apps, API §2.5); a single
+			// answer's pieces (plain chat apps, docs/api §2.5); a single
 			// closing message makes the same answer either way.
 			a.deltas.WriteString(e.Answer)
 		}
 	case *MessageReplaceEvent:
 		// Output moderation replaces everything so far; later deltas
-		// append to the replacement (API §2.5).
+		// append to the replacement (docs/api §2.5).
 		a.base(e.EventBase)
 		a.deltas.Reset()
 		a.deltas.WriteString(e.Answer)
@@ -114,7 +114,7 @@ func (a *Accumulator) base(b EventBase) {
 }
 
 // thought replaces the row with the same id (Dify re-emits a row whenever it
-// changes, API §2.5); rows without an id are keyed by position.
+// changes, docs/api §2.5); rows without an id are keyed by position.
 func (a *Accumulator) thought(t AgentThoughtEvent) {
 	key := "id:" + t.ID
 	if t.ID == "" {

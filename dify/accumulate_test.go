@@ -34,7 +34,7 @@ func summarize(ts []AgentThoughtEvent) []thoughtSummary {
 	return out
 }
 
-// Legacy agent-chat sequence (API §2.6, §19): deltas make the answer, the
+// Legacy agent-chat sequence (docs/api §2.6, §19): deltas make the answer, the
 // thought rows are replaced by id, usage comes from message_end.
 func TestCollectLegacyAgentChat(t *testing.T) {
 	turn, err := collectString(t, string(readTestdata(t, "legacy-agent-chat.sse")))
@@ -71,7 +71,7 @@ func TestCollectLegacyAgentChat(t *testing.T) {
 	}
 }
 
-// New Agent sequence (API §2.6): the closing message is the answer and is
+// New Agent sequence (docs/api §2.6): the closing message is the answer and is
 // not appended to the deltas; empty answer-text rows are kept.
 func TestCollectNewAgent(t *testing.T) {
 	turn, err := collectString(t, string(readTestdata(t, "new-agent.sse")))

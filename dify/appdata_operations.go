@@ -11,13 +11,13 @@ import (
 	"time"
 )
 
-// Operations of API §25–§31: message feedback, the app's feedback list,
+// Operations of docs/api §25–§31: message feedback, the app's feedback list,
 // annotations, annotation-reply jobs, file preview and conversation
 // variables. Dify serves all of them to `agent` keys except the
-// conversation variables, which answer 400 not_chat_app there (API §24.2).
+// conversation variables, which answer 400 not_chat_app there (docs/api §24.2).
 
 // SendFeedback rates a message for its end user, or revokes the rating when
-// req.Rating is "" (API §25). Rating again overwrites rating and content.
+// req.Rating is "" (docs/api §25). Rating again overwrites rating and content.
 // Revoking when no rating exists is a 400 invalid_param. The call is
 // retried like any idempotent call: a repeated rating changes nothing, and a
 // revoke retried after it succeeded answers that 400, which
@@ -37,14 +37,14 @@ func (c *Client) SendFeedback(ctx context.Context, messageID string, req Feedbac
 const feedbackNotExists = "rating cannot be None when feedback not exists"
 
 // IsFeedbackAlreadyRevoked reports the 400 Dify answers when a revoke finds
-// no feedback to delete (API §25): for a caller removing feedback this
+// no feedback to delete (docs/api §25): for a caller removing feedback this
 // means the goal is already reached.
 func IsFeedbackAlreadyRevoked(err error) bool {
 	apiErr, ok := AsAPIError(err)
 	return ok && !apiErr.Stream && apiErr.Status == http.StatusBadRequest && apiErr.Message == feedbackNotExists
 }
 
-// ListAppFeedbacksParams selects a page of GET /app/feedbacks (API §26);
+// ListAppFeedbacksParams selects a page of GET /app/feedbacks (docs/api §26);
 // zero values leave the server's defaults (page 1, limit 20; Dify allows
 // 1–101).
 type ListAppFeedbacksParams struct {
@@ -53,7 +53,7 @@ type ListAppFeedbacksParams struct {
 }
 
 // ListAppFeedbacks returns one page of every feedback of the app, end users'
-// and console accounts' alike, newest first (API §26). The result's Data is
+// and console accounts' alike, newest first (docs/api §26). The result's Data is
 // never nil.
 func (c *Client) ListAppFeedbacks(ctx context.Context, p ListAppFeedbacksParams) (*AppFeedbackPage, error) {
 	q := url.Values{}
@@ -69,7 +69,7 @@ func (c *Client) ListAppFeedbacks(ctx context.Context, p ListAppFeedbacksParams)
 	return &out, nil
 }
 
-// ListAnnotationsParams selects a page of GET /apps/annotations (API §27.3).
+// ListAnnotationsParams selects a page of GET /apps/annotations (docs/api §27.3).
 // Zero values leave the server's defaults (page 1, limit 20, no keyword).
 type ListAnnotationsParams struct {
 	Page  int
@@ -79,7 +79,7 @@ type ListAnnotationsParams struct {
 }
 
 // ListAnnotations returns one page of the app's annotations, newest first
-// (API §27.3). The result's Data is never nil.
+// (docs/api §27.3). The result's Data is never nil.
 func (c *Client) ListAnnotations(ctx context.Context, p ListAnnotationsParams) (*AnnotationPage, error) {
 	q := url.Values{}
 	setInt(q, "page", p.Page)
@@ -95,7 +95,7 @@ func (c *Client) ListAnnotations(ctx context.Context, p ListAnnotationsParams) (
 	return &out, nil
 }
 
-// CreateAnnotation adds an annotation (API §27.4). It is not retried once
+// CreateAnnotation adds an annotation (docs/api §27.4). It is not retried once
 // the request may have reached the server: a retry could create a second
 // annotation.
 func (c *Client) CreateAnnotation(ctx context.Context, req AnnotationRequest) (*Annotation, error) {
@@ -111,7 +111,7 @@ func (c *Client) CreateAnnotation(ctx context.Context, req AnnotationRequest) (*
 	return &out, nil
 }
 
-// UpdateAnnotation replaces an annotation's question and answer (API §27.5);
+// UpdateAnnotation replaces an annotation's question and answer (docs/api §27.5);
 // its hit count and creation time are kept. 404 when it does not exist.
 func (c *Client) UpdateAnnotation(ctx context.Context, annotationID string, req AnnotationRequest) (*Annotation, error) {
 	body, err := newJSONBody(req)
@@ -126,7 +126,7 @@ func (c *Client) UpdateAnnotation(ctx context.Context, annotationID string, req 
 	return &out, nil
 }
 
-// DeleteAnnotation deletes an annotation and its hit history (API §27.6).
+// DeleteAnnotation deletes an annotation and its hit history (docs/api §27.6).
 // A 404 means it is already gone (IsNotFound), which a caller deleting
 // usually treats as success.
 func (c *Client) DeleteAnnotation(ctx context.Context, annotationID string) error {
@@ -135,7 +135,7 @@ func (c *Client) DeleteAnnotation(ctx context.Context, annotationID string) erro
 }
 
 // StartAnnotationReply starts an asynchronous job that enables or disables
-// annotation reply (API §28.1); action is AnnotationReplyEnable or
+// annotation reply (docs/api §28.1); action is AnnotationReplyEnable or
 // AnnotationReplyDisable. Dify requires req's fields for both actions. The
 // returned job is usually JobStatusWaiting; follow it with AnnotationReplyStatus
 // or WaitAnnotationReply. Retried like an idempotent call: a second job with
@@ -153,7 +153,7 @@ func (c *Client) StartAnnotationReply(ctx context.Context, action string, req An
 	return &out, nil
 }
 
-// AnnotationReplyStatus reads a job's state (API §28.2); action must be the
+// AnnotationReplyStatus reads a job's state (docs/api §28.2); action must be the
 // one the job was started with. Dify forgets a finished job after ten
 // minutes and then answers "The job does not exist." (400 on released
 // servers, 404 on the newest; see IsAnnotationReplyJobNotFound).
@@ -171,7 +171,7 @@ func (c *Client) AnnotationReplyStatus(ctx context.Context, action, jobID string
 const jobNotExists = "The job does not exist."
 
 // IsAnnotationReplyJobNotFound reports Dify's answer for an unknown, expired or
-// wrong-action annotation-reply job (API §28.2), whichever status the
+// wrong-action annotation-reply job (docs/api §28.2), whichever status the
 // server version uses for it.
 func IsAnnotationReplyJobNotFound(err error) bool {
 	apiErr, ok := AsAPIError(err)
@@ -180,7 +180,7 @@ func IsAnnotationReplyJobNotFound(err error) bool {
 }
 
 // AnnotationReplyJobError is a finished annotation-reply job that ended in `error`
-// (API §28.2). Message is the worker's error text.
+// (docs/api §28.2). Message is the worker's error text.
 type AnnotationReplyJobError struct {
 	Action  string
 	JobID   string
@@ -192,7 +192,7 @@ func (e *AnnotationReplyJobError) Error() string {
 }
 
 // DefaultJobPollInterval is WaitAnnotationReply's interval when given 0:
-// the API reference suggests polling every 1–2 s (API §28.3).
+// the API reference suggests polling every 1–2 s (docs/api §28.3).
 const DefaultJobPollInterval = time.Second
 
 // WaitAnnotationReply polls a job every interval (0 means
@@ -232,7 +232,7 @@ func stillRunning(action, jobID string, job *AnnotationReplyJob, cause error) er
 	return fmt.Errorf("dify: annotation reply %s job %s still %s: %w", action, jobID, job.JobStatus, cause)
 }
 
-// FilePreviewParams selects how GET /files/{file_id}/preview answers (API §30).
+// FilePreviewParams selects how GET /files/{file_id}/preview answers (docs/api §30).
 type FilePreviewParams struct {
 	// AsAttachment asks for Content-Disposition: attachment (and a generic
 	// application/octet-stream type).
@@ -253,7 +253,7 @@ type FileContent struct {
 }
 
 // PreviewFile downloads an uploaded file that was sent in a chat turn of
-// this app (API §30): Dify answers 404 file_not_found for a file no message
+// this app (docs/api §30): Dify answers 404 file_not_found for a file no message
 // of the app references, 403 file_access_denied for another app's file.
 // The caller must close the returned Body.
 func (c *Client) PreviewFile(ctx context.Context, fileID string, p FilePreviewParams) (*FileContent, error) {
@@ -277,7 +277,7 @@ func (c *Client) PreviewFile(ctx context.Context, fileID string, p FilePreviewPa
 }
 
 // ListConversationVariablesParams selects a page of GET
-// /conversations/{id}/variables (API §31.1). Zero values are omitted.
+// /conversations/{id}/variables (docs/api §31.1). Zero values are omitted.
 type ListConversationVariablesParams struct {
 	User   string
 	LastID string
@@ -288,7 +288,7 @@ type ListConversationVariablesParams struct {
 }
 
 // ListConversationVariables returns one page of a conversation's variables,
-// oldest first (API §31.1). `agent` apps answer 400 not_chat_app. The
+// oldest first (docs/api §31.1). `agent` apps answer 400 not_chat_app. The
 // result's Data is never nil.
 func (c *Client) ListConversationVariables(ctx context.Context, conversationID string, p ListConversationVariablesParams) (*ConversationVariablePage, error) {
 	q := url.Values{}

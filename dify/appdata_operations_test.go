@@ -51,7 +51,7 @@ func TestListAppFeedbacks(t *testing.T) {
 		t.Errorf("feedback = %+v", f)
 	}
 	checkCommon(t, rec.last(t), "GET", "/v1/app/feedbacks")
-	// No user: the route runs as the workspace owner (API §26).
+	// No user: the route runs as the workspace owner (docs/api §26).
 	checkQuery(t, rec.last(t), url.Values{"page": {"2"}, "limit": {"101"}})
 
 	rec.respond = jsonReply(200, `{"data":null}`)
@@ -178,7 +178,7 @@ func TestAnnotationReplyJobs(t *testing.T) {
 		t.Errorf("endless job: %+v, %v", job, err)
 	}
 
-	// Both spellings of an unknown job (API §28.2).
+	// Both spellings of an unknown job (docs/api §28.2).
 	for _, status := range []int{400, 404} {
 		rec.respond = jsonReply(status, `{"code":"x","message":"The job does not exist.","status":0}`)
 		_, err := c.AnnotationReplyStatus(testContext(t), AnnotationReplyEnable, "j2")

@@ -7,10 +7,10 @@ import (
 )
 
 // Wire types of the Service API endpoints an app key can call besides chat
-// (API §24–§31): message feedback, the app's feedback list, annotations,
+// (docs/api §24–§31): message feedback, the app's feedback list, annotations,
 // annotation-reply jobs, file preview and conversation variables.
 
-// Feedback ratings (API §25). A revoke is sent as rating null; see
+// Feedback ratings (docs/api §25). A revoke is sent as rating null; see
 // FeedbackRequest.
 const (
 	RatingLike    = "like"
@@ -18,7 +18,7 @@ const (
 )
 
 // FeedbackRequest is the body of POST /messages/{message_id}/feedbacks
-// (API §25; Dify's MessageFeedbackPayload).
+// (docs/api §25; Dify's MessageFeedbackPayload).
 type FeedbackRequest struct {
 	// Rating is RatingLike, RatingDislike, or "" to revoke the user's
 	// feedback (sent as JSON null, which Dify reads as "delete my row").
@@ -44,13 +44,13 @@ func (r FeedbackRequest) MarshalJSON() ([]byte, error) {
 	}{rating, r.Content, r.User})
 }
 
-// Feedback sources in GET /app/feedbacks (API §26).
+// Feedback sources in GET /app/feedbacks (docs/api §26).
 const (
 	FeedbackFromUser  = "user"  // an end user through the Service API or WebApp
 	FeedbackFromAdmin = "admin" // a console account
 )
 
-// AppFeedback is one row of GET /app/feedbacks (API §26; Dify's
+// AppFeedback is one row of GET /app/feedbacks (docs/api §26; Dify's
 // MessageFeedback.to_dict). Timestamps are ISO-8601 strings without a zone
 // (naive UTC), e.g. "2025-05-13T08:21:47.123456".
 type AppFeedback struct {
@@ -67,14 +67,14 @@ type AppFeedback struct {
 	UpdatedAt      string  `json:"updated_at"`
 }
 
-// AppFeedbackPage is the GET /app/feedbacks answer (API §26). Dify sends
+// AppFeedbackPage is the GET /app/feedbacks answer (docs/api §26). Dify sends
 // neither has_more nor total: a short (or empty) page is the last one.
 type AppFeedbackPage struct {
 	Data []AppFeedback `json:"data"`
 }
 
 // Annotation is a question/answer pair that can answer chat turns without
-// the model (API §27.2). Answer is Dify's `content` column.
+// the model (docs/api §27.2). Answer is Dify's `content` column.
 type Annotation struct {
 	ID        string `json:"id"`
 	Question  string `json:"question"`
@@ -83,7 +83,7 @@ type Annotation struct {
 	CreatedAt int64  `json:"created_at"`
 }
 
-// AnnotationPage is the GET /apps/annotations answer (API §27.3). Limit and
+// AnnotationPage is the GET /apps/annotations answer (docs/api §27.3). Limit and
 // Page echo the request; Total counts every matching annotation. HasMore is
 // what the server computed; released servers set it whenever a page is
 // exactly full, so prefer Page*Limit < Total to decide whether to go on.
@@ -96,31 +96,31 @@ type AnnotationPage struct {
 }
 
 // AnnotationRequest is the body of POST /apps/annotations and PUT
-// /apps/annotations/{id} (API §27.4–§27.5): both fields are required; PUT
+// /apps/annotations/{id} (docs/api §27.4–§27.5): both fields are required; PUT
 // replaces both.
 type AnnotationRequest struct {
 	Question string `json:"question"`
 	Answer   string `json:"answer"`
 }
 
-// Annotation reply actions (API §28.1).
+// Annotation reply actions (docs/api §28.1).
 const (
 	AnnotationReplyEnable  = "enable"
 	AnnotationReplyDisable = "disable"
 )
 
 // AnnotationReplyRequest is the body of POST /apps/annotation-reply/{action}
-// (API §28.1). Dify requires all three fields for both actions; disable
+// (docs/api §28.1). Dify requires all three fields for both actions; disable
 // ignores their values.
 type AnnotationReplyRequest struct {
 	// ScoreThreshold is the minimum similarity for an annotation to answer
-	// a query; 0 behaves like 1 (exact matches only, API §29.1).
+	// a query; 0 behaves like 1 (exact matches only, docs/api §29.1).
 	ScoreThreshold        float64 `json:"score_threshold"`
 	EmbeddingProviderName string  `json:"embedding_provider_name"`
 	EmbeddingModelName    string  `json:"embedding_model_name"`
 }
 
-// Annotation reply job states (API §28.2).
+// Annotation reply job states (docs/api §28.2).
 const (
 	JobStatusWaiting    = "waiting"
 	JobStatusProcessing = "processing"
@@ -129,7 +129,7 @@ const (
 )
 
 // AnnotationReplyJob is the answer of POST /apps/annotation-reply/{action}
-// and of its status poll (API §28.1–§28.2). ErrorMsg is set only when
+// and of its status poll (docs/api §28.1–§28.2). ErrorMsg is set only when
 // JobStatus is JobStatusError (the start call sends no error_msg at all).
 type AnnotationReplyJob struct {
 	JobID     string `json:"job_id"`
@@ -142,7 +142,7 @@ func (j *AnnotationReplyJob) Done() bool {
 	return j.JobStatus == JobStatusCompleted || j.JobStatus == JobStatusError
 }
 
-// AnnotationReply is message_end.metadata.annotation_reply (API §29.2): the
+// AnnotationReply is message_end.metadata.annotation_reply (docs/api §29.2): the
 // annotation that answered the turn and the account that wrote it.
 type AnnotationReply struct {
 	ID      string `json:"id"`
@@ -152,7 +152,7 @@ type AnnotationReply struct {
 	} `json:"account"`
 }
 
-// ConversationVariable is one conversation variable (API §31; Dify's
+// ConversationVariable is one conversation variable (docs/api §31; Dify's
 // ConversationVariableResponse). Value is always text: Dify renders
 // non-string values with Python's str(), so an object arrives as "{'k': 'v'}"
 // on the servers read for this package.
@@ -167,7 +167,7 @@ type ConversationVariable struct {
 }
 
 // ConversationVariablePage is the GET /conversations/{id}/variables answer
-// (API §31.1).
+// (docs/api §31.1).
 type ConversationVariablePage struct {
 	Limit   int                    `json:"limit"`
 	HasMore bool                   `json:"has_more"`
@@ -175,7 +175,7 @@ type ConversationVariablePage struct {
 }
 
 // ConversationVariableUpdate is the body of PUT
-// /conversations/{id}/variables/{variable_id} (API §31.2). Value is any JSON
+// /conversations/{id}/variables/{variable_id} (docs/api §31.2). Value is any JSON
 // value of the variable's type.
 type ConversationVariableUpdate struct {
 	Value any    `json:"value"`
@@ -183,8 +183,8 @@ type ConversationVariableUpdate struct {
 }
 
 // Annotation decodes AnnotationReply: the annotation that answered the turn
-// (API §29.2), or nil when none did (the key absent, as older servers send
-// it, or null, as newer ones do, API §29.4).
+// (docs/api §29.2), or nil when none did (the key absent, as older servers send
+// it, or null, as newer ones do, docs/api §29.4).
 func (m *MessageEndMetadata) Annotation() (*AnnotationReply, error) {
 	raw := bytes.TrimSpace(m.AnnotationReply)
 	if len(raw) == 0 || string(raw) == "null" {

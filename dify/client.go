@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// DefaultBaseURL is Dify Cloud's Service API base (API §1.1).
+// DefaultBaseURL is Dify Cloud's Service API base (docs/api §1.1).
 const DefaultBaseURL = "https://api.dify.ai/v1"
 
 // Version names this client in the User-Agent; release builds override it.
@@ -28,7 +28,7 @@ func DefaultUserAgent() string {
 	return "terraform-provider-dify/" + Version + " (+" + ProjectURL + ")"
 }
 
-// Client talks to one Dify app (the API key selects the app, API §1.1). It is
+// Client talks to one Dify app (the API key selects the app, docs/api §1.1). It is
 // safe for concurrent use.
 type Client struct {
 	baseURL    string
@@ -45,11 +45,11 @@ type Client struct {
 type Option func(*Client)
 
 // WithHTTPClient sets the HTTP client (transport, proxy, TLS). Its Timeout
-// should stay zero: chat streams can run for many minutes (API §18); bound
+// should stay zero: chat streams can run for many minutes (docs/api §18); bound
 // calls with the context instead. Default: a client on http.DefaultTransport.
 func WithHTTPClient(h *http.Client) Option { return func(c *Client) { c.httpClient = h } }
 
-// WithUser sets the default end-user id (API §1.3), used by every call whose
+// WithUser sets the default end-user id (docs/api §1.3), used by every call whose
 // own user is empty.
 func WithUser(user string) Option { return func(c *Client) { c.user = user } }
 
@@ -67,7 +67,7 @@ func WithLogger(f func(ctx context.Context, msg string, fields map[string]any)) 
 }
 
 // NewClient returns a client for baseURL (e.g. "http://127.0.0.1:5001/v1";
-// a trailing slash is ignored) authenticating with apiKey (API §1.1).
+// a trailing slash is ignored) authenticating with apiKey (docs/api §1.1).
 // Surrounding whitespace in apiKey is dropped. An empty key is allowed
 // because ServerInfo needs none; every other call then fails with 401.
 func NewClient(baseURL, apiKey string, opts ...Option) (*Client, error) {

@@ -218,7 +218,7 @@ func TestListConversations(t *testing.T) {
 	checkQuery(t, rec.last(t), url.Values{"user": {"user-1"}, "last_id": {"c0"}, "limit": {"2"}, "sort_by": {"-created_at"}})
 
 	// Zero values are left out so the server's defaults apply; out-of-range
-	// values are the server's to reject (API §5).
+	// values are the server's to reject (docs/api §5).
 	if _, err := c.ListConversations(testContext(t), ListConversationsParams{User: "u2", Limit: 500}); err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestRenameConversation(t *testing.T) {
 }
 
 func TestDeleteConversation(t *testing.T) {
-	// Both shapes of success (API §8, §21).
+	// Both shapes of success (docs/api §8, §21).
 	for _, tc := range []struct {
 		name    string
 		respond func(http.ResponseWriter, *http.Request, int)

@@ -2,8 +2,8 @@
 // "New Agent" (app mode `agent`) and the legacy Agent (`agent-chat`). It
 // holds the wire types, a Client with one method per operation, the
 // server-sent-events reader for chat replies and an accumulator that folds a
-// reply into its final answer. Section references such as "API §2.5" point
-// to the project's API reference (dify-agent-api.md).
+// reply into its final answer. Section references such as "docs/api §2.5" point
+// to the project's API reference, docs/api/README.md.
 //
 // # Client
 //
@@ -44,12 +44,12 @@
 //
 // SendFeedback and ListAppFeedbacks rate answers and list ratings (API
 // §25–§26). CreateAnnotation, ListAnnotations, UpdateAnnotation and
-// DeleteAnnotation manage annotations (API §27); StartAnnotationReply and
+// DeleteAnnotation manage annotations (docs/api §27); StartAnnotationReply and
 // WaitAnnotationReply switch annotation reply on or off through Dify's
-// asynchronous job (API §28), and MessageEndMetadata.Annotation tells
-// whether an annotation answered a turn (API §29). PreviewFile downloads an
-// uploaded file a turn used (API §30). ListConversationVariables and
-// UpdateConversationVariable serve `agent-chat` apps only (API §31).
+// asynchronous job (docs/api §28), and MessageEndMetadata.Annotation tells
+// whether an annotation answered a turn (docs/api §29). PreviewFile downloads an
+// uploaded file a turn used (docs/api §30). ListConversationVariables and
+// UpdateConversationVariable serve `agent-chat` apps only (docs/api §31).
 //
 // FrameReader and DecodeEvent are the lower layer, for tools that need the
 // raw frames (recorders, linters): the Raw bytes of all frames concatenate

@@ -14,13 +14,13 @@ import (
 )
 
 // ErrTruncatedStream reports a chat stream that ended before its terminal
-// message_end or error event (API §2.4–2.5): the connection dropped, the
+// message_end or error event (docs/api §2.4–2.5): the connection dropped, the
 // server crashed or a proxy cut the response. The turn may still have been
 // recorded by Dify; Collect returns whatever arrived alongside this error.
 var ErrTruncatedStream = errors.New("dify: chat stream ended before message_end")
 
-// APIError is a Dify error envelope (API §1.4) or an in-stream error event
-// (API §2.5).
+// APIError is a Dify error envelope (docs/api §1.4) or an in-stream error event
+// (docs/api §2.5).
 type APIError struct {
 	// Status is the HTTP status of the response. For an in-stream error
 	// event (Stream true) it is the event's `status` field, while the HTTP
@@ -33,7 +33,7 @@ type APIError struct {
 	// that was not a Dify envelope.
 	Message string
 	// Params names the offending field in the older `params` variant of the
-	// envelope (API §1.4).
+	// envelope (docs/api §1.4).
 	Params string
 	// Stream is true when the error arrived as an `error` event inside a
 	// chat stream rather than as an HTTP error response.
@@ -90,18 +90,18 @@ func hasStatus(err error, status int) bool {
 }
 
 // IsNotFound reports whether err is an APIError with HTTP 404 (for example
-// `Conversation Not Exists.`, API §7–§8).
+// `Conversation Not Exists.`, docs/api §7–§8).
 func IsNotFound(err error) bool { return hasStatus(err, http.StatusNotFound) }
 
 // IsUnauthorized reports whether err is an APIError with HTTP 401: a
-// missing, malformed or unknown API key (API §1.2).
+// missing, malformed or unknown API key (docs/api §1.2).
 func IsUnauthorized(err error) bool { return hasStatus(err, http.StatusUnauthorized) }
 
 // IsForbidden reports whether err is an APIError with HTTP 403: the app is
-// deleted, disabled or its workspace archived (API §1.2).
+// deleted, disabled or its workspace archived (docs/api §1.2).
 func IsForbidden(err error) bool { return hasStatus(err, http.StatusForbidden) }
 
-// IsRateLimited reports whether err is an APIError with HTTP 429 (API §1.4,
+// IsRateLimited reports whether err is an APIError with HTTP 429 (docs/api §1.4,
 // §2.3).
 func IsRateLimited(err error) bool { return hasStatus(err, http.StatusTooManyRequests) }
 

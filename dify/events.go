@@ -2,7 +2,7 @@ package dify
 
 import "encoding/json"
 
-// SSE event names for chat streams (API §2.5).
+// SSE event names for chat streams (docs/api §2.5).
 const (
 	EventAgentMessage   = "agent_message"
 	EventAgentThought   = "agent_thought"
@@ -24,7 +24,7 @@ type Event interface {
 	EventName() string
 }
 
-// EventBase is the envelope every chat event except ping carries (API §2.5).
+// EventBase is the envelope every chat event except ping carries (docs/api §2.5).
 // TaskID is empty on error events.
 type EventBase struct {
 	Event          string `json:"event"`
@@ -34,14 +34,14 @@ type EventBase struct {
 	TaskID         string `json:"task_id,omitempty"`
 }
 
-// AgentMessageEvent carries an answer delta (API §2.5).
+// AgentMessageEvent carries an answer delta (docs/api §2.5).
 type AgentMessageEvent struct {
 	EventBase
 	ID     string `json:"id"`
 	Answer string `json:"answer"`
 }
 
-// AgentThoughtEvent is an agent thought row in its SSE form (API §2.5). The
+// AgentThoughtEvent is an agent thought row in its SSE form (docs/api §2.5). The
 // same ID is re-emitted whenever the row changes: replace, never append.
 type AgentThoughtEvent struct {
 	EventBase
@@ -56,7 +56,7 @@ type AgentThoughtEvent struct {
 }
 
 // MessageEvent is the closing full answer New Agent sends once before
-// message_end (API §2.5, §2.6).
+// message_end (docs/api §2.5, §2.6).
 type MessageEvent struct {
 	EventBase
 	ID                   string          `json:"id"`
@@ -64,7 +64,7 @@ type MessageEvent struct {
 	FromVariableSelector json.RawMessage `json:"from_variable_selector,omitempty"`
 }
 
-// MessageFileEvent announces a file produced by a tool (API §2.5).
+// MessageFileEvent announces a file produced by a tool (docs/api §2.5).
 type MessageFileEvent struct {
 	EventBase
 	ID        string `json:"id"`
@@ -73,14 +73,14 @@ type MessageFileEvent struct {
 	URL       string `json:"url"`
 }
 
-// MessageEndMetadata is message_end.metadata (API §2.5).
+// MessageEndMetadata is message_end.metadata (docs/api §2.5).
 type MessageEndMetadata struct {
 	Usage              *Usage              `json:"usage"`
 	RetrieverResources []RetrieverResource `json:"retriever_resources,omitempty"`
 	AnnotationReply    json.RawMessage     `json:"annotation_reply,omitempty"`
 }
 
-// MessageEndEvent is the terminal success event (API §2.5).
+// MessageEndEvent is the terminal success event (docs/api §2.5).
 type MessageEndEvent struct {
 	EventBase
 	ID       string             `json:"id"`
@@ -88,26 +88,26 @@ type MessageEndEvent struct {
 	Files    json.RawMessage    `json:"files,omitempty"`
 }
 
-// MessageReplaceEvent replaces the whole answer so far (output moderation, API §2.5).
+// MessageReplaceEvent replaces the whole answer so far (output moderation, docs/api §2.5).
 type MessageReplaceEvent struct {
 	EventBase
 	Answer string `json:"answer"`
 	Reason string `json:"reason,omitempty"`
 }
 
-// TTSMessageEvent carries a base64 MP3 chunk (API §2.5).
+// TTSMessageEvent carries a base64 MP3 chunk (docs/api §2.5).
 type TTSMessageEvent struct {
 	EventBase
 	Audio string `json:"audio"`
 }
 
-// TTSMessageEndEvent trails message_end when TTS auto-play is on (API §2.5).
+// TTSMessageEndEvent trails message_end when TTS auto-play is on (docs/api §2.5).
 type TTSMessageEndEvent struct {
 	EventBase
 	Audio string `json:"audio"`
 }
 
-// ErrorEvent is a terminal in-stream failure; the HTTP status stays 200 (API §2.5).
+// ErrorEvent is a terminal in-stream failure; the HTTP status stays 200 (docs/api §2.5).
 type ErrorEvent struct {
 	EventBase
 	Status  int    `json:"status"`
@@ -115,7 +115,7 @@ type ErrorEvent struct {
 	Message string `json:"message"`
 }
 
-// PingEvent is the bare `event: ping` keep-alive frame (API §2.4).
+// PingEvent is the bare `event: ping` keep-alive frame (docs/api §2.4).
 type PingEvent struct{}
 
 // UnknownEvent is any event this package does not model; Data is the raw JSON

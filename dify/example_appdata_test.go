@@ -12,7 +12,7 @@ import (
 	"github.com/difyops/terraform-provider-dify/dify"
 )
 
-// newAnnotationServer stands in for Dify's annotation routes (API §27–§28):
+// newAnnotationServer stands in for Dify's annotation routes (docs/api §27–§28):
 // it creates one annotation and finishes every reply job on the second poll.
 func newAnnotationServer() *httptest.Server {
 	polls := 0

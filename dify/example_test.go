@@ -12,7 +12,7 @@ import (
 	"github.com/difyops/terraform-provider-dify/dify"
 )
 
-// agentTurn is a small New Agent reply (API §2.6): a thought, a tool call
+// agentTurn is a small New Agent reply (docs/api §2.6): a thought, a tool call
 // whose row is re-emitted with its result, answer deltas, the closing
 // message and message_end.
 var agentTurn = []string{

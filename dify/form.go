@@ -25,7 +25,7 @@ var formItemKeys = map[string]bool{
 	"allowed_file_extensions": true, "allowed_file_upload_methods": true,
 }
 
-// UnmarshalJSON reads the wire shape {"<control type>": {...}} (API §14).
+// UnmarshalJSON reads the wire shape {"<control type>": {...}} (docs/api §14).
 // It is deliberately lenient so one odd item never breaks /parameters: a
 // flat item carrying its control in "type" is accepted, a `default` that is
 // a number or boolean becomes its JSON text, booleans and max_length also
@@ -95,7 +95,7 @@ func pickControl(outer map[string]json.RawMessage) string {
 	return ""
 }
 
-// MarshalJSON writes the wire shape {"<Control>": {...}} (API §14), with
+// MarshalJSON writes the wire shape {"<Control>": {...}} (docs/api §14), with
 // Extra merged into the inner object. Control falls back to Type.
 func (it UserInputFormItem) MarshalJSON() ([]byte, error) {
 	control := it.Control
@@ -169,7 +169,7 @@ func flexStrings(raw json.RawMessage) []string {
 }
 
 // UnmarshalJSON accepts prices as numbers as well as the decimal strings
-// Dify sends (API §1.5), so a server or proxy that re-encodes them cannot
+// Dify sends (docs/api §1.5), so a server or proxy that re-encodes them cannot
 // make a whole message_end undecodable.
 func (u *Usage) UnmarshalJSON(b []byte) error {
 	type plain Usage
@@ -198,7 +198,7 @@ func (u *Usage) UnmarshalJSON(b []byte) error {
 }
 
 // AnyEnabled reports whether the app accepts files in chat at all, in
-// either shape of file_upload (API §14): the newer top-level switch or the
+// either shape of file_upload (docs/api §14): the newer top-level switch or the
 // legacy image switch.
 func (s FileUploadSettings) AnyEnabled() bool {
 	if s.Enabled != nil && *s.Enabled {

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// parametersExample is the API §14 shape with a text input, a select and the
+// parametersExample is the docs/api §14 shape with a text input, a select and the
 // third-party `file` item quoted there, the newer file_upload keys and an
 // unknown top-level key.
 var parametersExample = []byte(`{
@@ -167,7 +167,7 @@ func TestUsageLenientPrices(t *testing.T) {
 	}
 }
 
-// Unknown fields never break decoding (API §21).
+// Unknown fields never break decoding (docs/api §21).
 func TestUnknownFieldsIgnored(t *testing.T) {
 	for name, target := range map[string]any{
 		`{"id":"c","brand_new":{"deep":[1,2]},"name":"n"}`:                                &Conversation{},

@@ -13,7 +13,7 @@ import (
 var ErrStreamIdle = errors.New("no data received within the stream idle timeout")
 
 // WithStreamIdleTimeout ends a chat stream that sends no bytes for d. Dify
-// sends a keep-alive ping every 10 s while a turn runs (API §2.4), so a
+// sends a keep-alive ping every 10 s while a turn runs (docs/api §2.4), so a
 // silence of a minute or more means the stream is dead even though the
 // connection is open. Zero (the default) waits as long as the context allows.
 func WithStreamIdleTimeout(d time.Duration) Option {

@@ -10,7 +10,7 @@ import (
 	"strconv"
 )
 
-// ServerInfo calls the unauthenticated GET {base}/ (API §1.1). No API key is
+// ServerInfo calls the unauthenticated GET {base}/ (docs/api §1.1). No API key is
 // sent, so it works for version detection and health checks before a key is
 // known.
 func (c *Client) ServerInfo(ctx context.Context) (*ServerInfo, error) {
@@ -21,9 +21,9 @@ func (c *Client) ServerInfo(ctx context.Context) (*ServerInfo, error) {
 	return &out, nil
 }
 
-// SendChatMessage posts a chat message (API §2) and returns the live stream.
+// SendChatMessage posts a chat message (docs/api §2) and returns the live stream.
 // The request always streams: ResponseMode is forced to "streaming" (agent
-// apps reject blocking, API §2.2); nil Inputs are sent as {} and an empty
+// apps reject blocking, docs/api §2.2); nil Inputs are sent as {} and an empty
 // User falls back to the client's default user. The request is never
 // retried once it may have reached the server — a retry would send the
 // message twice — so a 429 or 5xx is returned as *APIError at once (see
@@ -45,7 +45,7 @@ func (c *Client) SendChatMessage(ctx context.Context, req ChatRequest) (*ChatStr
 		return nil, err
 	}
 	// A JSON 2xx is a blocking-mode reply from a server that ignored
-	// response_mode (a non-agent app, API §2.2); it cannot be read as events.
+	// response_mode (a non-agent app, docs/api §2.2); it cannot be read as events.
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		drainClose(resp.Body)
@@ -61,7 +61,7 @@ func (c *Client) SendChatMessage(ctx context.Context, req ChatRequest) (*ChatStr
 	return s, nil
 }
 
-// StopChatMessage asks Dify to stop a streaming reply (API §3); taskID comes
+// StopChatMessage asks Dify to stop a streaming reply (docs/api §3); taskID comes
 // from any event of the stream (Turn.TaskID). user must be the user who sent
 // the message; empty means the client's default. Dify answers success even
 // for an unknown or finished task.
@@ -74,7 +74,7 @@ func (c *Client) StopChatMessage(ctx context.Context, taskID, user string) error
 		body: body, class: retryIdempotent}, nil)
 }
 
-// SuggestedQuestions returns the follow-up questions for a message (API §4).
+// SuggestedQuestions returns the follow-up questions for a message (docs/api §4).
 // The result is never nil.
 func (c *Client) SuggestedQuestions(ctx context.Context, messageID, user string) ([]string, error) {
 	var out SuggestedQuestions
@@ -90,7 +90,7 @@ func (c *Client) SuggestedQuestions(ctx context.Context, messageID, user string)
 	return out.Data, nil
 }
 
-// UploadFile uploads a file for later use in a chat message (API §9.1),
+// UploadFile uploads a file for later use in a chat message (docs/api §9.1),
 // streaming it from up.Reader. It is not retried once any byte may have
 // reached the server: a retry could store the file twice.
 func (c *Client) UploadFile(ctx context.Context, up Upload) (*FileUploadResult, error) {
@@ -101,7 +101,7 @@ func (c *Client) UploadFile(ctx context.Context, up Upload) (*FileUploadResult, 
 	return &out, nil
 }
 
-// GetEndUser returns an end user by its Dify id (API §10), e.g. the
+// GetEndUser returns an end user by its Dify id (docs/api §10), e.g. the
 // created_by of an uploaded file.
 func (c *Client) GetEndUser(ctx context.Context, endUserID string) (*EndUser, error) {
 	var out EndUser
@@ -111,7 +111,7 @@ func (c *Client) GetEndUser(ctx context.Context, endUserID string) (*EndUser, er
 	return &out, nil
 }
 
-// ListConversationsParams selects a page of GET /conversations (API §5).
+// ListConversationsParams selects a page of GET /conversations (docs/api §5).
 // Zero values are omitted from the query so the server's defaults apply
 // (limit 20, sort_by -updated_at); User falls back to the client's default.
 type ListConversationsParams struct {
@@ -121,7 +121,7 @@ type ListConversationsParams struct {
 	SortBy string // one of the Sort* constants
 }
 
-// ListConversations returns one page of the user's conversations (API §5);
+// ListConversations returns one page of the user's conversations (docs/api §5);
 // pass the last item's id as LastID for the next page.
 func (c *Client) ListConversations(ctx context.Context, p ListConversationsParams) (*ConversationPage, error) {
 	q := url.Values{}
@@ -138,7 +138,7 @@ func (c *Client) ListConversations(ctx context.Context, p ListConversationsParam
 	return &out, nil
 }
 
-// ListMessagesParams selects a page of GET /messages (API §6). Zero values
+// ListMessagesParams selects a page of GET /messages (docs/api §6). Zero values
 // are omitted from the query; User falls back to the client's default.
 type ListMessagesParams struct {
 	ConversationID string
@@ -147,7 +147,7 @@ type ListMessagesParams struct {
 	Limit          int
 }
 
-// ListMessages returns one page of a conversation's history (API §6). Data
+// ListMessages returns one page of a conversation's history (docs/api §6). Data
 // is oldest-first within the page; the next (older) page is requested with
 // FirstID = Data[0].ID.
 func (c *Client) ListMessages(ctx context.Context, p ListMessagesParams) (*MessagePage, error) {
@@ -166,7 +166,7 @@ func (c *Client) ListMessages(ctx context.Context, p ListMessagesParams) (*Messa
 }
 
 // RenameConversation sets a conversation's name, or lets Dify generate one
-// when req.AutoGenerate is true (API §7). An empty req.User falls back to the
+// when req.AutoGenerate is true (docs/api §7). An empty req.User falls back to the
 // client's default user.
 func (c *Client) RenameConversation(ctx context.Context, conversationID string, req RenameRequest) (*Conversation, error) {
 	req.User = c.userOr(req.User)
@@ -183,10 +183,10 @@ func (c *Client) RenameConversation(ctx context.Context, conversationID string, 
 	return &out, nil
 }
 
-// DeleteConversation deletes a conversation (API §8). The user goes in a JSON
+// DeleteConversation deletes a conversation (docs/api §8). The user goes in a JSON
 // body, which Dify requires even on DELETE ({} when no user is known). Any
 // 2xx is success: servers answer 204 or 200 {"result":"success"} depending
-// on their version (API §21). A 404 means the conversation is already gone,
+// on their version (docs/api §21). A 404 means the conversation is already gone,
 // which a caller deleting usually treats as success (IsNotFound).
 func (c *Client) DeleteConversation(ctx context.Context, conversationID, user string) error {
 	body, err := newJSONBody(DeleteRequest{User: c.userOr(user)})
@@ -197,7 +197,7 @@ func (c *Client) DeleteConversation(ctx context.Context, conversationID, user st
 		body: body, class: retryIdempotent}, nil)
 }
 
-// AudioToText transcribes audio (API §11), streaming it from up.Reader. When
+// AudioToText transcribes audio (docs/api §11), streaming it from up.Reader. When
 // up.ContentType is empty, a Dify audio extension (mp3, m4a, wav, amr, mpga,
 // mp4, mpeg, webm) yields "audio/<ext>", the form Dify checks; other names
 // fall back to the extension's MIME type. Not retried once sent: the audio
@@ -213,10 +213,10 @@ func (c *Client) AudioToText(ctx context.Context, up Upload) (*AudioText, error)
 // Audio is a text-to-audio reply; the caller closes Body.
 type Audio struct {
 	Body        io.ReadCloser
-	ContentType string // e.g. "audio/mpeg" (API §12)
+	ContentType string // e.g. "audio/mpeg" (docs/api §12)
 }
 
-// TextToAudio synthesises speech for a message or a text (API §12) and
+// TextToAudio synthesises speech for a message or a text (docs/api §12) and
 // returns the audio as it arrives; the caller must close Body. An empty
 // req.User falls back to the client's default user.
 func (c *Client) TextToAudio(ctx context.Context, req TextToAudioRequest) (*Audio, error) {
@@ -233,7 +233,7 @@ func (c *Client) TextToAudio(ctx context.Context, req TextToAudioRequest) (*Audi
 	return &Audio{Body: resp.Body, ContentType: resp.Header.Get("Content-Type")}, nil
 }
 
-// AppInfo returns the app's name, description, tags and mode (API §13).
+// AppInfo returns the app's name, description, tags and mode (docs/api §13).
 func (c *Client) AppInfo(ctx context.Context) (*AppInfo, error) {
 	var out AppInfo
 	if err := c.do(ctx, &request{method: http.MethodGet, path: "/info"}, &out); err != nil {
@@ -242,7 +242,7 @@ func (c *Client) AppInfo(ctx context.Context) (*AppInfo, error) {
 	return &out, nil
 }
 
-// AppParameters returns the app's input form and feature switches (API §14).
+// AppParameters returns the app's input form and feature switches (docs/api §14).
 func (c *Client) AppParameters(ctx context.Context) (*AppParameters, error) {
 	var out AppParameters
 	if err := c.do(ctx, &request{method: http.MethodGet, path: "/parameters"}, &out); err != nil {
@@ -251,7 +251,7 @@ func (c *Client) AppParameters(ctx context.Context) (*AppParameters, error) {
 	return &out, nil
 }
 
-// AppMeta returns the app's tool icons (API §15).
+// AppMeta returns the app's tool icons (docs/api §15).
 func (c *Client) AppMeta(ctx context.Context) (*AppMeta, error) {
 	var out AppMeta
 	if err := c.do(ctx, &request{method: http.MethodGet, path: "/meta"}, &out); err != nil {
@@ -260,7 +260,7 @@ func (c *Client) AppMeta(ctx context.Context) (*AppMeta, error) {
 	return &out, nil
 }
 
-// AppSite returns the app's WebApp settings (API §16).
+// AppSite returns the app's WebApp settings (docs/api §16).
 func (c *Client) AppSite(ctx context.Context) (*AppSite, error) {
 	var out AppSite
 	if err := c.do(ctx, &request{method: http.MethodGet, path: "/site"}, &out); err != nil {

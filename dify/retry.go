@@ -76,12 +76,12 @@ func (p RetryPolicy) wait(retry int, hint time.Duration) time.Duration {
 // Idempotent operations (every GET, DELETE, stop, rename, text-to-audio)
 // are retried on 429, on 5xx except 501 (Not Implemented will not change),
 // and on transport failures. Stop and rename are POSTs but idempotent in
-// effect: stopping a task twice is a no-op (API §3 answers 200 even for a
+// effect: stopping a task twice is a no-op (docs/api §3 answers 200 even for a
 // finished task) and renaming twice leaves the same name (auto_generate
-// re-derives the name from the same first message, API §7). Text-to-audio
-// creates nothing on the server (API §12). A DELETE retried after a first
+// re-derives the name from the same first message, docs/api §7). Text-to-audio
+// creates nothing on the server (docs/api §12). A DELETE retried after a first
 // attempt that did succeed answers 404; callers deleting should treat
-// IsNotFound as success, as API §8 advises anyway.
+// IsNotFound as success, as docs/api §8 advises anyway.
 //
 // Operations that create something or carry a one-shot body (chat messages,
 // file uploads, audio-to-text) are retried only when the failure proves the

@@ -9,7 +9,7 @@ import (
 	"io"
 )
 
-// SSEFrame is one server-sent-events frame (API §2.4). Raw holds the exact bytes
+// SSEFrame is one server-sent-events frame (docs/api §2.4). Raw holds the exact bytes
 // read for the frame, including its terminating blank line, so recorders can
 // store streams byte-faithfully: concatenating the Raw of every frame a
 // FrameReader returns reproduces its input. Event is the `event:` field
@@ -102,7 +102,7 @@ func (r *FrameReader) Next() (SSEFrame, error) {
 				data = append(data, value...)
 				data = append(data, '\n')
 			}
-			// id and retry are ignored: Dify sends neither (API §2.4).
+			// id and retry are ignored: Dify sends neither (docs/api §2.4).
 		}
 		if !complete {
 			r.err = io.EOF

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 )
 
-// ChatStream is a live chat reply (API §2.4–2.5). Next yields its events in
+// ChatStream is a live chat reply (docs/api §2.4–2.5). Next yields its events in
 // order; Close releases the connection. Next is not safe for concurrent use,
 // but Close may be called from another goroutine to abort a pending Next.
 type ChatStream struct {
@@ -59,10 +59,10 @@ func (s *ChatStream) StatusCode() int {
 // continues with the next frame.
 //
 // The stream ends in one of three ways:
-//   - after an *ErrorEvent (Dify's in-stream failure, API §2.5) has been
+//   - after an *ErrorEvent (Dify's in-stream failure, docs/api §2.5) has been
 //     returned, Next returns io.EOF without reading further;
 //   - after a *MessageEndEvent, Next keeps returning what the server still
-//     sends (tts_message and tts_message_end trail message_end, API §2.5)
+//     sends (tts_message and tts_message_end trail message_end, docs/api §2.5)
 //     and returns io.EOF when the body ends — even if it ends abruptly,
 //     since the turn is complete;
 //   - if the body ends (or the connection fails, or ctx is cancelled, or the

@@ -3,30 +3,30 @@ package dify
 import "encoding/json"
 
 // Wire types for the Dify Agent app Service API. Field names and JSON shapes follow
-// ../shared/dify-agent-api.md (cited as "API §n"). Every struct decodes with
+// the project's API reference, docs/api/README.md (cited as "docs/api §n"). Every struct decodes with
 // encoding/json's default behaviour, so fields a newer server adds are ignored
-// rather than rejected (API §21, version drift).
+// rather than rejected (docs/api §21, version drift).
 
-// Response modes for POST /chat-messages (API §2.1).
+// Response modes for POST /chat-messages (docs/api §2.1).
 const (
 	ResponseModeStreaming = "streaming"
 	ResponseModeBlocking  = "blocking"
 )
 
-// App modes reported by GET /info (API §0.1, §13).
+// App modes reported by GET /info (docs/api §0.1, §13).
 const (
 	ModeAgent     = "agent"      // New Agent
 	ModeAgentChat = "agent-chat" // legacy Agent
 )
 
-// ServerInfo is the unauthenticated GET / answer (API §1.1).
+// ServerInfo is the unauthenticated GET / answer (docs/api §1.1).
 type ServerInfo struct {
 	Welcome       string `json:"welcome"`
 	APIVersion    string `json:"api_version"`
 	ServerVersion string `json:"server_version"`
 }
 
-// ChatRequest is the body of POST /chat-messages (API §2.1). The client always
+// ChatRequest is the body of POST /chat-messages (docs/api §2.1). The client always
 // streams: ResponseMode is forced to "streaming" by SendChatMessage.
 type ChatRequest struct {
 	Query            string         `json:"query"`
@@ -38,7 +38,7 @@ type ChatRequest struct {
 	AutoGenerateName *bool          `json:"auto_generate_name,omitempty"`
 }
 
-// File types and transfer methods for chat file references (API §2.1).
+// File types and transfer methods for chat file references (docs/api §2.1).
 const (
 	FileTypeImage    = "image"
 	FileTypeDocument = "document"
@@ -50,7 +50,7 @@ const (
 	TransferLocalFile = "local_file"
 )
 
-// InputFile references a file in a chat request (API §2.1, files[]).
+// InputFile references a file in a chat request (docs/api §2.1, files[]).
 type InputFile struct {
 	Type           string `json:"type"`
 	TransferMethod string `json:"transfer_method"`
@@ -58,7 +58,7 @@ type InputFile struct {
 	UploadFileID   string `json:"upload_file_id,omitempty"`
 }
 
-// StopRequest is the body of POST /chat-messages/{task_id}/stop (API §3).
+// StopRequest is the body of POST /chat-messages/{task_id}/stop (docs/api §3).
 type StopRequest struct {
 	User string `json:"user"`
 }
@@ -68,13 +68,13 @@ type ResultResponse struct {
 	Result string `json:"result"`
 }
 
-// SuggestedQuestions is the GET /messages/{id}/suggested answer (API §4).
+// SuggestedQuestions is the GET /messages/{id}/suggested answer (docs/api §4).
 type SuggestedQuestions struct {
 	Result string   `json:"result"`
 	Data   []string `json:"data"`
 }
 
-// Conversation is a SimpleConversation (API §5, §7).
+// Conversation is a SimpleConversation (docs/api §5, §7).
 type Conversation struct {
 	ID           string         `json:"id"`
 	Name         string         `json:"name"`
@@ -85,14 +85,14 @@ type Conversation struct {
 	UpdatedAt    int64          `json:"updated_at"`
 }
 
-// ConversationPage is the GET /conversations answer (API §5).
+// ConversationPage is the GET /conversations answer (docs/api §5).
 type ConversationPage struct {
 	Limit   int            `json:"limit"`
 	HasMore bool           `json:"has_more"`
 	Data    []Conversation `json:"data"`
 }
 
-// Sort orders accepted by GET /conversations (API §5).
+// Sort orders accepted by GET /conversations (docs/api §5).
 const (
 	SortCreatedAt     = "created_at"
 	SortCreatedAtDesc = "-created_at"
@@ -100,25 +100,25 @@ const (
 	SortUpdatedAtDesc = "-updated_at"
 )
 
-// RenameRequest is the body of POST /conversations/{id}/name (API §7).
+// RenameRequest is the body of POST /conversations/{id}/name (docs/api §7).
 type RenameRequest struct {
 	Name         string `json:"name,omitempty"`
 	AutoGenerate bool   `json:"auto_generate"`
 	User         string `json:"user,omitempty"`
 }
 
-// DeleteRequest is the JSON body Dify requires on DELETE /conversations/{id} (API §8).
+// DeleteRequest is the JSON body Dify requires on DELETE /conversations/{id} (docs/api §8).
 type DeleteRequest struct {
 	User string `json:"user,omitempty"`
 }
 
-// Feedback is a message's end-user feedback (API §6).
+// Feedback is a message's end-user feedback (docs/api §6).
 type Feedback struct {
 	Rating string `json:"rating"`
 }
 
 // AgentThoughtRecord is an agent thought in its history form, as GET /messages
-// returns it (API §6). It differs from the SSE form (AgentThoughtEvent): history
+// returns it (docs/api §6). It differs from the SSE form (AgentThoughtEvent): history
 // uses `files`, `chain_id`, `message_id` and `created_at`.
 type AgentThoughtRecord struct {
 	ID          string         `json:"id"`
@@ -134,7 +134,7 @@ type AgentThoughtRecord struct {
 	Files       []string       `json:"files"`
 }
 
-// MessageFile is a file attached to a message (API §6).
+// MessageFile is a file attached to a message (docs/api §6).
 type MessageFile struct {
 	ID             string  `json:"id"`
 	Filename       string  `json:"filename"`
@@ -147,7 +147,7 @@ type MessageFile struct {
 	UploadFileID   *string `json:"upload_file_id"`
 }
 
-// Message is a MessageListItem (API §6). Token and price fields are absent on
+// Message is a MessageListItem (docs/api §6). Token and price fields are absent on
 // older servers and then decode as zero values.
 type Message struct {
 	ID                      string               `json:"id"`
@@ -172,14 +172,14 @@ type Message struct {
 	ExtraContents           []json.RawMessage    `json:"extra_contents"`
 }
 
-// MessagePage is the GET /messages answer (API §6): data is oldest-first within a page.
+// MessagePage is the GET /messages answer (docs/api §6): data is oldest-first within a page.
 type MessagePage struct {
 	Limit   int       `json:"limit"`
 	HasMore bool      `json:"has_more"`
 	Data    []Message `json:"data"`
 }
 
-// RetrieverResource is a knowledge citation (API §2.5). New Agent apps never send them.
+// RetrieverResource is a knowledge citation (docs/api §2.5). New Agent apps never send them.
 type RetrieverResource struct {
 	ID              string  `json:"id,omitempty"`
 	MessageID       string  `json:"message_id,omitempty"`
@@ -200,7 +200,7 @@ type RetrieverResource struct {
 	CreatedAt       int64   `json:"created_at,omitempty"`
 }
 
-// Usage is LLMUsage from message_end.metadata.usage (API §2.5). Prices are
+// Usage is LLMUsage from message_end.metadata.usage (docs/api §2.5). Prices are
 // decimal strings exactly as Dify sends them.
 type Usage struct {
 	PromptTokens        int64    `json:"prompt_tokens"`
@@ -219,7 +219,7 @@ type Usage struct {
 	TimeToGenerate      *float64 `json:"time_to_generate,omitempty"`
 }
 
-// FileUploadResult is the 201 body of POST /files/upload (API §9.1).
+// FileUploadResult is the 201 body of POST /files/upload (docs/api §9.1).
 type FileUploadResult struct {
 	ID             string  `json:"id"`
 	Name           string  `json:"name"`
@@ -238,7 +238,7 @@ type FileUploadResult struct {
 	Reference      *string `json:"reference"` // newest servers; always null for this endpoint
 }
 
-// EndUser is the GET /end-users/{id} answer (API §10). Timestamps are ISO-8601 strings.
+// EndUser is the GET /end-users/{id} answer (docs/api §10). Timestamps are ISO-8601 strings.
 type EndUser struct {
 	ID             string  `json:"id"`
 	TenantID       string  `json:"tenant_id"`
@@ -252,12 +252,12 @@ type EndUser struct {
 	UpdatedAt      string  `json:"updated_at"`
 }
 
-// AudioText is the POST /audio-to-text answer (API §11).
+// AudioText is the POST /audio-to-text answer (docs/api §11).
 type AudioText struct {
 	Text string `json:"text"`
 }
 
-// TextToAudioRequest is the body of POST /text-to-audio (API §12).
+// TextToAudioRequest is the body of POST /text-to-audio (docs/api §12).
 type TextToAudioRequest struct {
 	MessageID string `json:"message_id,omitempty"`
 	Text      string `json:"text,omitempty"`
@@ -266,7 +266,7 @@ type TextToAudioRequest struct {
 	Streaming bool   `json:"streaming,omitempty"`
 }
 
-// AppInfo is the GET /info answer (API §13).
+// AppInfo is the GET /info answer (docs/api §13).
 type AppInfo struct {
 	Name        string   `json:"name"`
 	Description string   `json:"description"`
@@ -275,12 +275,12 @@ type AppInfo struct {
 	AuthorName  string   `json:"author_name"`
 }
 
-// Toggle is a {"enabled": bool} feature switch in /parameters (API §14).
+// Toggle is a {"enabled": bool} feature switch in /parameters (docs/api §14).
 type Toggle struct {
 	Enabled bool `json:"enabled"`
 }
 
-// TextToSpeech is /parameters.text_to_speech (API §14).
+// TextToSpeech is /parameters.text_to_speech (docs/api §14).
 type TextToSpeech struct {
 	Enabled  bool   `json:"enabled"`
 	Voice    string `json:"voice,omitempty"`
@@ -288,14 +288,14 @@ type TextToSpeech struct {
 	AutoPlay string `json:"autoPlay,omitempty"`
 }
 
-// SensitiveWordAvoidance is /parameters.sensitive_word_avoidance (API §14).
+// SensitiveWordAvoidance is /parameters.sensitive_word_avoidance (docs/api §14).
 type SensitiveWordAvoidance struct {
 	Enabled bool              `json:"enabled"`
 	Type    string            `json:"type"`
 	Configs []json.RawMessage `json:"configs"`
 }
 
-// AppParameters is the GET /parameters answer (API §14).
+// AppParameters is the GET /parameters answer (docs/api §14).
 type AppParameters struct {
 	OpeningStatement              *string                `json:"opening_statement"`
 	SuggestedQuestions            []string               `json:"suggested_questions"`
@@ -312,7 +312,7 @@ type AppParameters struct {
 }
 
 // UserInputFormItem is one /parameters.user_input_form entry. On the wire each
-// item is a single-key object keyed by the control type (API §14), e.g.
+// item is a single-key object keyed by the control type (docs/api §14), e.g.
 // {"text-input": {...}}; UnmarshalJSON/MarshalJSON (in form.go) translate
 // between that shape and this flat struct, keeping the control type in Control.
 type UserInputFormItem struct {
@@ -334,7 +334,7 @@ type UserInputFormItem struct {
 	Extra map[string]json.RawMessage `json:"-"`
 }
 
-// Control types for user_input_form items (API §14).
+// Control types for user_input_form items (docs/api §14).
 const (
 	ControlTextInput    = "text-input"
 	ControlParagraph    = "paragraph"
@@ -347,7 +347,7 @@ const (
 	ControlJSONObject   = "json_object"
 )
 
-// ImageUploadSettings is the legacy /parameters.file_upload.image object (API §14).
+// ImageUploadSettings is the legacy /parameters.file_upload.image object (docs/api §14).
 type ImageUploadSettings struct {
 	Enabled         bool     `json:"enabled"`
 	NumberLimits    int      `json:"number_limits"`
@@ -355,7 +355,7 @@ type ImageUploadSettings struct {
 	TransferMethods []string `json:"transfer_methods"`
 }
 
-// FileUploadSettings is /parameters.file_upload in both shapes (API §14): the
+// FileUploadSettings is /parameters.file_upload in both shapes (docs/api §14): the
 // legacy `image` object is always present; newer apps add the top-level keys,
 // which are nil when the server did not send them.
 type FileUploadSettings struct {
@@ -367,7 +367,7 @@ type FileUploadSettings struct {
 	NumberLimits             *int                 `json:"number_limits,omitempty"`
 }
 
-// SystemParameters holds the upload size limits in MB (API §14, §9.1).
+// SystemParameters holds the upload size limits in MB (docs/api §14, §9.1).
 type SystemParameters struct {
 	ImageFileSizeLimit      int `json:"image_file_size_limit"`
 	VideoFileSizeLimit      int `json:"video_file_size_limit"`
@@ -376,13 +376,13 @@ type SystemParameters struct {
 	WorkflowFileUploadLimit int `json:"workflow_file_upload_limit"`
 }
 
-// AppMeta is the GET /meta answer (API §15). Values are either an icon URL
+// AppMeta is the GET /meta answer (docs/api §15). Values are either an icon URL
 // string or an {"background","content"} object, so they stay raw.
 type AppMeta struct {
 	ToolIcons map[string]json.RawMessage `json:"tool_icons"`
 }
 
-// AppSite is the GET /site answer, the WebApp settings (API §16). Nullable
+// AppSite is the GET /site answer, the WebApp settings (docs/api §16). Nullable
 // strings are pointers because Dify sends null for unset fields.
 type AppSite struct {
 	Title                  string  `json:"title"`

@@ -16,7 +16,7 @@ import (
 	"sync"
 )
 
-// Upload describes a multipart upload streamed from Reader (API §9.1, §11).
+// Upload describes a multipart upload streamed from Reader (docs/api §9.1, §11).
 // The content is never buffered whole: only the multipart headers are built
 // in memory. When the Reader's remaining size can be known (bytes.Reader,
 // strings.Reader, a regular *os.File or any io.Seeker) the request carries a
@@ -37,7 +37,7 @@ type Upload struct {
 }
 
 // audioExtensions are the extensions Dify's audio-to-text accepts as
-// "audio/<ext>" (API §11, both the stored source list and the docs list).
+// "audio/<ext>" (docs/api §11, both the stored source list and the docs list).
 var audioExtensions = map[string]bool{
 	"mp3": true, "mp4": true, "mpeg": true, "mpga": true, "m4a": true, "wav": true, "webm": true, "amr": true,
 }

@@ -146,7 +146,7 @@ func TestAudioToText(t *testing.T) {
 	if got.Text != "hello world" {
 		t.Errorf("text = %q", got.Text)
 	}
-	// Dify checks audio/<ext> (API §11), not mime's audio/mpeg.
+	// Dify checks audio/<ext> (docs/api §11), not mime's audio/mpeg.
 	if seen.fileType != "audio/mp3" || seen.user[0] != "user-1" || string(seen.content) != "ID3" {
 		t.Errorf("server saw %+v", seen)
 	}

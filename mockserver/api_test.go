@@ -55,7 +55,7 @@ func TestAuth(t *testing.T) {
 	// Auth comes before validation: a bad body without a key is a 401.
 	resp, body := anyKey.do(http.MethodPost, "/chat-messages", "{", "Authorization", "")
 	anyKey.wantError(resp, body, 401, "unauthorized", "*")
-	// GET /v1/ needs no key (API §1.1).
+	// GET /v1/ needs no key (docs/api §1.1).
 	resp, body = anyKey.do(http.MethodGet, "/", nil, "Authorization", "")
 	if resp.StatusCode != 200 || string(body) != testRoot {
 		t.Fatalf("GET /v1/: %d %s", resp.StatusCode, body)
@@ -233,7 +233,7 @@ func TestChatValidation(t *testing.T) {
 		})
 	}
 	e.t = t
-	// Omitted response_mode streams on a New Agent app (API §2.1).
+	// Omitted response_mode streams on a New Agent app (docs/api §2.1).
 	resp := e.send(http.MethodPost, "/chat-messages", map[string]any{"user": "u", "query": "Count to three", "inputs": map[string]any{"city": "x"}})
 	frames := readFrames(t, resp.Body, time.Now(), nil)
 	resp.Body.Close()

@@ -11,13 +11,13 @@ import (
 	"github.com/julienschmidt/httprouter"
 )
 
-// serverInfo is GET /v1/ (API §1.1), unauthenticated.
+// serverInfo is GET /v1/ (docs/api §1.1), unauthenticated.
 func (s *Server) serverInfo(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	s.writeAppResponse(w, "/", nil)
 }
 
 // appResponse serves /info, /parameters, /meta and /site byte for byte from
-// the app description (API §13–§16), so a recorded app replays as itself.
+// the app description (docs/api §13–§16), so a recorded app replays as itself.
 func (s *Server) appResponse(path string) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 		var body []byte
@@ -54,7 +54,7 @@ func patchMode(info []byte, recorded, mode string) []byte {
 	return info
 }
 
-// formField is one /parameters.user_input_form entry (API §14), read from the
+// formField is one /parameters.user_input_form entry (docs/api §14), read from the
 // raw body so validation does not depend on any decoder's view of it.
 type formField struct {
 	Control   string

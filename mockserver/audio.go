@@ -14,7 +14,7 @@ import (
 	"github.com/difyops/terraform-provider-dify/dify"
 )
 
-// Speech-to-text limits and failures (API §11).
+// Speech-to-text limits and failures (docs/api §11).
 const maxAudioBytes = 30 * mb
 
 var (
@@ -25,14 +25,14 @@ var (
 	errNoFilePart    = newError(http.StatusBadRequest, "bad_request_key_error", msgBadRequest)
 )
 
-// audioTypes is the union of the MIME types Dify versions accept (API §11,
+// audioTypes is the union of the MIME types Dify versions accept (docs/api §11,
 // version drift): older servers also took mp4, mpeg and webm.
 var audioTypes = map[string]bool{
 	"audio/mp3": true, "audio/mp4": true, "audio/mpeg": true, "audio/mpga": true, "audio/m4a": true,
 	"audio/x-m4a": true, "audio/wav": true, "audio/x-wav": true, "audio/webm": true, "audio/amr": true,
 }
 
-// audioToText is POST /audio-to-text (API §11). The transcript is the
+// audioToText is POST /audio-to-text (docs/api §11). The transcript is the
 // selected cassette's `transcript` (X-Dify-Mock-Cassette, else the default
 // cassette), else a deterministic placeholder naming the file.
 func (s *Server) audioToText(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
@@ -103,7 +103,7 @@ func (s *Server) audioToText(w http.ResponseWriter, r *http.Request, _ httproute
 	writeJSON(w, http.StatusOK, dify.AudioText{Text: text})
 }
 
-// textToAudio is POST /text-to-audio (API §12): silent MP3 audio whose
+// textToAudio is POST /text-to-audio (docs/api §12): silent MP3 audio whose
 // length follows the text (60 ms per character, 0.5 s to 10 s).
 func (s *Server) textToAudio(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	body, e := readJSON(w, r, false)
@@ -158,7 +158,7 @@ func (s *Server) textToAudio(w http.ResponseWriter, r *http.Request, _ httproute
 			writeError(w, errMessageNotFound)
 			return
 		}
-		text = m.Answer // message_id wins over text (API §12)
+		text = m.Answer // message_id wins over text (docs/api §12)
 	}
 	if strings.TrimSpace(text) == "" {
 		writeError(w, invalidParam("Text is required"))

@@ -16,7 +16,7 @@ import (
 // The bad-input table: every route × malformed JSON, wrong types, missing
 // fields, bad UUIDs, oversize bodies, wrong content types and unknown query
 // parameters. Each row names the exact status, code and message Dify's
-// envelope must carry (API §1.4; texts per docs/mock/api-coverage.md), so a
+// envelope must carry (docs/api §1.4; texts per docs/mock/api-coverage.md), so a
 // handler that starts answering 500, panicking or dropping the envelope
 // fails its row. Rows with a 2xx status check that the input is tolerated
 // (unknown parameters and content types are ignored, as Dify ignores them).
@@ -110,7 +110,7 @@ func badInputRows() []badRow {
 	bigAudio := strings.Repeat("\x00", 30<<20+1)
 
 	return []badRow{
-		// POST /chat-messages (API §2.1); more rows in TestChatValidation.
+		// POST /chat-messages (docs/api §2.1); more rows in TestChatValidation.
 		{"chat: JSON null", "POST", "/chat-messages", `null`, nil, 500, "unknown", "Internal Server Error"},
 		{"chat: JSON string", "POST", "/chat-messages", `"query"`, nil, 500, "unknown", "Internal Server Error"},
 		{"chat: form-encoded body", "POST", "/chat-messages", form, nil, 415, "unsupported_media_type", msgNotJSON},
@@ -129,7 +129,7 @@ func badInputRows() []badRow {
 		{"chat: JSON as text/plain", "POST", "/chat-messages", textJSON(chat), nil, 415, "unsupported_media_type", msgNotJSON},
 		{"chat: unknown query parameters are ignored", "POST", "/chat-messages?foo=bar&stream=false", chat, nil, 200, "", ""},
 
-		// POST /chat-messages/:task_id/stop (API §3).
+		// POST /chat-messages/:task_id/stop (docs/api §3).
 		{"stop: malformed JSON", "POST", "/chat-messages/t1/stop", `{"user":`, nil, 400, "bad_request", msgBadJSON},
 		{"stop: empty body", "POST", "/chat-messages/t1/stop", rawBody{}, nil, 415, "unsupported_media_type", msgNotJSON},
 		{"stop: empty JSON body", "POST", "/chat-messages/t1/stop", rawBody{ctype: "application/json"}, nil, 400, "bad_request", msgBadJSON},
@@ -138,14 +138,14 @@ func badInputRows() []badRow {
 		{"stop: oversize body", "POST", "/chat-messages/t1/stop", oversizeJSON("x"), nil, 413, "request_entity_too_large", "*"},
 		{"stop: unknown task is ignored", "POST", "/chat-messages/no-such-task/stop", `{"user":"bi"}`, nil, 200, "", ""},
 
-		// GET /messages/:message_id/suggested (API §4).
+		// GET /messages/:message_id/suggested (docs/api §4).
 		{"suggested: id not a UUID", "GET", "/messages/123/suggested?user=bi", nil, nil, 404, html404, ""},
 		{"suggested: missing user", "GET", "/messages/" + phMsg + "/suggested", nil, nil, 400, "invalid_param", "Arg user must be provided."},
 		{"suggested: unknown message", "GET", "/messages/" + unknownUUID + "/suggested?user=bi", nil, nil, 404, "not_found", "Message Not Exists."},
 		{"suggested: another user's message", "GET", "/messages/" + phMsg + "/suggested?user=someone-else", nil, nil, 404, "not_found", "Message Not Exists."},
 		{"suggested: unknown parameters are ignored", "GET", "/messages/" + phMsg + "/suggested?user=bi&foo=1", nil, nil, 200, "", ""},
 
-		// GET /messages (API §6).
+		// GET /messages (docs/api §6).
 		{"messages: missing conversation_id", "GET", "/messages?user=bi", nil, nil, 400, "invalid_param", py("MessageListQuery", "conversation_id", "Field required", "missing", "{'user': 'bi'}", "dict")},
 		{"messages: conversation_id not a UUID", "GET", "/messages?user=bi&conversation_id=abc", nil, nil, 400, "invalid_param", py("MessageListQuery", "conversation_id", "Value error, must be a valid UUID", "value_error", "'abc'", "str")},
 		{"messages: first_id not a UUID", "GET", "/messages?user=bi&conversation_id=" + phConv + "&first_id=1", nil, nil, 400, "invalid_param", py("MessageListQuery", "first_id", "Value error, must be a valid UUID", "value_error", "'1'", "str")},
@@ -157,7 +157,7 @@ func badInputRows() []badRow {
 		{"messages: unknown first_id", "GET", "/messages?user=bi&conversation_id=" + phConv + "&first_id=" + unknownUUID, nil, nil, 404, "not_found", "First Message Not Exists."},
 		{"messages: unknown parameters are ignored", "GET", "/messages?user=bi&conversation_id=" + phConv + "&pinned=true&x=%00", nil, nil, 200, "", ""},
 
-		// GET /conversations (API §5).
+		// GET /conversations (docs/api §5).
 		{"conversations: limit not a number", "GET", "/conversations?user=bi&limit=1e3", nil, nil, 400, "invalid_param", py("ConversationListQuery", "limit", "Input should be a valid integer, unable to parse string as an integer", "int_parsing", "'1e3'", "str")},
 		{"conversations: limit negative", "GET", "/conversations?user=bi&limit=-1", nil, nil, 400, "invalid_param", py("ConversationListQuery", "limit", "Input should be greater than or equal to 1", "greater_than_equal", "'-1'", "str")},
 		{"conversations: limit too large", "GET", "/conversations?user=bi&limit=100000000000000000000", nil, nil, 400, "invalid_param", py("ConversationListQuery", "limit", "Input should be less than or equal to 100", "less_than_equal", "'100000000000000000000'", "str")},
@@ -166,7 +166,7 @@ func badInputRows() []badRow {
 		{"conversations: bad sort_by", "GET", "/conversations?user=bi&sort_by=name", nil, nil, 400, "invalid_param", py("ConversationListQuery", "sort_by", "Input should be 'created_at', '-created_at', 'updated_at' or '-updated_at'", "literal_error", "'name'", "str")},
 		{"conversations: unknown parameters are ignored", "GET", "/conversations?user=bi&pinned=true&first_id=x", nil, nil, 200, "", ""},
 
-		// POST /conversations/:id/name (API §7).
+		// POST /conversations/:id/name (docs/api §7).
 		{"rename: id not a UUID", "POST", "/conversations/123/name", `{"name":"n","user":"bi"}`, nil, 404, html404, ""},
 		{"rename: malformed JSON", "POST", "/conversations/" + phConv + "/name", `{"name":`, nil, 400, "bad_request", msgBadJSON},
 		{"rename: empty body", "POST", "/conversations/" + phConv + "/name", rawBody{}, nil, 415, "unsupported_media_type", msgNotJSON},
@@ -180,7 +180,7 @@ func badInputRows() []badRow {
 		{"rename: oversize body", "POST", "/conversations/" + phConv + "/name", oversizeJSON("name"), nil, 413, "request_entity_too_large", "*"},
 		{"rename: unknown parameters are ignored", "POST", "/conversations/" + phConv + "/name?x=1", `{"name":"still fine","user":"bi"}`, nil, 200, "", ""},
 
-		// DELETE /conversations/:id (API §8).
+		// DELETE /conversations/:id (docs/api §8).
 		{"delete: id not a UUID", "DELETE", "/conversations/abc", nil, nil, 404, html404, ""},
 		{"delete: malformed JSON", "DELETE", "/conversations/" + phConv, `{"user"`, nil, 400, "bad_request", msgBadJSON},
 		{"delete: JSON array", "DELETE", "/conversations/" + phConv, `["bi"]`, nil, 500, "unknown", "Internal Server Error"},
@@ -191,7 +191,7 @@ func badInputRows() []badRow {
 		{"delete: ?user= is ignored (JSON only)", "DELETE", "/conversations/" + phConv + "?user=bi", `{}`, nil, 404, "not_found", "Conversation Not Exists."},
 		{"delete: another user's conversation", "DELETE", "/conversations/" + phConv, `{"user":"someone-else"}`, nil, 404, "not_found", "Conversation Not Exists."},
 
-		// POST /files/upload (API §9.1); more rows in TestUploadErrors.
+		// POST /files/upload (docs/api §9.1); more rows in TestUploadErrors.
 		{"upload: JSON body", "POST", "/files/upload", `{"file":"x"}`, nil, 400, "no_file_uploaded", "Please upload your file."},
 		{"upload: no body", "POST", "/files/upload", rawBody{}, nil, 400, "no_file_uploaded", "Please upload your file."},
 		{"upload: multipart without boundary", "POST", "/files/upload", noBoundary, nil, 400, "no_file_uploaded", "Please upload your file."},
@@ -201,18 +201,18 @@ func badInputRows() []badRow {
 		{"upload: path in the filename", "POST", "/files/upload", multipartBytes(filePart("../../etc/passwd", "text/plain", "a")), nil, 400, "invalid_param", "Filename contains invalid characters"},
 		{"upload: unknown parameters are ignored", "POST", "/files/upload?user=x&foo=1", multipartBytes(filePart("a.txt", "text/plain", "a"), userPart("bi")), nil, 201, "", ""},
 
-		// GET /end-users/:id (API §10).
+		// GET /end-users/:id (docs/api §10).
 		{"end-user: id not a UUID", "GET", "/end-users/bi", nil, nil, 404, html404, ""},
 		{"end-user: unknown", "GET", "/end-users/" + unknownUUID, nil, nil, 404, "end_user_not_found", "End user not found."},
 
-		// POST /audio-to-text (API §11).
+		// POST /audio-to-text (docs/api §11).
 		{"audio: JSON body", "POST", "/audio-to-text", `{"file":"x"}`, nil, 400, "bad_request_key_error", msgBadJSON},
 		{"audio: garbage multipart", "POST", "/audio-to-text", garbage, nil, 400, "bad_request", "*"},
 		{"audio: text file", "POST", "/audio-to-text", multipartBytes(filePart("a.txt", "text/plain", "a")), nil, 415, "unsupported_audio_type", "Audio type not allowed."},
 		{"audio: over 30 MB", "POST", "/audio-to-text", multipartBytes(filePart("a.mp3", "audio/mpeg", bigAudio)), nil, 413, "audio_too_large", "Audio size larger than 30 mb"},
 		{"audio: bad cassette header", "POST", "/audio-to-text", multipartBytes(filePart("a.mp3", "audio/mpeg", "ID3")), []string{mockserver.HeaderCassette, "../x"}, 400, "invalid_param", "*"},
 
-		// POST /text-to-audio (API §12).
+		// POST /text-to-audio (docs/api §12).
 		{"tts: malformed JSON", "POST", "/text-to-audio", `{"text":"a"`, nil, 400, "bad_request", msgBadJSON},
 		{"tts: text a number", "POST", "/text-to-audio", `{"text":1,"user":"bi"}`, nil, 400, "invalid_param", py("TextToAudioPayload", "text", "Input should be a valid string", "string_type", "1", "int")},
 		{"tts: message_id a number", "POST", "/text-to-audio", `{"message_id":1,"user":"bi"}`, nil, 400, "invalid_param", py("TextToAudioPayload", "message_id", "Input should be a valid string", "string_type", "1", "int")},
@@ -222,7 +222,7 @@ func badInputRows() []badRow {
 		{"tts: missing text", "POST", "/text-to-audio", `{"user":"bi"}`, nil, 400, "invalid_param", "Text is required"},
 		{"tts: oversize body", "POST", "/text-to-audio", oversizeJSON("text"), nil, 413, "request_entity_too_large", "*"},
 
-		// App description (API §13–§16) and GET / (API §1.1).
+		// App description (docs/api §13–§16) and GET / (docs/api §1.1).
 		{"info: unknown parameters are ignored", "GET", "/info?user=bi&foo=bar", nil, nil, 200, "", ""},
 		{"parameters: unknown parameters are ignored", "GET", "/parameters?x=%ff", nil, nil, 200, "", ""},
 		{"meta: a JSON body on GET is ignored", "GET", "/meta", `{"user":`, nil, 200, "", ""},
@@ -298,7 +298,7 @@ func TestBadInputTable(t *testing.T) {
 
 // TestEveryRouteRejectsWrongMethodsAndMissingKeys: each route answers a
 // method it does not serve with 405 and its Allow header, and a request
-// without a key with 401, before looking at the body (API §1.2, §1.4).
+// without a key with 401, before looking at the body (docs/api §1.2, §1.4).
 func TestEveryRouteRejectsWrongMethodsAndMissingKeys(t *testing.T) {
 	e := newEnv(t, mockserver.Config{})
 	const id = "00000000-0000-4000-8000-000000000001"

@@ -20,13 +20,13 @@ import (
 // uuidNil is constants.UUID_NIL (api/constants/__init__.py).
 const uuidNil = "00000000-0000-0000-0000-000000000000"
 
-// Blocking-mode rejections (API §2.2).
+// Blocking-mode rejections (docs/api §2.2).
 var (
 	errBlockingAgent     = newError(http.StatusBadRequest, "bad_request", "Agent App only supports streaming response mode.")
 	errBlockingAgentChat = invalidParam("Agent Chat App does not support blocking mode")
 )
 
-// chatRequest is a validated POST /chat-messages body (API §2.1).
+// chatRequest is a validated POST /chat-messages body (docs/api §2.1).
 type chatRequest struct {
 	query    string
 	inputs   map[string]any
@@ -148,7 +148,7 @@ func (s *Server) parseChat(w http.ResponseWriter, r *http.Request) (*chatRequest
 		}
 	}
 	// Omitted response_mode streams for New Agent and is blocking for the
-	// legacy agent-chat app, which then refuses it (API §2.1, §2.2).
+	// legacy agent-chat app, which then refuses it (docs/api §2.1, §2.2).
 	req.blocking = mode == dify.ResponseModeBlocking || (mode == "" && s.mode == dify.ModeAgentChat)
 	if req.blocking && s.mode != dify.ModeAgentChat {
 		return nil, errBlockingAgent
@@ -161,7 +161,7 @@ var fileTypes = map[string]bool{
 	dify.FileTypeVideo: true, dify.FileTypeCustom: true,
 }
 
-// checkFiles validates files[] (API §2.1) and returns the user's message
+// checkFiles validates files[] (docs/api §2.1) and returns the user's message
 // files for the stored message plus the upload ids in request order.
 func (s *Server) checkFiles(files []dify.InputFile, ownerID string) ([]dify.MessageFile, []string, *apiError) {
 	var out []dify.MessageFile
@@ -207,7 +207,7 @@ func (s *Server) checkFiles(files []dify.InputFile, ownerID string) ([]dify.Mess
 	return out, ids, nil
 }
 
-// chatMessages is POST /chat-messages (API §2): validate, pick a recorded
+// chatMessages is POST /chat-messages (docs/api §2): validate, pick a recorded
 // turn, replay it on schedule and store what was streamed.
 func (s *Server) chatMessages(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	var (
@@ -414,7 +414,7 @@ func (s *Server) writeRecordedError(w http.ResponseWriter, t *replay.CompiledTur
 	_, _ = w.Write(t.Body)
 }
 
-// recordTurn stores the message exactly as GET /messages returns it (API §6).
+// recordTurn stores the message exactly as GET /messages returns it (docs/api §6).
 func (s *Server) recordTurn(conv store.Conversation, msgID, query string, userFiles []dify.MessageFile, created int64, cassetteName string, rep *replay.Report) {
 	res := rep.Result
 	files := make([]dify.MessageFile, 0, len(userFiles)+len(res.Files))
@@ -510,7 +510,7 @@ func onFreshStack(fn func()) {
 	}
 }
 
-// stopChat is POST /chat-messages/:task_id/stop (API §3): always 200 once
+// stopChat is POST /chat-messages/:task_id/stop (docs/api §3): always 200 once
 // the user is given; a task of another user, or no task, is ignored.
 func (s *Server) stopChat(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	body, e := readJSON(w, r, false)

@@ -16,7 +16,7 @@ import (
 var createdAtRE = regexp.MustCompile(`"created_at":([0-9]+)`)
 
 // TestReplayIsByteFaithful: a replay equals the recording once the fresh ids
-// and created_at are mapped back (API §2.4, §2.5), and the fresh values are
+// and created_at are mapped back (docs/api §2.4, §2.5), and the fresh values are
 // consistent within the turn.
 func TestReplayIsByteFaithful(t *testing.T) {
 	fixed := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
@@ -134,7 +134,7 @@ func TestStateMatchesStream(t *testing.T) {
 	if len(m.MessageFiles) != 1 || m.MessageFiles[0].ID != frames[4].str("id") || *m.MessageFiles[0].BelongsTo != "assistant" {
 		t.Errorf("message_files: %+v", m.MessageFiles)
 	}
-	// History form (API §6): files, chain_id, message_id, created_at.
+	// History form (docs/api §6): files, chain_id, message_id, created_at.
 	for _, k := range []string{`"files"`, `"chain_id":null`, `"retriever_resources":[]`, `"extra_contents":[]`, `"feedback":null`} {
 		if !strings.Contains(string(body), k) {
 			t.Errorf("message JSON lacks %s: %s", k, body)
@@ -144,7 +144,7 @@ func TestStateMatchesStream(t *testing.T) {
 		t.Error("history thoughts must not use the SSE field message_files")
 	}
 
-	// Another user sees nothing of it (API §1.3).
+	// Another user sees nothing of it (docs/api §1.3).
 	_, body = e.do(http.MethodGet, "/conversations?user=bob", nil)
 	if p := decode[dify.ConversationPage](t, body); len(p.Data) != 0 {
 		t.Errorf("bob sees %s", body)
@@ -182,7 +182,7 @@ func TestFollowUpTurnsAndLifecycle(t *testing.T) {
 	if mp.Data[1].ParentMessageID == nil || *mp.Data[1].ParentMessageID != "00000000-0000-0000-0000-000000000000" {
 		t.Errorf("parent_message_id of a Service API follow-up: %+v, want UUID_NIL", mp.Data[1].ParentMessageID)
 	}
-	// Paging: newest page first, oldest first inside it (API §6).
+	// Paging: newest page first, oldest first inside it (docs/api §6).
 	_, body = e.do(http.MethodGet, "/messages?user=alice&limit=2&conversation_id="+conv, nil)
 	p1 := decode[dify.MessagePage](t, body)
 	if len(p1.Data) != 2 || !p1.HasMore || p1.Data[0].ID != mp.Data[1].ID || p1.Data[1].ID != mp.Data[2].ID {
@@ -196,7 +196,7 @@ func TestFollowUpTurnsAndLifecycle(t *testing.T) {
 	resp, body = e.do(http.MethodGet, "/messages?user=alice&conversation_id="+conv+"&first_id="+recMsg, nil)
 	e.wantError(resp, body, 404, "not_found", "First Message Not Exists.")
 
-	// Rename, auto-generate, delete (API §7, §8).
+	// Rename, auto-generate, delete (docs/api §7, §8).
 	resp, body = e.do(http.MethodPost, "/conversations/"+conv+"/name", map[string]any{"name": "Trip", "user": "alice"})
 	if resp.StatusCode != 200 {
 		t.Fatalf("rename: %d %s", resp.StatusCode, body)
@@ -325,7 +325,7 @@ func TestUploadedFileFlowsIntoTheTurn(t *testing.T) {
 	if r := m.MessageFiles[1]; r.TransferMethod != "remote_url" || r.Filename != "map.png" || r.UploadFileID != nil {
 		t.Errorf("remote file: %+v", r)
 	}
-	// Someone else's upload is not usable (API §2.1).
+	// Someone else's upload is not usable (docs/api §2.1).
 	resp, body := e.do(http.MethodPost, "/chat-messages", chatBody("Read my file", "grace", "files", []map[string]any{
 		{"type": "document", "transfer_method": "local_file", "upload_file_id": up.ID}}))
 	e.wantError(resp, body, 400, "invalid_param", "Invalid upload file")
@@ -337,7 +337,7 @@ func TestUploadedFileFlowsIntoTheTurn(t *testing.T) {
 
 // TestBuiltinCassettesReplay: every built-in cassette replays through the
 // server, ends with message_end or error, and GET /messages holds the
-// answer the stream accumulated (API §2.5: deltas append, `message` and
+// answer the stream accumulated (docs/api §2.5: deltas append, `message` and
 // `message_replace` replace).
 func TestBuiltinCassettesReplay(t *testing.T) {
 	e := newEnv(t, mockserver.Config{Cassettes: mustBuiltin(t)})

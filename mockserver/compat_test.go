@@ -24,7 +24,7 @@ import (
 // everything else, whatever the extension (here an MP3 it named
 // "file.mpeg"). Dify checks declared against detected types only for
 // Workflow/Chatflow apps, and New Agent hands file references to the agent
-// unparsed (API §2.1), so the turn must play and keep the declared type.
+// unparsed (docs/api §2.1), so the turn must play and keep the declared type.
 func TestAttachmentTypeIsNotCrossChecked(t *testing.T) {
 	e := newEnv(t, mockserver.Config{})
 	for _, c := range []struct{ filename, mime, declared string }{

@@ -17,7 +17,7 @@ func (s *Server) queryUser(r *http.Request) store.EndUser {
 	return s.store.EndUser(r.URL.Query().Get("user"))
 }
 
-// listConversations is GET /conversations (API §5), validated as
+// listConversations is GET /conversations (docs/api §5), validated as
 // api/controllers/service_api/app/conversation.py ConversationApi.get
 // does: ConversationListQuery.model_validate(request.args.to_dict())
 // (last_id: UUID | None, limit: int 1–100, sort_by: Literal[…]).
@@ -89,7 +89,7 @@ func queryDict(r *http.Request) *orderedDict {
 	return d
 }
 
-// listMessages is GET /messages (API §6), validated as
+// listMessages is GET /messages (docs/api §6), validated as
 // api/controllers/service_api/app/message.py MessageListApi.get does with
 // MessageListQuery (conversation_id: UUIDStrOrEmpty, required;
 // first_id: UUIDStrOrEmpty | None; limit: int 1–100).
@@ -145,7 +145,7 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, _ httprout
 }
 
 // pathUUID reads a UUID path segment; Flask's uuid converter makes anything
-// else a routing 404 (API §4, §7, §8, §10).
+// else a routing 404 (docs/api §4, §7, §8, §10).
 func pathUUID(w http.ResponseWriter, ps httprouter.Params, name string) (string, bool) {
 	v := ps.ByName(name)
 	if !validUUID(v) {
@@ -155,7 +155,7 @@ func pathUUID(w http.ResponseWriter, ps httprouter.Params, name string) (string,
 	return strings.ToLower(v), true
 }
 
-// renameConversation is POST /conversations/:id/name (API §7), validated
+// renameConversation is POST /conversations/:id/name (docs/api §7), validated
 // as api/controllers/service_api/app/conversation.py
 // ConversationRenameApi.post does: `user` from the JSON body, then
 // ConversationRenamePayload (name: str | None, auto_generate: bool in
@@ -215,7 +215,7 @@ func (s *Server) renameConversation(w http.ResponseWriter, r *http.Request, ps h
 	writeJSON(w, http.StatusOK, c.Conversation)
 }
 
-// deleteConversation is DELETE /conversations/:id (API §8): 204 with no
+// deleteConversation is DELETE /conversations/:id (docs/api §8): 204 with no
 // body. `user` comes from the JSON body only
 // (api/controllers/service_api/app/conversation.py ConversationDetailApi
 // .delete is guarded by FetchUserArg(fetch_from=JSON)); ?user= is never
@@ -249,7 +249,7 @@ func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request, ps h
 var errSuggestedDisabled = newError(http.StatusForbidden, "app_suggested_questions_after_answer_disabled",
 	"The 'Suggested Questions After Answer' feature is disabled. Please refresh your page.")
 
-// suggested is GET /messages/:id/suggested (API §4): the questions of the
+// suggested is GET /messages/:id/suggested (docs/api §4): the questions of the
 // cassette that produced the message, else the app's opening suggestions.
 func (s *Server) suggested(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	id, ok := pathUUID(w, ps, "message_id")

@@ -6,7 +6,7 @@ import (
 	"strconv"
 )
 
-// apiError is Dify's error envelope (API §1.4): {"code","message","status"},
+// apiError is Dify's error envelope (docs/api §1.4): {"code","message","status"},
 // plus "params" for the old field-mapping form.
 type apiError struct {
 	Code    string `json:"code"`
@@ -22,7 +22,7 @@ func newError(status int, code, message string) *apiError {
 }
 
 // Werkzeug's default descriptions, which Dify passes through for plain HTTP
-// exceptions (API §1.4).
+// exceptions (docs/api §1.4).
 const (
 	msgNotFound         = "The requested URL was not found on the server. If you entered the URL manually please check your spelling and try again."
 	msgMethodNotAllowed = "The method is not allowed for the requested URL."
@@ -40,7 +40,7 @@ const (
 	msgUserRequired = "Arg user must be provided."
 )
 
-// Auth failures (API §1.2).
+// Auth failures (docs/api §1.2).
 const (
 	msgAuthMissing = "Authorization header must be provided and start with 'Bearer'"
 	msgAuthScheme  = "Authorization scheme must be 'Bearer'"

@@ -203,7 +203,7 @@ var randomData = func() []byte {
 // brokenChunk is not a chunk: its size line is not hexadecimal.
 const brokenChunk = "not-a-chunk-size\r\n{\"event\":\"agent_mess"
 
-// Default Dify envelopes for status faults (API §1.4, §2.3): Dify's own
+// Default Dify envelopes for status faults (docs/api §1.4, §2.3): Dify's own
 // codes where the reference names one, else werkzeug's code and text.
 var statusDefaults = map[int]*apiError{
 	http.StatusBadRequest:            newError(http.StatusBadRequest, "bad_request", "The browser (or proxy) sent a request that this server could not understand."),

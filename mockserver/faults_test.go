@@ -146,7 +146,7 @@ func TestFaultErrorAfter(t *testing.T) {
 		t.Errorf("stored %+v", m)
 	}
 
-	// Defaults, and the frame's shape (API §2.5: no task_id).
+	// Defaults, and the frame's shape (docs/api §2.5: no task_id).
 	_, frames := fe.chat(chatBody("Count to three", "raw"), fault.Header, "error-after:0")
 	if len(frames) != 1 {
 		t.Fatalf("%d frames", len(frames))

@@ -23,7 +23,7 @@ import (
 
 const mb = 1 << 20
 
-// Extension categories (API §9.1), lower-case, without the dot.
+// Extension categories (docs/api §9.1), lower-case, without the dot.
 var extCategories = map[string]string{}
 
 func init() {
@@ -49,7 +49,7 @@ func fileCategory(ext string) string {
 }
 
 // sizeLimit is the upload limit in bytes for a category, from the app's
-// /parameters.system_parameters (API §14) with Dify's defaults.
+// /parameters.system_parameters (docs/api §14) with Dify's defaults.
 func (s *Server) sizeLimit(category string) int64 {
 	sp := s.app.Parameters.SystemParameters
 	pick := func(v, def int) int64 {
@@ -70,7 +70,7 @@ func (s *Server) sizeLimit(category string) int64 {
 	}
 }
 
-// Upload failures (API §9.1).
+// Upload failures (docs/api §9.1).
 var (
 	errNoFile        = newError(http.StatusBadRequest, "no_file_uploaded", "Please upload your file.")
 	errTooManyFiles  = newError(http.StatusBadRequest, "too_many_files", "Only one file is allowed.")
@@ -220,7 +220,7 @@ func extension(filename string) string {
 	return strings.ToLower(strings.TrimLeft(filename[i:], "."))
 }
 
-// uploadFile is POST /files/upload (API §9.1).
+// uploadFile is POST /files/upload (docs/api §9.1).
 func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	maxLimit := s.sizeLimit(dify.FileTypeVideo)
 	for _, c := range []string{dify.FileTypeImage, dify.FileTypeAudio, dify.FileTypeDocument} {
@@ -306,7 +306,7 @@ func (s *Server) fileTooLarge(filename string) *apiError {
 	return newError(http.StatusRequestEntityTooLarge, "file_too_large", "File size exceeds limit")
 }
 
-// signedURL imitates Dify's signed file-preview URL (API §9.1). The mock
+// signedURL imitates Dify's signed file-preview URL (docs/api §9.1). The mock
 // does not serve it; it only has the right shape.
 func (s *Server) signedURL(r *http.Request, id string, ts int64) string {
 	var nonce [16]byte
@@ -322,7 +322,7 @@ func (s *Server) signedURL(r *http.Request, id string, ts int64) string {
 	return fmt.Sprintf("%s://%s/files/%s/file-preview?timestamp=%d&nonce=%s&sign=%s", scheme, r.Host, id, ts, n, sign)
 }
 
-// endUser is GET /end-users/:id (API §10).
+// endUser is GET /end-users/:id (docs/api §10).
 func (s *Server) endUser(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	id, ok := pathUUID(w, ps, "end_user_id")
 	if !ok {

@@ -104,7 +104,7 @@ func TestUploadAndEndUser(t *testing.T) {
 	if !regexp.MustCompile(`^http://127\.0\.0\.1:\d+/files/` + f.ID + `/file-preview\?timestamp=\d+&nonce=[0-9a-f]+&sign=`).MatchString(f.SourceURL) {
 		t.Errorf("source_url %q", f.SourceURL)
 	}
-	// created_by is the end user, which GET /end-users resolves (API §10).
+	// created_by is the end user, which GET /end-users resolves (docs/api §10).
 	resp, body = e.do(http.MethodGet, "/end-users/"+*f.CreatedBy, nil)
 	if resp.StatusCode != 200 {
 		t.Fatalf("end user: %d %s", resp.StatusCode, body)
@@ -122,7 +122,7 @@ func TestUploadAndEndUser(t *testing.T) {
 	resp, body = e.do(http.MethodGet, "/end-users/nope", nil)
 	wantHTML404(t, resp, body)
 
-	// No user: the anonymous default end user (API §1.3).
+	// No user: the anonymous default end user (docs/api §1.3).
 	resp, body = e.multipart("/files/upload", part{field: "file", filename: "a.txt", contentType: "text/plain", data: strings.NewReader("x")})
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("upload without a user: %d %s", resp.StatusCode, body)
@@ -202,7 +202,7 @@ func TestAudio(t *testing.T) {
 	resp, body = e.multipart("/audio-to-text", part{field: "user", filename: "-", data: strings.NewReader("al")})
 	e.wantError(resp, body, 400, "bad_request_key_error", "The browser (or proxy) sent a request that this server could not understand.")
 
-	// text-to-audio: silent MPEG audio (API §12).
+	// text-to-audio: silent MPEG audio (docs/api §12).
 	resp, body = e.do(http.MethodPost, "/text-to-audio", map[string]any{"text": "Hello there", "user": "al"})
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "audio/mpeg" {
 		t.Fatalf("tts: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))

@@ -13,7 +13,7 @@ import (
 )
 
 // TestPanicBecomesA500Envelope: a panicking handler yields Dify's 500 body
-// (API §1.4) and a log line without the request's secrets.
+// (docs/api §1.4) and a log line without the request's secrets.
 func TestPanicBecomesA500Envelope(t *testing.T) {
 	var logs bytes.Buffer
 	s, err := New(Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})

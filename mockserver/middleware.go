@@ -53,7 +53,7 @@ func (w *recordingWriter) Write(p []byte) (int, error) {
 // FlushError reports a gone client).
 func (w *recordingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// recoverer turns a panic into Dify's 500 envelope (API §1.4). The log line
+// recoverer turns a panic into Dify's 500 envelope (docs/api §1.4). The log line
 // carries the method, path and stack, never headers (which hold API keys).
 func (s *Server) recoverer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -204,7 +204,7 @@ func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
 }
 
 // authenticate enforces the app key before anything else a handler does
-// (API §1.2). Route matching (404/405) happens first, as in Flask.
+// (docs/api §1.2). Route matching (404/405) happens first, as in Flask.
 func (s *Server) authenticate(next httprouter.Handle) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		if e := s.checkAuth(r.Header.Get("Authorization")); e != nil {

@@ -699,7 +699,7 @@ func TestConcurrentUsersStayIsolated(t *testing.T) {
 // the replay waits out a long recorded gap (long-with-pings: 2.15 s → 10 s)
 // ends the replay right away. A server that only noticed the drop when its
 // next write failed would keep the goroutine until the next frame is due,
-// which is what this test times against (engineering notes §5).
+// which is what this test times against (docs/api §34.2).
 func TestDisconnectInALongGapEndsTheReplayAtOnce(t *testing.T) {
 	const speed = 2
 	s := newLoggedServer(t, mockserver.Config{Speed: 1})

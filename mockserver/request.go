@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// maxJSONBody bounds JSON request bodies; larger bodies get 413 (API §1.4).
+// maxJSONBody bounds JSON request bodies; larger bodies get 413 (docs/api §1.4).
 const maxJSONBody = 4 << 20
 
 // jsonBody is a decoded JSON object whose fields are checked one by one, so

@@ -1,5 +1,5 @@
 // Package mockserver is dify-mock: an HTTP server that impersonates the Dify
-// Agent app Service API (../shared/dify-agent-api.md, cited as "API §n"). It
+// Agent app Service API (docs/api/README.md, cited as "docs/api §n"). It
 // replays recorded chat streams with their original per-frame timing and
 // keeps consistent state for every other endpoint. Routes live under /v1.
 package mockserver
@@ -27,7 +27,7 @@ import (
 	"github.com/difyops/terraform-provider-dify/mockserver/store"
 )
 
-// Defaults for Config's zero values (API §18).
+// Defaults for Config's zero values (docs/api §18).
 const (
 	// DefaultMaxStateBytes suits a laptop: thousands of ordinary
 	// conversations, a few dozen large uploads.
@@ -297,7 +297,7 @@ func (s *Server) endStream(taskID string) {
 	s.streams.Done()
 }
 
-// stopTask signals a stream of owner; unknown tasks are ignored (API §3).
+// stopTask signals a stream of owner; unknown tasks are ignored (docs/api §3).
 func (s *Server) stopTask(taskID, owner string) bool {
 	s.mu.Lock()
 	t, ok := s.tasks[taskID]
@@ -321,7 +321,7 @@ func (s *Server) routes() http.Handler {
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeError(w, errMethodNotAllowed) })
 	r.GlobalOPTIONS = http.HandlerFunc(s.preflight)
 
-	r.GET("/v1/", s.withFaults(s.serverInfo, false)) // no auth (API §1.1)
+	r.GET("/v1/", s.withFaults(s.serverInfo, false)) // no auth (docs/api §1.1)
 	a := func(h httprouter.Handle) httprouter.Handle { return s.authenticate(s.withFaults(h, false)) }
 	r.POST("/v1/chat-messages", s.authenticate(s.withFaults(s.chatMessages, true)))
 	r.POST("/v1/chat-messages/:task_id/stop", a(s.stopChat))

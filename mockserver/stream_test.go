@@ -100,7 +100,7 @@ func TestStop(t *testing.T) {
 		}
 		if stoppedAt.IsZero() && f.event() == "agent_message" && f.str("answer") == "part 2. " {
 			task := f.str("task_id")
-			// Another user's stop is ignored but still succeeds (API §3).
+			// Another user's stop is ignored but still succeeds (docs/api §3).
 			r, body := e.do(http.MethodPost, "/chat-messages/"+task+"/stop", map[string]any{"user": "mallory"})
 			if r.StatusCode != 200 || string(body) != `{"result":"success"}`+"\n" {
 				t.Errorf("foreign stop: %d %s", r.StatusCode, body)
@@ -156,7 +156,7 @@ func TestRunLimits(t *testing.T) {
 			t.Fatalf("last frame: %s", f.raw)
 		}
 		if _, ok := f.data["task_id"]; ok {
-			t.Errorf("error events carry no task_id (API §2.5): %s", f.raw)
+			t.Errorf("error events carry no task_id (docs/api §2.5): %s", f.raw)
 		}
 		for _, g := range frames {
 			if g.event() == "message_end" {

@@ -8,7 +8,7 @@ import (
 )
 
 // annotationIndex lets every dify_annotation of one Terraform run refresh
-// from one shared listing of GET /apps/annotations (API §27.3): N
+// from one shared listing of GET /apps/annotations (docs/api §27.3): N
 // annotations cost ceil(A/100) requests for A annotations of the app, not N
 // listings. The API has no get-by-id.
 //
@@ -31,7 +31,7 @@ type annotationAPI interface {
 }
 
 // annotationPageSize is the most rows Dify serves per page whatever limit
-// asks (released servers cap at 100, API §27.3).
+// asks (released servers cap at 100, docs/api §27.3).
 const annotationPageSize = 100
 
 // maxAnnotationPages bounds one listing (1,000,000 annotations).

@@ -15,7 +15,7 @@ import (
 // the Terraform CLI: each new thought, each tool call and its result once,
 // the answer in lines as it streams, and a closing summary. It never sends
 // the same information twice even though Dify re-emits a thought row every
-// time it changes (API §2.5).
+// time it changes (docs/api §2.5).
 type chatProgress struct {
 	send func(string)
 	now  func() time.Time
@@ -25,7 +25,7 @@ type chatProgress struct {
 	current string // key of the thought row that changed last
 	// pending is answer text not yet sent; sawDelta is set once an
 	// agent_message arrived (then a closing `message` repeats the whole
-	// answer and is not streamed again, API §2.6).
+	// answer and is not streamed again, docs/api §2.6).
 	pending   strings.Builder
 	sawDelta  bool
 	lastFlush time.Time
@@ -174,7 +174,7 @@ func (p *chatProgress) flush() {
 
 func endSummary(e *dify.MessageEndEvent) string {
 	var parts []string
-	// Set when an annotation answered instead of the agent (API §29.2).
+	// Set when an annotation answered instead of the agent (docs/api §29.2).
 	if a, err := e.Metadata.Annotation(); err == nil && a != nil {
 		parts = append(parts, "answered from annotation "+a.ID)
 	}

@@ -76,7 +76,7 @@ func TestChatProgress_answerLines(t *testing.T) {
 
 // TestChatProgress_annotationAnswer: a turn an annotation answered has one
 // `message` event with the whole answer and annotation_reply in message_end
-// (API §29.2); both show up.
+// (docs/api §29.2); both show up.
 func TestChatProgress_annotationAnswer(t *testing.T) {
 	var got []string
 	p := newChatProgress(func(s string) { got = append(got, s) })

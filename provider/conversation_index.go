@@ -8,7 +8,7 @@ import (
 )
 
 // Reading one conversation is the awkward part of the API: there is no
-// get-by-id (API §22). conversationIndex makes a refresh of N conversations
+// get-by-id (docs/api §22). conversationIndex makes a refresh of N conversations
 // cost O(N) requests at most:
 //
 //   - For each end user, GET /conversations (sort_by=-created_at, limit=100)
@@ -18,10 +18,10 @@ import (
 //     user. N conversations of one user that is used only by Terraform cost
 //     ceil(N/100) listing requests in total.
 //   - An id the listing did not show (created after the pages were fetched,
-//     skipped by Dify's strict-inequality cursor (API §5), older than the page
+//     skipped by Dify's strict-inequality cursor (docs/api §5), older than the page
 //     budget, or deleted) is settled by one probe,
 //     GET /messages?conversation_id=…&limit=1, which answers 404 for a
-//     conversation that does not exist for this user (API §6). Absence from a
+//     conversation that does not exist for this user (docs/api §6). Absence from a
 //     listing alone never removes a resource from state.
 //
 // So a refresh costs at most pageBudget×users + N requests, and usually
@@ -44,7 +44,7 @@ type conversationAPI interface {
 // conversations older than that are checked by a probe each.
 const defaultListingPageBudget = 10
 
-// listingPageSize is the largest page GET /conversations allows (API §5).
+// listingPageSize is the largest page GET /conversations allows (docs/api §5).
 const listingPageSize = 100
 
 type userListing struct {
@@ -96,7 +96,7 @@ func (x *conversationIndex) Lookup(ctx context.Context, user, id string) (lookup
 		})
 		if err != nil {
 			if dify.IsNotFound(err) && l.lastID != "" {
-				// "Last Conversation Not Exists." (API §5): the cursor row was
+				// "Last Conversation Not Exists." (docs/api §5): the cursor row was
 				// deleted meanwhile. Stop listing; probes settle the rest.
 				l.stopped = true
 				break
@@ -117,7 +117,7 @@ func (x *conversationIndex) Lookup(ctx context.Context, user, id string) (lookup
 	return lookupResult{Exists: exists}, err
 }
 
-// Probe checks existence with one GET /messages?limit=1 (404 = gone, API §6).
+// Probe checks existence with one GET /messages?limit=1 (404 = gone, docs/api §6).
 func (x *conversationIndex) Probe(ctx context.Context, user, id string) (bool, error) {
 	_, err := x.client.ListMessages(ctx, dify.ListMessagesParams{ConversationID: id, User: user, Limit: 1})
 	if err == nil {

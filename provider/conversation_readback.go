@@ -10,7 +10,7 @@ import (
 	"github.com/difyops/terraform-provider-dify/dify"
 )
 
-// inputsFromHistory turns the first message's stored inputs (API §6) back
+// inputsFromHistory turns the first message's stored inputs (docs/api §6) back
 // into the string map dify_conversation.inputs is configured with. Dify
 // stores a key for every form variable: the value given, else the form's
 // default, else null (BaseAppGenerator._prepare_user_inputs and

@@ -13,7 +13,7 @@ import (
 
 var _ datasource.DataSourceWithConfigure = &annotationsDataSource{}
 
-// NewAnnotationsDataSource is dify_annotations (GET /apps/annotations, API §27.3).
+// NewAnnotationsDataSource is dify_annotations (GET /apps/annotations, docs/api §27.3).
 func NewAnnotationsDataSource() datasource.DataSource { return &annotationsDataSource{} }
 
 type annotationsDataSource struct{ dataSourceBase }

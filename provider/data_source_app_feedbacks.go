@@ -16,7 +16,7 @@ import (
 
 var _ datasource.DataSourceWithConfigure = &appFeedbacksDataSource{}
 
-// NewAppFeedbacksDataSource is dify_app_feedbacks (GET /app/feedbacks, API §26).
+// NewAppFeedbacksDataSource is dify_app_feedbacks (GET /app/feedbacks, docs/api §26).
 func NewAppFeedbacksDataSource() datasource.DataSource { return &appFeedbacksDataSource{} }
 
 type appFeedbacksDataSource struct{ dataSourceBase }

@@ -10,7 +10,7 @@ import (
 
 var _ datasource.DataSourceWithConfigure = &appInfoDataSource{}
 
-// NewAppInfoDataSource is dify_app_info (GET /info, API §13).
+// NewAppInfoDataSource is dify_app_info (GET /info, docs/api §13).
 func NewAppInfoDataSource() datasource.DataSource { return &appInfoDataSource{} }
 
 type appInfoDataSource struct{ dataSourceBase }

@@ -13,7 +13,7 @@ import (
 
 var _ datasource.DataSourceWithConfigure = &appMetaDataSource{}
 
-// NewAppMetaDataSource is dify_app_meta (GET /meta, API §15).
+// NewAppMetaDataSource is dify_app_meta (GET /meta, docs/api §15).
 func NewAppMetaDataSource() datasource.DataSource { return &appMetaDataSource{} }
 
 type appMetaDataSource struct{ dataSourceBase }
@@ -63,7 +63,7 @@ func (d *appMetaDataSource) Read(ctx context.Context, _ datasource.ReadRequest, 
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("tool_icons"), m)...)
 }
 
-// toolIcon decodes one icon: a URL string or {"background","content"} (API §15).
+// toolIcon decodes one icon: a URL string or {"background","content"} (docs/api §15).
 func toolIcon(raw json.RawMessage) attr.Value {
 	vals := map[string]attr.Value{"url": types.StringNull(), "background": types.StringNull(), "content": types.StringNull()}
 	var url string

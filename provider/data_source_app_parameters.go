@@ -12,7 +12,7 @@ import (
 
 var _ datasource.DataSourceWithConfigure = &appParametersDataSource{}
 
-// NewAppParametersDataSource is dify_app_parameters (GET /parameters, API §14).
+// NewAppParametersDataSource is dify_app_parameters (GET /parameters, docs/api §14).
 func NewAppParametersDataSource() datasource.DataSource { return &appParametersDataSource{} }
 
 type appParametersDataSource struct{ dataSourceBase }

@@ -10,7 +10,7 @@ import (
 
 var _ datasource.DataSourceWithConfigure = &appSiteDataSource{}
 
-// NewAppSiteDataSource is dify_app_site (GET /site, API §16).
+// NewAppSiteDataSource is dify_app_site (GET /site, docs/api §16).
 func NewAppSiteDataSource() datasource.DataSource { return &appSiteDataSource{} }
 
 type appSiteDataSource struct{ dataSourceBase }

@@ -16,7 +16,7 @@ import (
 
 var _ datasource.DataSourceWithConfigure = &conversationsDataSource{}
 
-// NewConversationsDataSource is dify_conversations (GET /conversations, API §5).
+// NewConversationsDataSource is dify_conversations (GET /conversations, docs/api §5).
 func NewConversationsDataSource() datasource.DataSource { return &conversationsDataSource{} }
 
 type conversationsDataSource struct{ dataSourceBase }

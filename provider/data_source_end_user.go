@@ -13,7 +13,7 @@ import (
 
 var _ datasource.DataSourceWithConfigure = &endUserDataSource{}
 
-// NewEndUserDataSource is dify_end_user (GET /end-users/{id}, API §10).
+// NewEndUserDataSource is dify_end_user (GET /end-users/{id}, docs/api §10).
 func NewEndUserDataSource() datasource.DataSource { return &endUserDataSource{} }
 
 type endUserDataSource struct{ dataSourceBase }

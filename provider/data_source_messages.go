@@ -16,7 +16,7 @@ import (
 
 var _ datasource.DataSourceWithConfigure = &messagesDataSource{}
 
-// NewMessagesDataSource is dify_messages (GET /messages, API §6).
+// NewMessagesDataSource is dify_messages (GET /messages, docs/api §6).
 func NewMessagesDataSource() datasource.DataSource { return &messagesDataSource{} }
 
 type messagesDataSource struct{ dataSourceBase }
@@ -160,7 +160,7 @@ func (d *messagesDataSource) Read(ctx context.Context, req datasource.ReadReques
 	}
 	user := d.data.userOr(m.User.ValueString())
 	id := m.ConversationID.ValueString()
-	// Pages come newest first, each oldest-first inside (API §6); collect
+	// Pages come newest first, each oldest-first inside (docs/api §6); collect
 	// them backwards and reverse the page order at the end.
 	var pages [][]dify.Message
 	firstID := ""

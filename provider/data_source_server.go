@@ -10,7 +10,7 @@ import (
 
 var _ datasource.DataSourceWithConfigure = &serverDataSource{}
 
-// NewServerDataSource is dify_server (GET /, API §1.1).
+// NewServerDataSource is dify_server (GET /, docs/api §1.1).
 func NewServerDataSource() datasource.DataSource { return &serverDataSource{} }
 
 type serverDataSource struct{ dataSourceBase }

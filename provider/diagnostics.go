@@ -24,7 +24,7 @@ func (r redactor) clean(s string) string {
 }
 
 // describeError renders err for a diagnostic detail: the HTTP status, the
-// Dify code and message for API errors (API §1.4), and a next step.
+// Dify code and message for API errors (docs/api §1.4), and a next step.
 func describeError(err error, next string) string {
 	var b strings.Builder
 	var apiErr *dify.APIError

@@ -9,7 +9,7 @@ import (
 
 // feedbackIndex answers "what is the end user's feedback on message M" for
 // every dify_message_feedback in one Terraform run from one shared listing
-// of GET /app/feedbacks (API §26), so N resources cost ceil(F/100) requests
+// of GET /app/feedbacks (docs/api §26), so N resources cost ceil(F/100) requests
 // for F feedback rows of the app, not N. The API has no per-message read:
 // GET /messages shows only the rating, not the comment, and needs the
 // conversation id.
@@ -31,7 +31,7 @@ type feedbackAPI interface {
 	ListAppFeedbacks(ctx context.Context, p dify.ListAppFeedbacksParams) (*dify.AppFeedbackPage, error)
 }
 
-// feedbackPageSize is within Dify's 1–101 bound for limit (API §26).
+// feedbackPageSize is within Dify's 1–101 bound for limit (docs/api §26).
 const feedbackPageSize = 100
 
 // maxFeedbackPages bounds one listing (1,000,000 rows).

@@ -21,7 +21,7 @@ var (
 )
 
 // conversationIdentity is dify_conversation's identity: conversations are
-// scoped to an end user (API §5), so the id alone cannot find one.
+// scoped to an end user (docs/api §5), so the id alone cannot find one.
 type conversationIdentity struct {
 	User types.String `tfsdk:"user"`
 	ID   types.String `tfsdk:"id"`

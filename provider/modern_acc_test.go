@@ -63,7 +63,7 @@ func TestAccConversationResource_importReadsInputsAndFiles(t *testing.T) {
 				ImportStateIdFunc: func(*terraform.State) (string, error) { return "acc-user/" + id, nil },
 				ImportStateVerify: true,
 				// auto_generate_name is not stored by Dify; prices and the
-				// unit prices of usage are not in the history (API §6).
+				// unit prices of usage are not in the history (docs/api §6).
 				ImportStateVerifyIgnore: []string{"auto_generate_name", "usage", "timeouts"},
 			},
 		},

@@ -1,5 +1,6 @@
 // Package provider implements the Terraform provider for the Dify Agent app
-// Service API (see ../shared/dify-agent-api.md, cited as "API §n").
+// Service API. Citations such as "docs/api §5" name sections of the project's
+// API reference, docs/api/README.md.
 package provider
 
 import (

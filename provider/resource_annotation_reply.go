@@ -178,7 +178,7 @@ func (r *annotationReplyResource) Update(ctx context.Context, req resource.Updat
 }
 
 // Read keeps the recorded values: the Service API does not expose the
-// setting (API §28.4).
+// setting (docs/api §28.4).
 func (r *annotationReplyResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	var state annotationReplyModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)

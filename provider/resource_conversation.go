@@ -36,7 +36,7 @@ var (
 )
 
 // DefaultCreateTimeout bounds the first chat turn. Agent runs may take many
-// minutes (API §18: Dify's own run deadline defaults to one hour).
+// minutes (docs/api §18: Dify's own run deadline defaults to one hour).
 const DefaultCreateTimeout = 30 * time.Minute
 
 // cleanupTimeout bounds the best-effort clean-up after a failed create.
@@ -475,7 +475,7 @@ func (r *conversationResource) Read(ctx context.Context, req resource.ReadReques
 const maxHistoryPages = 10000
 
 // readFirstMessage fills the first-message attributes from GET /messages,
-// paging back to the oldest message (API §6: pages go newest to oldest, each
+// paging back to the oldest message (docs/api §6: pages go newest to oldest, each
 // page oldest-first, next page by first_id = data[0].id).
 func (r *conversationResource) readFirstMessage(ctx context.Context, state *conversationModel, user string) diag.Diagnostics {
 	var diags diag.Diagnostics
@@ -563,7 +563,7 @@ func (r *conversationResource) Delete(ctx context.Context, req resource.DeleteRe
 	}
 	user := r.data.userOr(state.User.ValueString())
 	err := r.data.client.DeleteConversation(ctx, state.ID.ValueString(), user)
-	if err != nil && !dify.IsNotFound(err) { // 404: already gone (API §8)
+	if err != nil && !dify.IsNotFound(err) { // 404: already gone (docs/api §8)
 		r.data.redact.addError(&resp.Diagnostics, "Unable to delete conversation", err,
 			fmt.Sprintf("Deleting conversation %s of user %q failed; it stays in state so the next apply can try again.", state.ID.ValueString(), user))
 		return

@@ -391,7 +391,7 @@ func setFileResult(m *fileModel, res *dify.FileUploadResult) {
 }
 
 // Read keeps the recorded state: Dify has no API that returns an uploaded
-// file by id (API §9; the preview endpoint is not available to New Agent apps).
+// file by id (docs/api §9; the preview endpoint is not available to New Agent apps).
 func (r *fileResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	var state fileModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)

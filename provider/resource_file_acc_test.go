@@ -146,7 +146,7 @@ func TestAccFileResource_validation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A sparse file one byte over the 10 MB image limit (API §9.1).
+	// A sparse file one byte over the 10 MB image limit (docs/api §9.1).
 	if err := f.Truncate(10<<20 + 1); err != nil {
 		t.Fatal(err)
 	}

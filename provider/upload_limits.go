@@ -12,9 +12,9 @@ import (
 	"github.com/difyops/terraform-provider-dify/dify"
 )
 
-// Upload size limits by extension category (API §9.1). Dify Cloud uses these
+// Upload size limits by extension category (docs/api §9.1). Dify Cloud uses these
 // defaults; self-hosted servers may change them, and /parameters echoes the
-// values in force (API §14 system_parameters), which the provider prefers.
+// values in force (docs/api §14 system_parameters), which the provider prefers.
 const mb = 1 << 20
 
 var defaultSystemParameters = dify.SystemParameters{
@@ -24,7 +24,7 @@ var defaultSystemParameters = dify.SystemParameters{
 	FileSizeLimit:      15,
 }
 
-// Extension categories of API §9.1 (case-insensitive, without the dot).
+// Extension categories of docs/api §9.1 (case-insensitive, without the dot).
 var (
 	imageExtensions = setOf("jpg", "jpeg", "png", "webp", "gif", "svg")
 	videoExtensions = setOf("mp4", "mov", "mpeg", "webm")

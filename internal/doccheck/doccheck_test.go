@@ -232,13 +232,7 @@ var outsideReference = regexp.MustCompile(`dify-agent-api\.md|/work/shared|\.\./
 // when this check was added; their citations are being rewritten to
 // "docs/api §n". Remove a file's entry once it no longer needs it (the test
 // says when); never add one.
-var knownOutsideReferences = map[string]bool{
-	"provider/provider.go":           true,
-	"dify/types.go":                  true,
-	"dify/doc.go":                    true,
-	"mockserver/server.go":           true,
-	"mockserver/reliability_test.go": true,
-}
+var knownOutsideReferences = map[string]bool{}
 
 // TestNoCitationOfOutsideMaterial: the project cites its own docs
 // (docs/api §n for Dify's behaviour, §34 for recording and replay

@@ -15,12 +15,12 @@ import (
 )
 
 // AppScenario describes the app a cassette set impersonates: the bodies of
-// GET /info, /parameters, /meta and /site (API §13–§16), written as YAML and
+// GET /info, /parameters, /meta and /site (docs/api §13–§16), written as YAML and
 // rendered as compact JSON in the order the keys are written.
 type AppScenario struct {
 	Kind        string `yaml:"kind"`
 	Description string `yaml:"description"`
-	// ServerVersion is reported by GET / (API §1.1).
+	// ServerVersion is reported by GET / (docs/api §1.1).
 	ServerVersion string    `yaml:"server_version"`
 	Info          yaml.Node `yaml:"info"`
 	Parameters    yaml.Node `yaml:"parameters"`

@@ -2,7 +2,7 @@
 // can be written and changed without a live Dify. A chat scenario (agent
 // thinking, tool calls with input and observation, answer text, pacing, an
 // optional terminal error) becomes a chat cassette whose event sequence and
-// field shapes follow a New Agent stream (API §2.5–§2.6), or a legacy
+// field shapes follow a New Agent stream (docs/api §2.5–§2.6), or a legacy
 // agent-chat stream; an app scenario becomes the app description cassette.
 // Output is deterministic: ids derive from the scenario name and timestamps
 // are fixed, so regenerating gives identical bytes.
@@ -94,7 +94,7 @@ func Generate(s *Scenario, opt Options) (*cassette.File, error) {
 		values, stream := cassette.EncodeFrames(frames)
 		headers := http.Header{
 			// Flask's mimetype="text/event-stream" gets Werkzeug's charset
-			// suffix (API §1.5, UNCONFIRMED on the wire).
+			// suffix (docs/api §1.5, UNCONFIRMED on the wire).
 			"Content-Type":        {"text/event-stream; charset=utf-8"},
 			cassette.FramesHeader: values,
 		}
@@ -120,7 +120,7 @@ func Generate(s *Scenario, opt Options) (*cassette.File, error) {
 	return f, nil
 }
 
-// requestBody is the chat request of turn i (API §2.1): follow-up turns
+// requestBody is the chat request of turn i (docs/api §2.1): follow-up turns
 // continue the first turn's conversation.
 func requestBody(name string, i int, t ScenarioTurn, convID string) (string, error) {
 	inputs, err := nodeValue(&t.Inputs)

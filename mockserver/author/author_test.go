@@ -123,7 +123,7 @@ func collect(t *testing.T, turn *cassette.RecordedTurn) (*dify.ChatReply, error)
 	return dify.Collect(dify.NewChatStream(io.NopCloser(&body)))
 }
 
-// API §1.5: event, conversation_id, message_id, created_at, task_id, id, …
+// docs/api §1.5: event, conversation_id, message_id, created_at, task_id, id, …
 func TestKeyOrderFollowsDify(t *testing.T) {
 	for _, name := range []string{"tool-use", "legacy-agent-chat", "run-limit"} {
 		c, _ := generateFile(t, name)
@@ -244,7 +244,7 @@ func TestNewAgentToolTurnShape(t *testing.T) {
 	}
 }
 
-// Answer deltas arrive in batches batch_interval apart (API §2.5: New Agent
+// Answer deltas arrive in batches batch_interval apart (docs/api §2.5: New Agent
 // debounces for 0.5 s), the first time_to_first_token after its row.
 func TestAnswerBatchPacing(t *testing.T) {
 	c, _ := generate(t, `
@@ -411,7 +411,7 @@ func TestRunLimitEndsWithError(t *testing.T) {
 		}
 	}
 	if _, ok := last.fields["task_id"]; ok {
-		t.Errorf("error events carry no task_id (API §2.5)")
+		t.Errorf("error events carry no task_id (docs/api §2.5)")
 	}
 	msg, _ := last.fields["message"].(string)
 	if last.fields["code"] != "agent_run_limit_exceeded" || last.fields["status"] != 400.0 ||
@@ -497,7 +497,7 @@ steps:
 		t.Fatal(err)
 	}
 	u := turn.Usage
-	// 1000 × 0.5 × 0.001 = 0.5; 200 × 1.5 × 0.001 = 0.3 (API §2.5: prices are strings).
+	// 1000 × 0.5 × 0.001 = 0.5; 200 × 1.5 × 0.001 = 0.3 (docs/api §2.5: prices are strings).
 	if u.PromptPrice != "0.5000000" || u.CompletionPrice != "0.3000000" || u.TotalPrice != "0.8000000" || u.TotalTokens != 1200 || u.Currency != "EUR" {
 		t.Errorf("usage %+v", u)
 	}

@@ -8,7 +8,7 @@ import (
 
 // deriveID returns a UUIDv4-shaped id computed from the scenario name and a
 // purpose, so every regeneration of a cassette yields the same ids (the mock
-// rewrites them on replay anyway, API §2.5 ids are opaque to clients).
+// rewrites them on replay anyway, docs/api §2.5 ids are opaque to clients).
 func deriveID(parts ...string) string {
 	sum := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
 	b := sum[:16]

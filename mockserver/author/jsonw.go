@@ -10,12 +10,12 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// Dify's SSE payloads have a fixed key order (API §1.5) and one of two
+// Dify's SSE payloads have a fixed key order (docs/api §1.5) and one of two
 // serializer styles, so events are written through this small ordered JSON
 // writer instead of encoding/json (which sorts map keys and has no
 // json.dumps style).
 
-// style is a JSON serializer style as Dify servers produced it (API §1.5).
+// style is a JSON serializer style as Dify servers produced it (docs/api §1.5).
 type style int
 
 const (

@@ -18,9 +18,9 @@ func TestEncodeStyles(t *testing.T) {
 		{"list", []any{true, "a"}},
 	}
 	cases := map[style]string{
-		// orjson: compact, raw UTF-8 (API §1.5).
+		// orjson: compact, raw UTF-8 (docs/api §1.5).
 		styleCompact: `{"answer":"서울 \"q\" \\ \n\t\u0001 😀 é","n":3,"f":10.0,"g":0.35,"null":null,"empty":{},"list":[true,"a"]}`,
-		// json.dumps: ", " and ": ", \uXXXX (lower-case, surrogate pairs) (API §1.5, §19).
+		// json.dumps: ", " and ": ", \uXXXX (lower-case, surrogate pairs) (docs/api §1.5, §19).
 		stylePython:     `{"answer": "\uc11c\uc6b8 \"q\" \\ \n\t\u0001 \ud83d\ude00 \u00e9", "n": 3, "f": 10.0, "g": 0.35, "null": null, "empty": {}, "list": [true, "a"]}`,
 		stylePythonUTF8: `{"answer": "서울 \"q\" \\ \n\t\u0001 😀 é", "n": 3, "f": 10.0, "g": 0.35, "null": null, "empty": {}, "list": [true, "a"]}`,
 	}

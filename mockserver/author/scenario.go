@@ -45,7 +45,7 @@ type ScenarioTurn struct {
 	Steps  []Step    `yaml:"steps"`
 	Pacing Pacing    `yaml:"pacing"`
 	// Error ends the stream with an in-stream error event instead of the
-	// closing message and message_end (API §2.5).
+	// closing message and message_end (docs/api §2.5).
 	Error *ErrorSpec `yaml:"error"`
 	Usage UsageSpec  `yaml:"usage"`
 	// ModelRequests overrides how many model requests the turn counts for
@@ -54,7 +54,7 @@ type ScenarioTurn struct {
 	ModelRequests int `yaml:"model_requests"`
 }
 
-// FileRef is a files[] entry of the chat request (API §2.1). A local_file
+// FileRef is a files[] entry of the chat request (docs/api §2.1). A local_file
 // reference without upload_file_id gets a placeholder id derived from the
 // scenario (see cassettes/README.md: the mock does not match on it).
 type FileRef struct {
@@ -81,7 +81,7 @@ type Step struct {
 	MessageFile *FileSpec `yaml:"message_file"`
 }
 
-// FileSpec describes a message_file event (API §2.5).
+// FileSpec describes a message_file event (docs/api §2.5).
 type FileSpec struct {
 	Type string `yaml:"type"`
 	// URL defaults to a signed-looking /files/tools/<id>.<ext> path.
@@ -90,7 +90,7 @@ type FileSpec struct {
 	Extension string `yaml:"extension"`
 }
 
-// ErrorSpec is a terminal in-stream error (API §2.5, §18).
+// ErrorSpec is a terminal in-stream error (docs/api §2.5, §18).
 type ErrorSpec struct {
 	Code   string `yaml:"code"`
 	Status int    `yaml:"status"`
@@ -122,7 +122,7 @@ type Pacing struct {
 	// TimeToFirstToken: a row or step starting → its first text batch.
 	TimeToFirstToken Duration `yaml:"time_to_first_token"`
 	// BatchInterval: the gap between text batches (New Agent debounces
-	// deltas for 0.5 s, API §18).
+	// deltas for 0.5 s, docs/api §18).
 	BatchInterval Duration `yaml:"batch_interval"`
 	// CharsPerSecond sets batch size: a batch holds about
 	// CharsPerSecond × BatchInterval characters, cut at word ends.
@@ -133,7 +133,7 @@ type Pacing struct {
 	StepGap Duration `yaml:"step_gap"`
 	// EndDelay: the gap before each closing event (message, message_end).
 	EndDelay Duration `yaml:"end_delay"`
-	// PingInterval: keep-alive pings while the stream runs (API §2.4,
+	// PingInterval: keep-alive pings while the stream runs (docs/api §2.4,
 	// default 10s); "off" disables them.
 	PingInterval Duration `yaml:"ping_interval"`
 }
@@ -181,7 +181,7 @@ func (d Duration) or(fallback Duration) Duration {
 	return fallback
 }
 
-// Modes a scenario can take (API §0.1).
+// Modes a scenario can take (docs/api §0.1).
 const (
 	ModeAgent     = dify.ModeAgent
 	ModeAgentChat = dify.ModeAgentChat
@@ -442,7 +442,7 @@ func (t *ScenarioTurn) validate() error {
 }
 
 // defaultPacing is the timing used when a scenario does not say: New Agent
-// debounces answer deltas to ~0.5 s batches (API §2.5, §18); legacy
+// debounces answer deltas to ~0.5 s batches (docs/api §2.5, §18); legacy
 // agent-chat streams token by token.
 func defaultPacing(mode string) Pacing {
 	ms := func(n int) Duration { return Duration{D: time.Duration(n) * time.Millisecond, Set: true} }

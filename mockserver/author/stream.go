@@ -18,7 +18,7 @@ const (
 )
 
 // thoughtRow is an agent_thought row; every change re-emits it whole under
-// the same id (snapshot semantics, API §2.5).
+// the same id (snapshot semantics, docs/api §2.5).
 type thoughtRow struct {
 	id          string
 	position    int
@@ -193,7 +193,7 @@ func (b *turnBuilder) thinking(text string) {
 	b.row.pristine = false
 	if b.legacy() {
 		// Legacy agents stream the round's model text as agent_message and
-		// then store it as the thought (API §2.6 legacy).
+		// then store it as the thought (docs/api §2.6 legacy).
 		b.streamText(text, b.sendAnswer)
 		b.row.thought = text
 		b.row.dirty = true
@@ -230,7 +230,7 @@ func (b *turnBuilder) tool(st Step) {
 	}
 	if b.legacy() {
 		// Legacy tool_input and observation are JSON keyed by tool name
-		// (API §2.6, issue #16220), written by json.dumps(ensure_ascii=False).
+		// (docs/api §2.6, issue #16220), written by json.dumps(ensure_ascii=False).
 		b.row.toolInput = encode(object{{st.Tool, args}}, stylePythonUTF8)
 	} else {
 		b.row.toolInput = encode(args, styleCompact)
@@ -319,7 +319,7 @@ func (b *turnBuilder) messageFile(f *FileSpec, index int) {
 		if ext == "" {
 			ext = defaultFileExt
 		}
-		// Tool files are served from signed /files/tools/ URLs (API §2.5);
+		// Tool files are served from signed /files/tools/ URLs (docs/api §2.5);
 		// the signature here is a fixed placeholder.
 		url = "/files/tools/" + id + "." + ext + "?timestamp=" + strconv.FormatInt(b.createdAt, 10) +
 			"&nonce=" + deriveID(b.name, "nonce", id)[:16] + "&sign=placeholder-signature"
@@ -355,7 +355,7 @@ func (b *turnBuilder) finish(t ScenarioTurn) {
 		return
 	}
 	if !b.legacy() && b.answer.Len() > 0 {
-		// New Agent closes with the full answer exactly once (API §2.6).
+		// New Agent closes with the full answer exactly once (docs/api §2.6).
 		b.wait(b.pacing.EndDelay.D)
 		b.emit(append(b.envelope(dify.EventMessage, true),
 			member{"id", b.msgID},
@@ -385,7 +385,7 @@ func (b *turnBuilder) build(t ScenarioTurn) []cassette.RecordedFrame {
 	b.facts.promptText = append(b.facts.promptText, t.Query)
 	b.cursor = b.pacing.StartDelay.D
 	if b.legacy() {
-		// Legacy agents emit the round's empty row first (API §19).
+		// Legacy agents emit the round's empty row first (docs/api §19).
 		b.newRow()
 	}
 	files := 0
@@ -406,12 +406,12 @@ func (b *turnBuilder) build(t ScenarioTurn) []cassette.RecordedFrame {
 	return insertPings(b.frames, b.pacing.PingInterval.D)
 }
 
-// PingFrame is Dify's keep-alive frame (API §2.4).
+// PingFrame is Dify's keep-alive frame (docs/api §2.4).
 const PingFrame = "event: ping\n\n"
 
 // insertPings adds a ping at every multiple of interval while the stream is
 // still running (before its last frame), as Dify's queue listener does
-// (API §2.4). A ping due at the same moment as an event goes first.
+// (docs/api §2.4). A ping due at the same moment as an event goes first.
 func insertPings(frames []cassette.RecordedFrame, interval time.Duration) []cassette.RecordedFrame {
 	if interval <= 0 || len(frames) == 0 {
 		return frames

@@ -9,7 +9,7 @@ import (
 )
 
 // Default prices, per token = unit price × price unit (Dify's LLMUsage,
-// API §2.5): 2.50 and 10.00 USD per million tokens.
+// docs/api §2.5): 2.50 and 10.00 USD per million tokens.
 const (
 	defaultPromptUnitPrice     = "2.50"
 	defaultCompletionUnitPrice = "10.00"
@@ -33,7 +33,7 @@ func parseDecimal(s string) (*big.Rat, bool) {
 }
 
 // priceString formats a price the way Dify quantizes Decimals: seven
-// decimal places (API §1.5: money is a string).
+// decimal places (docs/api §1.5: money is a string).
 func priceString(r *big.Rat) string {
 	return r.FloatString(7)
 }
@@ -68,8 +68,8 @@ type usageFacts struct {
 }
 
 // usageObject builds message_end.metadata.usage in Dify's key order
-// (API §2.5). full adds time_to_first_token and time_to_generate, which
-// newer servers send (API §21).
+// (docs/api §2.5). full adds time_to_first_token and time_to_generate, which
+// newer servers send (docs/api §21).
 func usageObject(spec UsageSpec, f usageFacts, full bool) object {
 	prompt := spec.PromptTokens
 	if prompt == 0 {

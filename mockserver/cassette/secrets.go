@@ -63,7 +63,7 @@ var credentialHeaders = map[string]bool{
 // IsCredentialHeader reports whether a header (any case) carries a
 // credential and so must never be stored: the fixed list above and custom
 // token headers (X-Auth-Token, X-Client-Secret…). WWW-Authenticate is a
-// challenge, not a credential, and Dify sends it with every 401 (API §1.2).
+// challenge, not a credential, and Dify sends it with every 401 (docs/api §1.2).
 func IsCredentialHeader(name string) bool {
 	if credentialHeaders[http.CanonicalHeaderKey(name)] {
 		return true
@@ -84,7 +84,7 @@ func IsCredentialHeader(name string) bool {
 // and the save-time/lint checks.
 var SecretPatterns = []SecretPattern{
 	// Dify API keys: "app-" (app keys) or "dataset-" followed by random
-	// letters and digits (24 in current servers; API §1.1; 16 or more also
+	// letters and digits (24 in current servers; docs/api §1.1; 16 or more also
 	// catches the shorter keys of older servers). No word boundaries: a key
 	// glued to other text (x_app-…, app-…_y) still counts.
 	{Name: "Dify API key (app-…)", Regexp: regexp.MustCompile(`(?:app|dataset)-[A-Za-z0-9]{16,}`)},

@@ -11,7 +11,7 @@ import (
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 )
 
-// A Dify app key shaped like the real ones (API §1.1); not a live key.
+// A Dify app key shaped like the real ones (docs/api §1.1); not a live key.
 const fakeKey = "app-Q7xk2LmN9pRt4VwY6zAb8CdE"
 
 func TestRedactSecretsCoversEachPattern(t *testing.T) {
@@ -44,7 +44,7 @@ func TestRedactSecretsCoversEachPattern(t *testing.T) {
 }
 
 func TestRedactSecretsLeavesDifyShapesAlone(t *testing.T) {
-	// Usage counters, ids and task ids look nothing like secrets (API §2.5).
+	// Usage counters, ids and task ids look nothing like secrets (docs/api §2.5).
 	in := `data: {"event":"message_end","task_id":"c3a1e5f7-2b4d-4c6e-8a9b-0d1f2e3c4b5a","metadata":{"usage":{"prompt_tokens":42,"total_tokens":57,"time_to_first_token":0.35}},"answer":"the bearer of news"}` + "\n\n"
 	if got := string(cassette.RedactSecrets([]byte(in))); got != in {
 		t.Errorf("changed a secret-free frame:\n got %q\nwant %q", got, in)

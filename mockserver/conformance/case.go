@@ -131,7 +131,7 @@ type Expect struct {
 	// ContentType is the media type without parameters
 	// ("application/json", "text/html", "text/event-stream").
 	ContentType string
-	// Code and Message are the error envelope's fields (API §1.4). Message
+	// Code and Message are the error envelope's fields (docs/api §1.4). Message
 	// is compared after placeholders are put back and pydantic's
 	// documentation URL is normalised (NormalizeMessage); "*" = any.
 	Code    string

@@ -36,7 +36,7 @@ type Observed struct {
 	Err string `json:"error,omitempty"`
 }
 
-// Envelope is Dify's error body (API §1.4). Message has the run's
+// Envelope is Dify's error body (docs/api §1.4). Message has the run's
 // placeholders put back and pydantic's URL normalised.
 type Envelope struct {
 	Code    string  `json:"code"`

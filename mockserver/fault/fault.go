@@ -234,15 +234,15 @@ type ErrorDefault struct {
 	Status  int
 	Message string
 	// RunID appends " (agent_run_id=<fresh id>)", as New Agent backend
-	// failures do (API §2.5, §18).
+	// failures do (docs/api §2.5, §18).
 	RunID bool
 }
 
 // DefaultErrorCode is error-after's code when none is given: Dify's
-// catch-all for an unexpected exception during generation (API §2.5).
+// catch-all for an unexpected exception during generation (docs/api §2.5).
 const DefaultErrorCode = "internal_server_error"
 
-// ErrorDefaults are the in-stream error codes Dify emits (API §2.5, §18)
+// ErrorDefaults are the in-stream error codes Dify emits (docs/api §2.5, §18)
 // with their status and message. Other codes are accepted (Dify's set
 // grows) and default to status 500 and the internal_server_error message.
 var ErrorDefaults = map[string]ErrorDefault{

@@ -58,7 +58,7 @@ var Vocabulary = []Entry{
 	},
 	{
 		Name: "error-after", Syntax: "error-after:K[;code=C][;status=S][;message=M]", Where: WhereStream,
-		Summary: "After K frames, an in-stream Dify error event (HTTP stays 200) ends the stream, shaped as API §2.5 (no task_id). Default code internal_server_error (500, \"Internal Server Error, please contact support.\"); known codes such as completion_request_error or provider_quota_exceeded bring their own status and message.",
+		Summary: "After K frames, an in-stream Dify error event (HTTP stays 200) ends the stream, shaped as docs/api §2.5 (no task_id). Default code internal_server_error (500, \"Internal Server Error, please contact support.\"); known codes such as completion_request_error or provider_quota_exceeded bring their own status and message.",
 		Example: "error-after:3;code=completion_request_error",
 		Sees:    "the first K events, then an in-stream error with the code, status and message",
 	},

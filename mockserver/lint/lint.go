@@ -1,7 +1,7 @@
 // Package lint checks dify-mock cassettes before the mock (or a reviewer)
 // relies on them: the cassette format (go-vcr v2 + dify_mock block, frame
 // table), SSE frame syntax, the event order of a chat stream, the fields
-// every event needs (API §2.5), ids that stay consistent within a turn, and
+// every event needs (docs/api §2.5), ids that stay consistent within a turn, and
 // secrets that must never be stored. Every problem names its file, YAML
 // line, interaction and frame; all problems are reported, not just the
 // first. `dify-mock lint` is the command-line front end (Main).
@@ -409,10 +409,10 @@ func (l *linter) chat(f *cassette.File, located []int) []string {
 				queries = append(queries, req.Query)
 			}
 			if strings.TrimSpace(req.User) == "" {
-				l.add(i, -1, "request has no user (Dify requires it, API §2.1)")
+				l.add(i, -1, "request has no user (Dify requires it, docs/api §2.1)")
 			}
 			if req.ResponseMode == dify.ResponseModeBlocking {
-				l.add(i, -1, "request asks for blocking mode; agent apps only stream (API §2.2)")
+				l.add(i, -1, "request asks for blocking mode; agent apps only stream (docs/api §2.2)")
 			}
 			// A cassette's first turn may continue a conversation recorded
 			// elsewhere; a later turn must continue this cassette's own.
@@ -431,13 +431,13 @@ func (l *linter) chat(f *cassette.File, located []int) []string {
 				Status  *int    `json:"status"`
 			}
 			if json.Unmarshal([]byte(in.Response.Body), &e) != nil || e.Code == nil || e.Message == nil || e.Status == nil {
-				l.add(i, -1, "HTTP %d response body is not a Dify error {code, message, status} (API §1.4)", code)
+				l.add(i, -1, "HTTP %d response body is not a Dify error {code, message, status} (docs/api §1.4)", code)
 			}
 			located[i] += l.secretsIn(i, &vcr.Interaction{Response: vcr.Response{Body: in.Response.Body}}, true)
 			continue
 		}
 		if ct := headerValues(in.Response.Headers, "Content-Type"); len(ct) > 0 && !strings.HasPrefix(strings.ToLower(ct[0]), "text/event-stream") {
-			l.add(i, -1, "response Content-Type is %q, want text/event-stream (API §2.4)", ct[0])
+			l.add(i, -1, "response Content-Type is %q, want text/event-stream (docs/api §2.4)", ct[0])
 		}
 		if v := headerValues(in.Response.Headers, cassette.ModelRequestsHeader); len(v) > 0 {
 			var n int

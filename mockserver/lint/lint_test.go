@@ -44,22 +44,22 @@ func TestBrokenCassettesReportPreciseProblems(t *testing.T) {
 			`testdata/broken/follow-up.yaml:26: interaction 1: request continues conversation "conv-unknown", which no earlier turn of this cassette started`,
 		},
 		"frame-syntax": {
-			`testdata/broken/frame-syntax.yaml:10: interaction 0: frame 1: frame does not end with a blank line (SSE frames end with "\n\n", API §2.4)`,
+			`testdata/broken/frame-syntax.yaml:10: interaction 0: frame 1: frame does not end with a blank line (SSE frames end with "\n\n", docs/api §2.4)`,
 			"testdata/broken/frame-syntax.yaml:10: interaction 0: frame 2: frame holds more than one SSE frame; each recorded frame must be exactly one",
 		},
 		"ids": {
 			`testdata/broken/ids.yaml:10: interaction 0: frame 1: message_id "msg-2" differs from "msg-1" (frame 0); one turn keeps one message_id`,
-			`testdata/broken/ids.yaml:10: interaction 0: frame 2: agent_message id "other" is not its message_id "msg-1" (API §2.5)`,
+			`testdata/broken/ids.yaml:10: interaction 0: frame 2: agent_message id "other" is not its message_id "msg-1" (docs/api §2.5)`,
 			`testdata/broken/ids.yaml:10: interaction 0: frame 3: agent_thought position 1 has id "th-9", but earlier frames gave it "th-1"; a row keeps its id when re-emitted`,
 		},
 		"missing-field": {
-			`testdata/broken/missing-field.yaml:10: interaction 0: frame 0: agent_thought lacks "position" (API §2.5)`,
+			`testdata/broken/missing-field.yaml:10: interaction 0: frame 0: agent_thought lacks "position" (docs/api §2.5)`,
 		},
 		"no-event-name": {
-			`testdata/broken/no-event-name.yaml:10: interaction 0: frame 1: data has no "event" string; Dify names the event inside the JSON (API §2.4)`,
+			`testdata/broken/no-event-name.yaml:10: interaction 0: frame 1: data has no "event" string; Dify names the event inside the JSON (docs/api §2.4)`,
 		},
 		"no-terminal": {
-			"testdata/broken/no-terminal.yaml:10: interaction 0: stream ends without message_end or error (a stream ends with exactly one of them, API §2.6)",
+			"testdata/broken/no-terminal.yaml:10: interaction 0: stream ends without message_end or error (a stream ends with exactly one of them, docs/api §2.6)",
 		},
 		"not-a-cassette": {
 			"testdata/broken/not-a-cassette.yaml: missing dify_mock block (format, kind, provenance)",
@@ -86,10 +86,10 @@ func TestBrokenCassettesReportPreciseProblems(t *testing.T) {
 			"testdata/broken/two-frames-in-one.yaml:10: interaction 0: frame 0: frame holds more than one SSE frame; each recorded frame must be exactly one",
 		},
 		"two-messages": {
-			"testdata/broken/two-messages.yaml:10: interaction 0: frame 3: second message event (frame 2 already sent the full answer; New Agent sends it once, API §2.6)",
+			"testdata/broken/two-messages.yaml:10: interaction 0: frame 3: second message event (frame 2 already sent the full answer; New Agent sends it once, docs/api §2.6)",
 		},
 		"usage": {
-			`testdata/broken/usage.yaml:10: interaction 0: frame 3: message_end metadata.usage lacks "total_price" (API §2.5)`,
+			`testdata/broken/usage.yaml:10: interaction 0: frame 3: message_end metadata.usage lacks "total_price" (docs/api §2.5)`,
 		},
 		"wrong-type": {
 			`testdata/broken/wrong-type.yaml:10: interaction 0: frame 0: agent_thought field "created_at" is a string, want an integer`,

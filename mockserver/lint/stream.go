@@ -79,7 +79,7 @@ type field struct {
 	kind kind
 }
 
-// Required fields per event beyond the envelope (API §2.5).
+// Required fields per event beyond the envelope (docs/api §2.5).
 var eventFields = map[string][]field{
 	dify.EventAgentMessage: {{"id", kString}, {"answer", kString}},
 	dify.EventAgentThought: {
@@ -97,7 +97,7 @@ var eventFields = map[string][]field{
 	dify.EventError:          {{"status", kInt}, {"code", kString}, {"message", kString}},
 }
 
-// usageFields are message_end.metadata.usage's fields (API §2.5); the two
+// usageFields are message_end.metadata.usage's fields (docs/api §2.5); the two
 // timing fields only newer servers send are optional.
 var usageFields = []field{
 	{"prompt_tokens", kInt}, {"prompt_unit_price", kString}, {"prompt_price_unit", kString}, {"prompt_price", kString},
@@ -141,7 +141,7 @@ func (s *streamCheck) run(frames []cassette.RecordedFrame) int {
 		s.frame(k, fr.Raw)
 	}
 	if s.terminal == "" {
-		s.add(-1, "stream ends without message_end or error (a stream ends with exactly one of them, API §2.6)")
+		s.add(-1, "stream ends without message_end or error (a stream ends with exactly one of them, docs/api §2.6)")
 	}
 	return s.secrets
 }
@@ -151,7 +151,7 @@ func (s *streamCheck) frame(k int, raw []byte) {
 	f, err := rd.Next()
 	switch {
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		s.add(k, `frame does not end with a blank line (SSE frames end with "\n\n", API §2.4)`)
+		s.add(k, `frame does not end with a blank line (SSE frames end with "\n\n", docs/api §2.4)`)
 		return
 	case err != nil:
 		s.add(k, "frame is not an SSE frame: %v", err)
@@ -170,7 +170,7 @@ func (s *streamCheck) frame(k int, raw []byte) {
 			s.order(k, dify.EventPing)
 			return
 		}
-		s.add(k, "bare `event: %s` frame without data; Dify sends only `event: ping` that way (API §2.4)", f.Event)
+		s.add(k, "bare `event: %s` frame without data; Dify sends only `event: ping` that way (docs/api §2.4)", f.Event)
 		return
 	}
 	var m map[string]json.RawMessage
@@ -180,12 +180,12 @@ func (s *streamCheck) frame(k int, raw []byte) {
 	}
 	var name string
 	if raw, ok := m["event"]; !ok || json.Unmarshal(raw, &name) != nil || name == "" {
-		s.add(k, `data has no "event" string; Dify names the event inside the JSON (API §2.4)`)
+		s.add(k, `data has no "event" string; Dify names the event inside the JSON (docs/api §2.4)`)
 		return
 	}
 	want, known := eventFields[name]
 	if !known {
-		// A newer server's event: tolerated, as clients must be (API §21).
+		// A newer server's event: tolerated, as clients must be (docs/api §21).
 		s.order(k, name)
 		return
 	}
@@ -208,7 +208,7 @@ func (s *streamCheck) frame(k int, raw []byte) {
 	}
 }
 
-// envelope lists the fields every chat event carries (API §2.5); error
+// envelope lists the fields every chat event carries (docs/api §2.5); error
 // events have no task_id.
 func envelope(name string) []field {
 	fs := []field{{"conversation_id", kString}, {"message_id", kString}, {"created_at", kInt}}
@@ -222,7 +222,7 @@ func (s *streamCheck) fields(k int, name string, m map[string]json.RawMessage, w
 	for _, f := range want {
 		raw, ok := m[f.name]
 		if !ok {
-			s.add(k, "%s lacks %q (API §2.5)", name, f.name)
+			s.add(k, "%s lacks %q (docs/api §2.5)", name, f.name)
 			continue
 		}
 		if got := kindOf(raw); got&f.kind == 0 {
@@ -251,7 +251,7 @@ func str(m map[string]json.RawMessage, key string) (string, bool) {
 }
 
 // ids checks that a turn keeps one conversation, message and task id, and
-// that the events whose id is the message id use it (API §2.5).
+// that the events whose id is the message id use it (docs/api §2.5).
 func (s *streamCheck) ids(k int, name string, m map[string]json.RawMessage) {
 	check := func(slot int, key string, cur *string) {
 		v, ok := str(m, key)
@@ -276,14 +276,14 @@ func (s *streamCheck) ids(k int, name string, m map[string]json.RawMessage) {
 		id, _ := str(m, "id")
 		mid, _ := str(m, "message_id")
 		if id != "" && mid != "" && id != mid {
-			s.add(k, "%s id %q is not its message_id %q (API §2.5)", name, id, mid)
+			s.add(k, "%s id %q is not its message_id %q (docs/api §2.5)", name, id, mid)
 		}
 	}
 }
 
 // order checks where event name may appear: a stream ends with exactly one
 // message_end or error; only TTS audio and pings follow message_end; the
-// closing message comes once, before message_end (API §2.4–§2.6).
+// closing message comes once, before message_end (docs/api §2.4–§2.6).
 func (s *streamCheck) order(k int, name string) {
 	if s.terminal != "" {
 		switch {
@@ -301,7 +301,7 @@ func (s *streamCheck) order(k int, name string) {
 		s.terminal, s.terminalFrame = name, k
 	case dify.EventMessage:
 		if s.messageFrame >= 0 {
-			s.add(k, "second message event (frame %d already sent the full answer; New Agent sends it once, API §2.6)", s.messageFrame)
+			s.add(k, "second message event (frame %d already sent the full answer; New Agent sends it once, docs/api §2.6)", s.messageFrame)
 		} else {
 			s.messageFrame = k
 		}
@@ -309,7 +309,7 @@ func (s *streamCheck) order(k int, name string) {
 }
 
 // thought checks that a thought row keeps its id across re-emissions and
-// that positions count from 1 (API §2.5).
+// that positions count from 1 (docs/api §2.5).
 func (s *streamCheck) thought(k int, m map[string]json.RawMessage) {
 	id, _ := str(m, "id")
 	var pos int
@@ -339,7 +339,7 @@ func (s *streamCheck) messageEnd(k int, m map[string]json.RawMessage) {
 	}
 	raw, ok := meta["usage"]
 	if !ok {
-		s.add(k, `message_end metadata lacks "usage" (always sent, API §2.5)`)
+		s.add(k, `message_end metadata lacks "usage" (always sent, docs/api §2.5)`)
 	} else {
 		var usage map[string]json.RawMessage
 		if json.Unmarshal(raw, &usage) != nil {

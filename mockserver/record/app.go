@@ -17,7 +17,7 @@ import (
 )
 
 // recordApp fetches the app description (GET /, /info, /parameters, /meta,
-// /site; API §1.1, §13–§16) with the upstream key and writes it as app.yaml,
+// /site; docs/api §1.1, §13–§16) with the upstream key and writes it as app.yaml,
 // so the recorded app replays as itself. A folder that already holds an
 // app description keeps it if it describes the same app (name and mode) and
 // is refused otherwise: one folder is one app.

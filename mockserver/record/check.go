@@ -141,7 +141,7 @@ type answerSpan struct{ frame, end int }
 
 // joinedAnswer concatenates the answers of a turn's frames of one event
 // (agent_message deltas; message, which apps stream as deltas or New Agent
-// sends once with the whole answer; API §2.5) and says which frame each
+// sends once with the whole answer; docs/api §2.5) and says which frame each
 // byte came from. The two events are joined separately: a New Agent's
 // closing message repeats the deltas, and glued to them it would turn an
 // answer that ends in a redacted token ("…?token=[REDACTED]") into a false

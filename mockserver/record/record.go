@@ -7,7 +7,7 @@
 // Chat turns (POST /chat-messages) are proxied frame by frame: each SSE
 // frame is written and flushed to the client as soon as it arrives, and its
 // exact bytes and offset from the request start are kept. Every other
-// request goes through go-vcr's recorder. The app description (API §13–§16)
+// request goes through go-vcr's recorder. The app description (docs/api §13–§16)
 // is fetched once at start and written as app.yaml.
 //
 // Secrets never reach a file: credentials headers are dropped and bodies are
@@ -46,7 +46,7 @@ import (
 const CassetteHeader = "X-Dify-Mock-Cassette"
 
 // Request body limits: chat bodies are small JSON; uploads go up to Dify's
-// largest per-type limit (video, 100 MB; API §9.1).
+// largest per-type limit (video, 100 MB; docs/api §9.1).
 const (
 	maxChatBody  = 10 << 20
 	maxOtherBody = 128 << 20
@@ -233,7 +233,7 @@ func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 }
 
-// authorized mirrors Dify's bearer checks (API §1.2) so a client that
+// authorized mirrors Dify's bearer checks (docs/api §1.2) so a client that
 // forgets its key fails here as it would against Dify, although the recorder
 // replaces whatever key it sends.
 func (r *Recorder) authorized(w http.ResponseWriter, req *http.Request) bool {

@@ -423,7 +423,7 @@ func TestRecordFilesRelatedRequests(t *testing.T) {
 	}
 }
 
-// TestRecordPreStreamError: a JSON error instead of a stream (API §2.3) is
+// TestRecordPreStreamError: a JSON error instead of a stream (docs/api §2.3) is
 // relayed and recorded as such.
 func TestRecordPreStreamError(t *testing.T) {
 	up := newFakeDify(t, agentTurn("a", "b"))

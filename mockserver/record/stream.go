@@ -19,7 +19,7 @@ import (
 )
 
 // chatBody is what the recorder reads from a POST /chat-messages body
-// (API §2.1); fields are loose so odd bodies still get forwarded.
+// (docs/api §2.1); fields are loose so odd bodies still get forwarded.
 type chatBody struct {
 	Query          any `json:"query"`
 	User           any `json:"user"`
@@ -119,7 +119,7 @@ func (r *Recorder) serveChat(w http.ResponseWriter, req *http.Request, p string)
 			}
 		}
 	} else {
-		// A pre-stream error (API §2.3) or a blocking JSON answer.
+		// A pre-stream error (docs/api §2.3) or a blocking JSON answer.
 		data, err := io.ReadAll(io.LimitReader(resp.Body, maxJSONReply))
 		if err != nil {
 			streamErr = err

@@ -18,7 +18,7 @@ import (
 	"github.com/difyops/terraform-provider-dify/mockserver/record"
 )
 
-// upstreamKey is shaped like a Dify app key (API §1.1); it is not a live key.
+// upstreamKey is shaped like a Dify app key (docs/api §1.1); it is not a live key.
 const upstreamKey = "app-K3yF0rT3stsOnlyZq8Wx2Vb7"
 
 // clientKey is the dummy key clients use against the recorder.
@@ -41,7 +41,7 @@ func dataFrame(fields string) string {
 	return `data: {"event":` + fields + `,"conversation_id":"` + convID + `","message_id":"` + msgID + `","created_at":1764471600,"task_id":"` + taskID + `"}` + "\n\n"
 }
 
-// agentTurn is a New Agent-shaped stream (API §2.6) at 0, 200, 400, 600 and
+// agentTurn is a New Agent-shaped stream (docs/api §2.6) at 0, 200, 400, 600 and
 // 620 ms.
 func agentTurn(answer1, answer2 string) []scheduledFrame {
 	full, _ := json.Marshal(answer1 + answer2)

@@ -106,7 +106,7 @@ func (b *Bound) Render(dst []byte, i int) []byte {
 }
 
 // Result is what a (possibly partial) replay amounts to as a stored message
-// (API §2.5 accumulation rules, §6 history form).
+// (docs/api §2.5 accumulation rules, §6 history form).
 type Result struct {
 	Answer             string
 	Thoughts           []dify.AgentThoughtRecord
@@ -141,7 +141,7 @@ func (b *Bound) Fold(n int) Result {
 			answer.WriteString(*e.answer)
 		case dify.EventMessage, dify.EventMessageReplace:
 			// New Agent's closing message repeats the whole answer; a
-			// replace swaps it: neither appends (API §2.5).
+			// replace swaps it: neither appends (docs/api §2.5).
 			answer.Reset()
 			answer.WriteString(*e.answer)
 		case dify.EventAgentThought:

@@ -90,7 +90,7 @@ type Script struct {
 	Turns []*CompiledTurn
 }
 
-// effect is what a data frame contributes to the accumulated message (API §2.5).
+// effect is what a data frame contributes to the accumulated message (docs/api §2.5).
 type effect struct {
 	event    string
 	answer   *string // agent_message delta, message full answer, message_replace answer

@@ -77,7 +77,7 @@ type Report struct {
 // ShutdownMessage is the error text a stream ends with when the server stops.
 const ShutdownMessage = "dify-mock is shutting down; the stream was ended early."
 
-// RunLimitCode is the in-stream error code for run limits (API §18).
+// RunLimitCode is the in-stream error code for run limits (docs/api §18).
 const RunLimitCode = "agent_run_limit_exceeded"
 
 type cut struct {
@@ -86,7 +86,7 @@ type cut struct {
 	message string
 }
 
-// planCut finds where a run limit ends the turn, if one does (API §18).
+// planCut finds where a run limit ends the turn, if one does (docs/api §18).
 func (b *Bound) planCut(opt Options) *cut {
 	t := b.Turn
 	end := t.terminal
@@ -310,7 +310,7 @@ func (p *player) writeRecorded(i int) bool {
 }
 
 // cutRun waits for the cut's offset and ends the turn with the run-limit
-// error (API §18).
+// error (docs/api §18).
 func (p *player) cutRun() *Report {
 	c, rep := p.cut, p.rep
 	if o := p.wait(c.offset); o >= 0 {
@@ -527,7 +527,7 @@ func putFrameBuf(p *[]byte) {
 
 // Synthetic frames use the compact (orjson) style and Dify's key order:
 // event, conversation_id, message_id, created_at, task_id, then the event's
-// own fields (API §1.5).
+// own fields (docs/api §1.5).
 
 type errorPayload struct {
 	Event          string `json:"event"`

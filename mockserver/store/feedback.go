@@ -8,11 +8,11 @@ import (
 )
 
 // ErrNoFeedback is a revoke (rating null) of a message without feedback
-// (Dify's MessageService.create_feedback raises ValueError then, API §25).
+// (Dify's MessageService.create_feedback raises ValueError then, docs/api §25).
 var ErrNoFeedback = errors.New("rating cannot be None when feedback not exists")
 
 // Feedback is one end user's rating of a message (Dify's MessageFeedback
-// with from_source "user", API §25–§26). The mock has no console, so every
+// with from_source "user", docs/api §25–§26). The mock has no console, so every
 // row is an end user's.
 type Feedback struct {
 	ID             string
@@ -26,7 +26,7 @@ type Feedback struct {
 }
 
 // SetFeedback rates a message for its owner, as MessageService.create_feedback
-// does (API §25): a rating on a message without feedback inserts a row; a
+// does (docs/api §25): a rating on a message without feedback inserts a row; a
 // rating on one with feedback overwrites rating and content (created_at and
 // updated_at are kept: the model has no onupdate); rating "" deletes the
 // row, or fails with ErrNoFeedback when there is none. The message must
@@ -76,7 +76,7 @@ func (s *Store) SetFeedback(messageID, ownerID, rating string, content *string) 
 }
 
 // ListFeedbacks pages every feedback of the app, newest first, as
-// MessageService.get_all_messages_feedbacks does (API §26): offset
+// MessageService.get_all_messages_feedbacks does (docs/api §26): offset
 // (page-1)*limit. Feedback on deleted conversations is gone with them.
 func (s *Store) ListFeedbacks(page, limit int) []Feedback {
 	s.mu.RLock()

@@ -242,7 +242,7 @@ func TestListConversationsIndexMatchesScan(t *testing.T) {
 	}
 }
 
-// TestListConversationsOrderAndHasMore pins the API §5 semantics on a small
+// TestListConversationsOrderAndHasMore pins the docs/api §5 semantics on a small
 // fixed example: sort orders, strict-inequality paging and has_more.
 func TestListConversationsOrderAndHasMore(t *testing.T) {
 	base := time.Unix(1_700_000_000, 0)

@@ -22,7 +22,7 @@ type Snapshot struct {
 	Files         []SnapFile    `json:"files"`
 	Conversations []SnapConvers `json:"conversations"`
 	// Annotations (oldest first) and the annotation-reply setting, present
-	// while reply is enabled (API §27–§28). Reply jobs are not kept.
+	// while reply is enabled (docs/api §27–§28). Reply jobs are not kept.
 	Annotations     []SnapAnnotation   `json:"annotations,omitempty"`
 	AnnotationReply *AnnotationSetting `json:"annotation_reply,omitempty"`
 }
@@ -62,7 +62,7 @@ type SnapConvers struct {
 }
 
 // SnapMessage is a stored message, the cassette that produced it and its
-// end user's feedback row (API §25), if any.
+// end user's feedback row (docs/api §25), if any.
 type SnapMessage struct {
 	dify.Message
 	Cassette    string        `json:"cassette,omitempty"`

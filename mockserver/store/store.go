@@ -15,11 +15,11 @@ import (
 	"github.com/difyops/terraform-provider-dify/dify"
 )
 
-// DefaultUser is the end user of requests that may omit `user` (API §1.3).
+// DefaultUser is the end user of requests that may omit `user` (docs/api §1.3).
 const DefaultUser = "DEFAULT-USER"
 
 // DefaultConversationName is a conversation's name until it is generated or
-// renamed (API §5; exact Dify string UNCONFIRMED).
+// renamed (docs/api §5; exact Dify string UNCONFIRMED).
 const DefaultConversationName = "New conversation"
 
 // Lookup failures.
@@ -31,7 +31,7 @@ var (
 	ErrNoMessages           = errors.New("conversation has no messages")
 )
 
-// EndUser is a Dify end user (API §10).
+// EndUser is a Dify end user (docs/api §10).
 type EndUser struct {
 	ID        string
 	Session   string
@@ -39,7 +39,7 @@ type EndUser struct {
 	CreatedAt time.Time
 }
 
-// File is an uploaded file (API §9.1).
+// File is an uploaded file (docs/api §9.1).
 type File struct {
 	Result  FileResult
 	OwnerID string // end-user id
@@ -51,7 +51,7 @@ type File struct {
 	elem    *list.Element
 }
 
-// FileResult is the POST /files/upload body (API §9.1).
+// FileResult is the POST /files/upload body (docs/api §9.1).
 type FileResult = dify.FileUploadResult
 
 // Conversation is a stored conversation plus the replay bookkeeping.
@@ -76,12 +76,12 @@ type storedMessage struct {
 	created  key
 	ownerID  string
 	index    int       // position in its conversation's messages
-	feedback *Feedback // the owner's rating (API §25), nil when none
+	feedback *Feedback // the owner's rating (docs/api §25), nil when none
 }
 
 // key orders rows: the full-precision time, then insertion order, so rows
 // created in the same second never tie (Dify compares database timestamps
-// with microsecond precision; API §5 paging uses strict inequality).
+// with microsecond precision; docs/api §5 paging uses strict inequality).
 type key struct {
 	t   time.Time
 	seq uint64
@@ -108,7 +108,7 @@ type Store struct {
 	// costs what that user has stored, not what everybody has.
 	owners map[string]*ownerIndex
 	newID  func() string
-	// feedbacks holds every message feedback in creation order (API §26).
+	// feedbacks holds every message feedback in creation order (docs/api §26).
 	feedbacks []*Feedback
 	// The memory bound (bound.go): estimated bytes held, the bound (0 =
 	// none), records from least to most recently changed.
@@ -116,7 +116,7 @@ type Store struct {
 	maxBytes int64
 	lru      *list.List
 	onEvict  func(Eviction)
-	// ann is the app's annotations and annotation-reply state (API §27–§29).
+	// ann is the app's annotations and annotation-reply state (docs/api §27–§29).
 	ann annotationState
 }
 
@@ -378,7 +378,7 @@ func (s *Store) Message(id, ownerID string) (dify.Message, string, error) {
 }
 
 // Rename sets a conversation's name, or generates it from the first query
-// when autoGenerate is set (API §7).
+// when autoGenerate is set (docs/api §7).
 func (s *Store) Rename(id, ownerID, name string, autoGenerate bool) (Conversation, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -399,7 +399,7 @@ func (s *Store) Rename(id, ownerID, name string, autoGenerate bool) (Conversatio
 	return c.copy(), nil
 }
 
-// Delete soft-deletes a conversation (API §8).
+// Delete soft-deletes a conversation (docs/api §8).
 func (s *Store) Delete(id, ownerID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -420,7 +420,7 @@ func (s *Store) Delete(id, ownerID string) error {
 	return nil
 }
 
-// ListConversations pages a user's conversations as Dify does (API §5):
+// ListConversations pages a user's conversations as Dify does (docs/api §5):
 // after the last_id row by strict inequality on the sort field, ordered by
 // it, limit rows; has_more when rows remain beyond the page. It costs a
 // binary search plus the page in the user's own index, however many
@@ -472,7 +472,7 @@ func (s *Store) ListConversations(ownerID, lastID string, limit int, sortBy stri
 	return out, hasMore, nil
 }
 
-// ListMessages pages a conversation's messages (API §6): the newest limit
+// ListMessages pages a conversation's messages (docs/api §6): the newest limit
 // messages older than first_id, returned oldest first.
 func (s *Store) ListMessages(convID, ownerID, firstID string, limit int) ([]dify.Message, bool, error) {
 	s.mu.RLock()

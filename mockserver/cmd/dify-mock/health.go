@@ -13,7 +13,7 @@ import (
 	"github.com/difyops/terraform-provider-dify/mockserver/fault"
 )
 
-// runHealth asks a running mock for GET /v1/ (no key needed, API §1.1) and
+// runHealth asks a running mock for GET /v1/ (no key needed, docs/api §1.1) and
 // exits 0 on HTTP 200. It is the container image's HEALTHCHECK: the image has
 // no shell or curl, so the binary checks itself. X-Dify-Mock-Fault: none
 // keeps a server-wide --fault (a 5xx, slow headers) from marking a mock that

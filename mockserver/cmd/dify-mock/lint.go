@@ -15,7 +15,7 @@ interaction and frame, and exits 1 if there is any.
 Checks: the cassette format (go-vcr v2 + dify_mock block, X-Dify-Mock-Frames
 offsets and lengths), SSE frame syntax, event order (one terminal message_end
 or error; only TTS and pings after message_end; one closing message before
-it), required fields per event (API §2.5), ids consistent within a turn,
+it), required fields per event (docs/api §2.5), ids consistent within a turn,
 follow-up turns that continue the cassette's own conversation, and secrets
 (Dify keys, bearer tokens, credential headers and fields). In a folder: at
 most one default cassette, at most one app description, distinct queries.`

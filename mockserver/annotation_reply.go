@@ -164,18 +164,6 @@ func (s *Server) answerFromAnnotation(w http.ResponseWriter, r *http.Request, re
 
 	usage := replay.ZeroUsage()
 	usage.Latency = time.Since(start).Seconds()
-	if status == "normal" && r.Context().Err() == nil {
-		end := annotationMessageEnd{EventBase: base, ID: msgID, Files: json.RawMessage("null")}
-		end.Event = dify.EventMessageEnd
-		end.Metadata.AnnotationReply.ID = ann.ID
-		end.Metadata.AnnotationReply.Account.ID = s.ownerAccountID
-		end.Metadata.AnnotationReply.Account.Name = s.ownerName()
-		end.Metadata.RetrieverResources = []dify.RetrieverResource{}
-		end.Metadata.Usage = usage
-		writeSSE(w, end)
-		_ = rc.Flush()
-	}
-
 	price, currency := usage.TotalPrice, usage.Currency
 	m := dify.Message{
 		ID: msgID, ConversationID: conv.ID, Inputs: conv.Inputs, Query: req.query, Answer: sent.String(),
@@ -186,8 +174,22 @@ func (s *Server) answerFromAnnotation(w http.ResponseWriter, r *http.Request, re
 	if errText != "" {
 		m.Error = &errText
 	}
+	// Stored before message_end goes out, as the replayed turns are: a
+	// client that acts on message_end at once (feedback, history) must find
+	// the message, as it would on Dify, where the row exists from the start.
 	if err := s.store.AddMessage(m, ""); err != nil {
 		s.log.Debug("annotation turn not stored", "reason", err.Error())
+	}
+	if status == "normal" && r.Context().Err() == nil {
+		end := annotationMessageEnd{EventBase: base, ID: msgID, Files: json.RawMessage("null")}
+		end.Event = dify.EventMessageEnd
+		end.Metadata.AnnotationReply.ID = ann.ID
+		end.Metadata.AnnotationReply.Account.ID = s.ownerAccountID
+		end.Metadata.AnnotationReply.Account.Name = s.ownerName()
+		end.Metadata.RetrieverResources = []dify.RetrieverResource{}
+		end.Metadata.Usage = usage
+		writeSSE(w, end)
+		_ = rc.Flush()
 	}
 	s.log.Debug("annotation answered", "annotation", ann.ID, "mode", s.mode)
 	return true

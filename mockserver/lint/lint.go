@@ -324,6 +324,12 @@ func (l *linter) secretsIn(i int, in *vcr.Interaction, scanResponseBody bool) in
 	}
 	report("request URL", in.Request.URL)
 	report("request body", in.Request.Body)
+	for _, k := range slices.Sorted(maps.Keys(in.Request.Form)) {
+		report("request form field name", k)
+		for _, v := range in.Request.Form[k] {
+			report("request form field "+k, v)
+		}
+	}
 	for k, vs := range in.Request.Headers {
 		for _, v := range vs {
 			report("request header "+k, v)
@@ -395,6 +401,11 @@ func (l *linter) chat(f *cassette.File, located []int) []string {
 	for i, in := range f.Interactions {
 		if !cassette.IsChat(in) {
 			located[i] += l.secretsIn(i, in, true)
+			if cassette.IsUploadSummary(in) {
+				if _, err := cassette.ParseUploadSummary(in); err != nil {
+					l.add(i, -1, "%v (see docs/mock/cassette-format.md, uploads)", err)
+				}
+			}
 			continue
 		}
 		turns++

@@ -88,6 +88,10 @@ func TestBrokenCassettesReportPreciseProblems(t *testing.T) {
 		"two-messages": {
 			"testdata/broken/two-messages.yaml:10: interaction 0: frame 3: second message event (frame 2 already sent the full answer; New Agent sends it once, docs/api §2.6)",
 		},
+		"upload-summary": {
+			"testdata/broken/upload-summary.yaml:26: interaction 1: request form field note holds a Dify API key (app-…) (remove it; secrets never belong in a cassette)",
+			`testdata/broken/upload-summary.yaml:26: interaction 1: upload summary file 0: sha256 must be 64 lowercase hex digits, got "not-a-hash" (see docs/mock/cassette-format.md, uploads)`,
+		},
 		"usage": {
 			`testdata/broken/usage.yaml:10: interaction 0: frame 3: message_end metadata.usage lacks "total_price" (docs/api §2.5)`,
 		},

@@ -76,6 +76,11 @@ type Config struct {
 	// AllowedHosts are Host names accepted besides loopback names and IP
 	// literals (guard.go).
 	AllowedHosts []string
+	// KeepUploadContents stores multipart bodies (uploads, speech-to-text
+	// audio) byte for byte, reading each whole into memory first. By
+	// default they stream to the upstream and the cassette keeps only each
+	// file's name, size, content type and sha256 (upload.go).
+	KeepUploadContents bool
 }
 
 // Recorder is the record-mode http.Handler.
@@ -90,6 +95,7 @@ type Recorder struct {
 	mode      string // app mode from GET /info
 
 	corsOrigins, allowedHosts []string
+	keepUploads               bool
 
 	mu             sync.Mutex
 	closed         bool
@@ -147,6 +153,7 @@ func New(ctx context.Context, cfg Config) (*Recorder, error) {
 		written:        map[string]bool{},
 		corsOrigins:    cfg.CORSOrigins,
 		allowedHosts:   cfg.AllowedHosts,
+		keepUploads:    cfg.KeepUploadContents,
 	}
 	if err := r.recordApp(ctx); err != nil {
 		return nil, err
@@ -423,6 +430,10 @@ func idsOf(req *http.Request, p string, body []byte) requestIDs {
 // serveOther proxies any non-chat request through go-vcr and files the
 // interaction under the session it belongs to.
 func (r *Recorder) serveOther(w http.ResponseWriter, req *http.Request, p string) {
+	if boundary := multipartBoundary(req); boundary != "" && !r.keepUploads {
+		r.serveUpload(w, req, p, boundary)
+		return
+	}
 	body, ok := readBody(w, req, maxOtherBody)
 	if !ok {
 		return

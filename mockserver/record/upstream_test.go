@@ -72,6 +72,7 @@ type fakeDify struct {
 	extraHdr   http.Header   // added to every chat response
 	otherBody  string        // body of GET /conversations
 	chatBodies []string
+	uploads    []string // per upload: "field filename size sha256" of each file part, as received
 }
 
 func newFakeDify(t *testing.T, turns ...[]scheduledFrame) *fakeDify {
@@ -112,6 +113,7 @@ func (f *fakeDify) serve(w http.ResponseWriter, r *http.Request) {
 	case "GET /v1/conversations":
 		jsonReply(200, f.otherBody)
 	case "POST /v1/files/upload":
+		f.readUpload(r)
 		jsonReply(201, `{"id":"7d1e2f3a-4b5c-4d6e-8f7a-8b9c0d1e2f3a","name":"notes.txt","size":5,"extension":"txt","mime_type":"text/plain","created_by":"e1e2e3e4-0000-4000-8000-000000000001","created_at":1764471600}`)
 	case "POST /v1/chat-messages/" + taskID + "/stop":
 		jsonReply(200, `{"result":"success"}`)

@@ -42,6 +42,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	var corsOrigins, allowHosts listFlag
 	fs.Var(&corsOrigins, "cors-origin", "browser `ORIGIN` (e.g. http://localhost:5173) allowed to call the recorder with CORS; repeatable; default none")
 	fs.Var(&allowHosts, "allow-host", "Host `NAME` accepted besides localhost and IP addresses (e.g. the machine's name with --allow-remote); repeatable")
+	keepUploads := fs.Bool("keep-upload-contents", false, "store uploaded files and audio byte for byte in the cassettes (each held in memory while recorded); by default only each file's name, size, content type and sha256 are kept")
 	f.withEnv("upstream-key")
 	if err := f.parse(args, os.Getenv, stdout, stderr); err != nil {
 		return exitCode(err)
@@ -90,7 +91,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "%s dify-mock record: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 	}
 	rec, err := record.New(ctx, record.Config{Upstream: *upstream, UpstreamKey: *key, Dir: *dir, Rules: rules, Logf: logf,
-		CORSOrigins: corsOrigins.values, AllowedHosts: allowHosts.values})
+		CORSOrigins: corsOrigins.values, AllowedHosts: allowHosts.values, KeepUploadContents: *keepUploads})
 	if err != nil {
 		return fail(1, "%v", err)
 	}

@@ -165,3 +165,64 @@ func startUpstreamMock(t *testing.T, scenario string) string {
 	t.Cleanup(hs.Close)
 	return hs.URL
 }
+
+// TestRecordKeepUploadContentsFlag: an upload recorded by the command keeps
+// only its summary, and its bytes with --keep-upload-contents.
+func TestRecordKeepUploadContentsFlag(t *testing.T) {
+	up := startUpstreamMock(t, "name: with-file\nquery: Read it\nsteps:\n  - answer: Done.\n")
+	t.Setenv("DIFY_MOCK_UPSTREAM_KEY", recordUpstreamKey)
+	const contents = "file-contents-5c1d8e"
+	upload := "--B\r\nContent-Disposition: form-data; name=\"user\"\r\n\r\nu1\r\n" +
+		"--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"notes.txt\"\r\nContent-Type: text/plain\r\n\r\n" + contents + "\r\n--B--\r\n"
+	for _, keep := range []bool{false, true} {
+		dir := t.TempDir()
+		args := []string{"record", "--upstream", up + "/v1", "--cassettes", dir, "--addr", "127.0.0.1:0"}
+		if keep {
+			args = append(args, "--keep-upload-contents")
+		}
+		stdout := &lineWriter{re: regexp.MustCompile(`listening on (http://\S+)/v1`), found: make(chan string, 1)}
+		stderr := &lineWriter{}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan int, 1)
+		go func() { done <- run(ctx, args, stdout, stderr) }()
+		var base string
+		select {
+		case base = <-stdout.found:
+		case code := <-done:
+			cancel()
+			t.Fatalf("exited early with %d: %s", code, stderr)
+		}
+		for _, r := range []struct{ path, ct, body string }{
+			{"/v1/files/upload", "multipart/form-data; boundary=B", upload},
+			{"/v1/chat-messages", "application/json", `{"query":"Read it","inputs":{},"response_mode":"streaming","user":"u1"}`},
+		} {
+			req, _ := http.NewRequest(http.MethodPost, base+r.path, strings.NewReader(r.body))
+			req.Header.Set("Authorization", "Bearer app-dummy")
+			req.Header.Set("Content-Type", r.ct)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				cancel()
+				t.Fatal(err)
+			}
+			var b bytes.Buffer
+			_, _ = b.ReadFrom(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode >= 300 {
+				t.Errorf("keep=%v: %s answered %d: %s", keep, r.path, resp.StatusCode, b.String())
+			}
+		}
+		cancel()
+		if code := <-done; code != 0 {
+			t.Fatalf("keep=%v: exit %d: %s", keep, code, stderr)
+		}
+		data, err := os.ReadFile(filepath.Join(dir, "read-it.yaml"))
+		if err != nil {
+			t.Fatalf("keep=%v: %v\n%s", keep, err, stdout)
+		}
+		hasBytes := strings.Contains(string(data), contents)
+		hasSummary := strings.Contains(string(data), cassette.UploadSummaryHeader)
+		if hasBytes != keep || hasSummary == keep {
+			t.Errorf("keep=%v: cassette holds the file's bytes: %v, a summary: %v\n%s", keep, hasBytes, hasSummary, data)
+		}
+	}
+}

@@ -42,3 +42,26 @@ func TestParseUploadSummary(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseUploadSummary: any body is refused or yields a summary that
+// keeps the documented invariants; never a panic.
+func FuzzParseUploadSummary(f *testing.F) {
+	f.Add(`{"size":300,"files":[{"field":"file","filename":"a.png","content_type":"image/png","size":100,"sha256":"` + strings.Repeat("0f", 32) + `"}]}`)
+	f.Add(`{"size":0,"files":[],"omitted":3,"incomplete":"unexpected EOF"}`)
+	f.Add(`[]`)
+	f.Fuzz(func(t *testing.T, body string) {
+		in := &vcr.Interaction{Request: vcr.Request{Body: body, Headers: http.Header{cassette.UploadSummaryHeader: {cassette.UploadSummaryVersion}}}}
+		s, err := cassette.ParseUploadSummary(in)
+		if err != nil {
+			return
+		}
+		if s.Size < 0 || s.Omitted < 0 {
+			t.Fatalf("accepted negative counts: %+v", s)
+		}
+		for _, p := range s.Files {
+			if p.Field == "" || p.Size < 0 || len(p.SHA256) != 64 {
+				t.Fatalf("accepted a bad file part: %+v", p)
+			}
+		}
+	})
+}

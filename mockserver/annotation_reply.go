@@ -166,7 +166,7 @@ func (s *Server) answerFromAnnotation(w http.ResponseWriter, r *http.Request, re
 	usage.Latency = time.Since(start).Seconds()
 	price, currency := usage.TotalPrice, usage.Currency
 	m := dify.Message{
-		ID: msgID, ConversationID: conv.ID, Inputs: conv.Inputs, Query: req.query, Answer: sent.String(),
+		ID: msgID, ConversationID: conv.ID, Inputs: req.inputs, Query: req.query, Answer: sent.String(),
 		RetrieverResources: []dify.RetrieverResource{}, AgentThoughts: []dify.AgentThoughtRecord{},
 		MessageFiles: append([]dify.MessageFile{}, userFiles...), CreatedAt: now.Unix(), Status: status,
 		ProviderResponseLatency: usage.Latency, TotalPrice: &price, Currency: &currency, ExtraContents: []json.RawMessage{},

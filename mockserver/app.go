@@ -1,6 +1,7 @@
 package mockserver
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -62,6 +63,9 @@ type formField struct {
 	Required  bool
 	MaxLength int
 	Options   []string
+	// Default is the form's `default`, decoded with json.Number so an
+	// integer default stays an integer; nil when the form has none.
+	Default any
 }
 
 func parseForm(params []byte) ([]formField, error) {
@@ -79,11 +83,14 @@ func parseForm(params []byte) ([]formField, error) {
 				Required  bool     `json:"required"`
 				MaxLength *int     `json:"max_length"`
 				Options   []string `json:"options"`
+				Default   any      `json:"default"`
 			}
-			if err := json.Unmarshal(body, &f); err != nil {
+			dec := json.NewDecoder(bytes.NewReader(body))
+			dec.UseNumber()
+			if err := dec.Decode(&f); err != nil {
 				return nil, fmt.Errorf("item %d (%s): %v", i, control, err)
 			}
-			ff := formField{Control: control, Variable: f.Variable, Required: f.Required, Options: f.Options}
+			ff := formField{Control: control, Variable: f.Variable, Required: f.Required, Options: f.Options, Default: f.Default}
 			if f.MaxLength != nil {
 				ff.MaxLength = *f.MaxLength
 			}
@@ -91,49 +98,6 @@ func parseForm(params []byte) ([]formField, error) {
 		}
 	}
 	return out, nil
-}
-
-// validateInputs checks inputs against the form as Dify's
-// BaseAppGenerator does for a new conversation; messages follow Dify's text.
-func (s *Server) validateInputs(inputs map[string]any) *apiError {
-	for _, f := range s.form {
-		v, ok := inputs[f.Variable]
-		if !ok || v == nil || v == "" {
-			if f.Required {
-				return invalidParam(f.Variable + " is required in input form")
-			}
-			continue
-		}
-		switch f.Control {
-		case "text-input", "paragraph", "select":
-			str, isStr := v.(string)
-			if !isStr {
-				return invalidParam(f.Variable + " in input form must be a string")
-			}
-			if f.Control == "select" {
-				found := false
-				for _, o := range f.Options {
-					found = found || o == str
-				}
-				if !found {
-					return invalidParam(fmt.Sprintf("%s in input form must be one of the following: %s", f.Variable, pyList(f.Options)))
-				}
-			} else if f.MaxLength > 0 && len([]rune(str)) > f.MaxLength {
-				return invalidParam(fmt.Sprintf("%s in input form must be less than %d characters", f.Variable, f.MaxLength))
-			}
-		case "number":
-			switch n := v.(type) {
-			case float64:
-			case string:
-				if _, err := strconv.ParseFloat(n, 64); err != nil {
-					return invalidParam(f.Variable + " in input form must be a valid number")
-				}
-			default:
-				return invalidParam(f.Variable + " in input form must be a valid number")
-			}
-		}
-	}
-	return nil
 }
 
 // pyList renders options the way Python prints a list of strings.

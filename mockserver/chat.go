@@ -1,6 +1,7 @@
 package mockserver
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"path"
@@ -82,7 +83,10 @@ func (s *Server) parseChat(w http.ResponseWriter, r *http.Request) (*chatRequest
 	} else if _, isDict := v.(map[string]any); !isDict {
 		fail(&pyErr{loc: "inputs", msg: "Input should be a valid dictionary", typ: "dict_type", input: v})
 	} else {
-		_ = json.Unmarshal(body["inputs"], &req.inputs)
+		// json.Number keeps 5 and 5.0 apart, as Python's json does.
+		dec := json.NewDecoder(bytes.NewReader(body["inputs"]))
+		dec.UseNumber()
+		_ = dec.Decode(&req.inputs)
 	}
 	if v, ok := dict.vals["query"]; !ok {
 		missing("query")
@@ -238,6 +242,7 @@ type chatStream struct {
 	conv      store.Conversation
 	msgID     string
 	query     string
+	inputs    map[string]any // this turn's, as _prepare_user_inputs made them
 	userFiles []dify.MessageFile
 	now       time.Time
 	ref       turnRef
@@ -286,10 +291,12 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, req *chatRequ
 		writeError(w, invalidParam("query is required"))
 		return nil
 	}
-	if e := s.validateInputs(req.inputs); e != nil {
+	inputs, e := s.prepareInputs(req.inputs)
+	if e != nil {
 		writeError(w, e)
 		return nil
 	}
+	req.inputs = inputs // stored as Dify stores them, not as sent
 	userFiles, uploadIDs, e := s.checkFiles(req.files, endUser.ID)
 	if e != nil {
 		writeError(w, e)
@@ -373,7 +380,7 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, req *chatRequ
 	}
 	w.WriteHeader(http.StatusOK)
 
-	return &chatStream{bound: bound, turn: t, tk: tk, taskID: taskID, conv: conv, msgID: msgID, query: req.query,
+	return &chatStream{bound: bound, turn: t, tk: tk, taskID: taskID, conv: conv, msgID: msgID, query: req.query, inputs: req.inputs,
 		userFiles: userFiles, now: now, ref: ref, spec: spec, speed: speed, rec: rec}
 }
 
@@ -393,7 +400,7 @@ func (s *Server) playChat(w http.ResponseWriter, r *http.Request, cs *chatStream
 	rep := cs.bound.Play(r.Context(), sink, opts, replay.Signals{Stop: cs.tk.stop, Shutdown: s.closing}, func(rep *replay.Report) {
 		// On a fresh stack for the same reason as flushSink's header write.
 		onFreshStack(func() {
-			s.recordTurn(cs.conv, cs.msgID, cs.query, cs.userFiles, cs.now.Unix(), cs.ref.cassette, rep)
+			s.recordTurn(cs.conv, cs.msgID, cs.query, cs.inputs, cs.userFiles, cs.now.Unix(), cs.ref.cassette, rep)
 		})
 	})
 	cs.rec.Update(func(e *journal.Entry) { e.Outcome = rep.Outcome.String() })
@@ -415,7 +422,7 @@ func (s *Server) writeRecordedError(w http.ResponseWriter, t *replay.CompiledTur
 }
 
 // recordTurn stores the message exactly as GET /messages returns it (docs/api §6).
-func (s *Server) recordTurn(conv store.Conversation, msgID, query string, userFiles []dify.MessageFile, created int64, cassetteName string, rep *replay.Report) {
+func (s *Server) recordTurn(conv store.Conversation, msgID, query string, inputs map[string]any, userFiles []dify.MessageFile, created int64, cassetteName string, rep *replay.Report) {
 	res := rep.Result
 	files := make([]dify.MessageFile, 0, len(userFiles)+len(res.Files))
 	files = append(files, userFiles...)
@@ -425,7 +432,7 @@ func (s *Server) recordTurn(conv store.Conversation, msgID, query string, userFi
 	// (api/core/app/apps/agent_chat/app_generator.py generate).
 	parent := uuidNil
 	m := dify.Message{
-		ID: msgID, ConversationID: conv.ID, ParentMessageID: &parent, Inputs: conv.Inputs, Query: query, Answer: res.Answer,
+		ID: msgID, ConversationID: conv.ID, ParentMessageID: &parent, Inputs: inputs, Query: query, Answer: res.Answer,
 		RetrieverResources: res.RetrieverResources, AgentThoughts: res.Thoughts, MessageFiles: files,
 		CreatedAt: created, Status: "normal", ExtraContents: []json.RawMessage{},
 	}

@@ -103,13 +103,19 @@ func TestAccConversationResource(t *testing.T) {
 				Check: stateAttr(convAddr, "id", &id),
 			},
 			{
-				ResourceName:            convAddr,
-				ImportState:             true,
-				ImportStateIdFunc:       func(*terraform.State) (string, error) { return "acc-user/" + id, nil },
-				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: []string{"auto_generate_name", "usage", "timeouts"},
+				ResourceName:      convAddr,
+				ImportState:       true,
+				ImportStateIdFunc: func(*terraform.State) (string, error) { return "acc-user/" + id, nil },
+				ImportStateVerify: true,
+				// Dify stores the form's defaults for inputs the first turn left
+				// out (BaseAppGenerator._prepare_user_inputs), so the import reads
+				// back the built-in app's defaults where the configuration has none.
+				ImportStateVerifyIgnore: []string{"auto_generate_name", "usage", "timeouts", "inputs"},
 				ImportStateCheck: func(states []*terraform.InstanceState) error {
 					a := states[0].Attributes
+					if a["inputs.%"] != "2" || a["inputs.budget"] != "medium" || a["inputs.home_city"] != "" {
+						return fmt.Errorf("imported inputs %q/%q/%q, want the form defaults budget=medium, home_city=\"\"", a["inputs.%"], a["inputs.budget"], a["inputs.home_city"])
+					}
 					if a["usage.total_tokens"] != fmt.Sprint(folded.Usage.TotalTokens) {
 						return fmt.Errorf("imported usage.total_tokens = %q, want %d", a["usage.total_tokens"], folded.Usage.TotalTokens)
 					}
@@ -125,7 +131,7 @@ func TestAccConversationResource(t *testing.T) {
 				ImportState:             true,
 				ImportStateIdFunc:       func(*terraform.State) (string, error) { return id, nil },
 				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: []string{"auto_generate_name", "usage", "timeouts"},
+				ImportStateVerifyIgnore: []string{"auto_generate_name", "usage", "timeouts", "inputs"},
 			},
 			{
 				ResourceName:  convAddr,

@@ -96,6 +96,7 @@ type Recorder struct {
 
 	corsOrigins, allowedHosts []string
 	keepUploads               bool
+	maxUpload                 int64 // streamed upload body limit (maxOtherBody; lowered by tests)
 
 	mu             sync.Mutex
 	closed         bool
@@ -154,6 +155,7 @@ func New(ctx context.Context, cfg Config) (*Recorder, error) {
 		corsOrigins:    cfg.CORSOrigins,
 		allowedHosts:   cfg.AllowedHosts,
 		keepUploads:    cfg.KeepUploadContents,
+		maxUpload:      maxOtherBody,
 	}
 	if err := r.recordApp(ctx); err != nil {
 		return nil, err

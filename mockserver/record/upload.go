@@ -170,7 +170,7 @@ func (r *Recorder) serveUpload(w http.ResponseWriter, req *http.Request, p, boun
 		return
 	}
 	pr, pw := io.Pipe()
-	body := &teeBody{src: http.MaxBytesReader(w, req.Body, maxOtherBody), pipe: pw}
+	body := &teeBody{src: http.MaxBytesReader(w, req.Body, r.maxUpload), pipe: pw}
 	type summarized struct {
 		s    *cassette.UploadSummary
 		form url.Values

@@ -34,6 +34,8 @@ func (f *fakeDify) readUpload(r *http.Request) {
 		f.t.Errorf("upstream: upload Content-Type: %v", err)
 		return
 	}
+	// A body cut short is noted, not failed: the recorder aborts the
+	// upstream request of an upload over its limit.
 	var seen []string
 	mr := multipart.NewReader(r.Body, params["boundary"])
 	for {
@@ -42,14 +44,14 @@ func (f *fakeDify) readUpload(r *http.Request) {
 			break
 		}
 		if err != nil {
-			f.t.Errorf("upstream: upload body: %v", err)
-			return
+			seen = append(seen, "error: "+err.Error())
+			break
 		}
 		h := sha256.New()
 		n, err := io.Copy(h, part)
 		if err != nil {
-			f.t.Errorf("upstream: upload part: %v", err)
-			return
+			seen = append(seen, "error: "+err.Error())
+			break
 		}
 		if part.FileName() != "" {
 			seen = append(seen, fmt.Sprintf("%s %s %d %x", part.FormName(), part.FileName(), n, h.Sum(nil)))
@@ -90,6 +92,13 @@ func newGeneratedUpload(filename, fileType string, size int64) *generatedUpload 
 
 func postUpload(t *testing.T, baseURL string, body *generatedUpload) {
 	t.Helper()
+	if code, reply := postUploadStatus(t, baseURL, body); code != http.StatusCreated {
+		t.Fatalf("upload answered %d: %s", code, reply)
+	}
+}
+
+func postUploadStatus(t *testing.T, baseURL string, body *generatedUpload) (int, string) {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, baseURL+"/v1/files/upload", body)
 	if err != nil {
 		t.Fatal(err)
@@ -103,9 +112,7 @@ func postUpload(t *testing.T, baseURL string, body *generatedUpload) {
 	}
 	defer resp.Body.Close()
 	reply, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("upload answered %d: %s", resp.StatusCode, reply)
-	}
+	return resp.StatusCode, string(reply)
 }
 
 // TestRecordUploadStreamsWithBoundedMemory: a 64 MB upload passes through
@@ -239,5 +246,35 @@ func TestRecordUploadKeepContents(t *testing.T) {
 	defer up.mu.Unlock()
 	if want := fmt.Sprintf("file notes.txt %d %x", len(text), sha256.Sum256([]byte(text))); len(up.uploads) != 1 || up.uploads[0] != want {
 		t.Errorf("upstream received %q, want %q", up.uploads, want)
+	}
+}
+
+// TestRecordUploadOverLimit: an upload larger than the limit is cut off
+// while it streams, answered 413 in Dify's shape, and not recorded.
+func TestRecordUploadOverLimit(t *testing.T) {
+	up := newFakeDify(t, agentTurn("One ", "two."))
+	rec, srv, dir, _ := recorderFor(t, up, "")
+	record.SetMaxUpload(rec, 1<<20)
+	code, reply := postUploadStatus(t, srv.URL, newGeneratedUpload("big.bin", "application/octet-stream", 2<<20))
+	if code != http.StatusRequestEntityTooLarge || !strings.Contains(reply, `"code":"request_entity_too_large"`) {
+		t.Errorf("over the limit: %d %s, want 413 request_entity_too_large", code, reply)
+	}
+	up.mu.Lock()
+	for _, u := range up.uploads {
+		if strings.Contains(u, "big.bin 2097152") {
+			t.Errorf("the upstream received the whole file: %q", u)
+		}
+	}
+	up.mu.Unlock()
+	chat(t, srv.URL, nil, chatBody("Count", ""))
+	if err := stop(srv, rec); err != nil {
+		t.Fatal(err)
+	}
+	set, err := cassette.LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := set.Get("count"); !ok || len(c.Others) != 0 {
+		t.Errorf("the refused upload was recorded: %+v", c)
 	}
 }

@@ -21,24 +21,25 @@ const (
 
 // Source files cited by the cases (langgenius/dify, SourceVersion).
 const (
-	srcWraps        = "api/controllers/service_api/wraps.py validate_app_token"
-	srcExternalAPI  = "api/libs/external_api.py register_external_error_handlers"
-	srcRouting      = "api/controllers/service_api/__init__.py (flask-restx Api without catch_all_404s; Werkzeug routing)"
-	srcIndex        = "api/controllers/service_api/index.py IndexApi.get"
-	srcChat         = "api/controllers/service_api/app/completion.py ChatApi.post, ChatRequestPayload"
-	srcStop         = "api/controllers/service_api/app/completion.py ChatStopApi.post"
-	srcRename       = "api/controllers/service_api/app/conversation.py ConversationRenameApi.post, ConversationRenamePayload"
-	srcDelete       = "api/controllers/service_api/app/conversation.py ConversationDetailApi.delete"
-	srcConvList     = "api/controllers/service_api/app/conversation.py ConversationApi.get, ConversationListQuery"
-	srcMsgList      = "api/controllers/service_api/app/message.py MessageListApi.get, MessageListQuery"
-	srcSuggested    = "api/controllers/service_api/app/message.py MessageSuggestedApi.get"
-	srcTTS          = "api/controllers/service_api/app/audio.py TextToAudioApi.post"
-	srcSTT          = "api/controllers/service_api/app/audio.py AudioApi.post"
-	srcUpload       = "api/controllers/service_api/app/file.py FileApi.post"
-	srcEndUser      = "api/controllers/service_api/end_user/end_user.py EndUserApi.get"
-	srcAppInfo      = "api/controllers/service_api/app/app.py AppInfoApi.get"
-	srcHelperUUID   = "api/libs/helper.py uuid_value / UUIDStrOrEmpty"
-	srcPydanticBool = "pydantic 2 lax-mode bool parsing (str_to_bool)"
+	srcWraps         = "api/controllers/service_api/wraps.py validate_app_token"
+	srcExternalAPI   = "api/libs/external_api.py register_external_error_handlers"
+	srcRouting       = "api/controllers/service_api/__init__.py (flask-restx Api without catch_all_404s; Werkzeug routing)"
+	srcIndex         = "api/controllers/service_api/index.py IndexApi.get"
+	srcChat          = "api/controllers/service_api/app/completion.py ChatApi.post, ChatRequestPayload"
+	srcStop          = "api/controllers/service_api/app/completion.py ChatStopApi.post"
+	srcRename        = "api/controllers/service_api/app/conversation.py ConversationRenameApi.post, ConversationRenamePayload"
+	srcDelete        = "api/controllers/service_api/app/conversation.py ConversationDetailApi.delete"
+	srcConvList      = "api/controllers/service_api/app/conversation.py ConversationApi.get, ConversationListQuery"
+	srcMsgList       = "api/controllers/service_api/app/message.py MessageListApi.get, MessageListQuery"
+	srcPrepareInputs = "api/core/app/apps/base_app_generator.py BaseAppGenerator._prepare_user_inputs"
+	srcSuggested     = "api/controllers/service_api/app/message.py MessageSuggestedApi.get"
+	srcTTS           = "api/controllers/service_api/app/audio.py TextToAudioApi.post"
+	srcSTT           = "api/controllers/service_api/app/audio.py AudioApi.post"
+	srcUpload        = "api/controllers/service_api/app/file.py FileApi.post"
+	srcEndUser       = "api/controllers/service_api/end_user/end_user.py EndUserApi.get"
+	srcAppInfo       = "api/controllers/service_api/app/app.py AppInfoApi.get"
+	srcHelperUUID    = "api/libs/helper.py uuid_value / UUIDStrOrEmpty"
+	srcPydanticBool  = "pydantic 2 lax-mode bool parsing (str_to_bool)"
 )
 
 // PydanticError renders one pydantic v2 validation error the way
@@ -241,6 +242,18 @@ func Cases() []Case {
 
 	// --- Existing state. ---
 	add(
+		// The fixture's turn also sends FixtureStrayInput, a key no app's
+		// form has: Dify keeps one key per form variable and drops the rest.
+		Case{Name: "extra/stored-inputs-form-keys-only", Route: "GET /messages", Class: ClassExtra,
+			Source:  srcPrepareInputs + "; " + srcMsgList,
+			Request: Request{Method: "GET", Path: "/messages?user={user}&conversation_id={conversation_id}"},
+			Needs:   []Fixture{FixtureConversation},
+			Expect:  Expect{Status: 200, ContentType: "application/json", Fields: map[string]string{"$.data[].inputs": "object"}, Absent: []string{"$.data[].inputs." + FixtureStrayInput}}},
+		Case{Name: "extra/conversation-inputs-form-keys-only", Route: "GET /conversations", Class: ClassExtra,
+			Source:  srcPrepareInputs + "; " + srcConvList,
+			Request: Request{Method: "GET", Path: "/conversations?user={user}&limit=100"},
+			Needs:   []Fixture{FixtureConversation},
+			Expect:  Expect{Status: 200, ContentType: "application/json", Fields: map[string]string{"$.data[].inputs": "object"}, Absent: []string{"$.data[].inputs." + FixtureStrayInput}}},
 		Case{Name: "valid/messages-history", Route: "GET /messages", Class: ClassValid, Source: srcMsgList + "; api/fields/message_fields.py MessageListItem",
 			Request: Request{Method: "GET", Path: "/messages?user={user}&conversation_id={conversation_id}"},
 			Needs:   []Fixture{FixtureConversation},

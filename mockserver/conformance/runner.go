@@ -448,6 +448,10 @@ func (r *Runner) fixture(ctx context.Context, f Fixture) error {
 	return err
 }
 
+// FixtureStrayInput is an `inputs` key the fixture's chat turn sends that no
+// app's form has; Dify drops it (BaseAppGenerator._prepare_user_inputs).
+const FixtureStrayInput = "dify_mock_conformance_not_in_form"
+
 // FixtureQuery is the query of the fixture's chat turn.
 const FixtureQuery = "Conformance check: please answer with one short sentence."
 
@@ -455,9 +459,11 @@ func (r *Runner) chatFixture(ctx context.Context) error {
 	if !r.spendTurn() {
 		return errors.New("chat-turn cap reached")
 	}
-	inputs := r.Inputs
-	if inputs == nil {
-		inputs = map[string]any{}
+	// The stray key lets the table observe that Dify stores only the
+	// form's variables (extra/*-inputs-form-keys-only).
+	inputs := map[string]any{FixtureStrayInput: "dropped"}
+	for k, v := range r.Inputs {
+		inputs[k] = v
 	}
 	body, _ := json.Marshal(map[string]any{"query": FixtureQuery, "inputs": inputs, "user": r.User, "response_mode": "streaming"})
 	ctx, cancel := context.WithTimeout(ctx, Timeout)

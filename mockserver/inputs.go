@@ -150,7 +150,14 @@ func pyJSONNumber(n json.Number) (any, bool) {
 	return pyInt(string(n))
 }
 
+// pyMaxIntDigits is Python's default int_max_str_digits: int() of a longer
+// decimal string raises ValueError ("Exceeds the limit (4300 digits) ...").
+const pyMaxIntDigits = 4300
+
 func pyInt(s string) (any, bool) {
+	if len(strings.TrimLeft(s, "+-")) > pyMaxIntDigits {
+		return nil, false
+	}
 	i, ok := new(big.Int).SetString(s, 10)
 	if !ok {
 		return nil, false

@@ -2,6 +2,9 @@ package mockserver
 
 import (
 	"encoding/json"
+	"math/big"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -43,6 +46,8 @@ func TestPyNumberFollowsValidateInputs(t *testing.T) {
 		{"1.2.3", ""},
 		{".", ""},
 		{"1.0e400", ""}, // Python's inf; not writable as JSON
+		{strings.Repeat("9", 4300), strings.Repeat("9", 4300)},
+		{strings.Repeat("9", 4301), ""}, // int(): "Exceeds the limit (4300 digits)"
 		{"abc", ""},
 		{[]any{}, ""},
 		{map[string]any{}, ""},
@@ -76,4 +81,39 @@ func TestPyCheckboxFollowsValidateInputs(t *testing.T) {
 			t.Errorf("pyCheckbox(%#v) = %#v, want %#v", c.in, got, c.want)
 		}
 	}
+}
+
+// FuzzPyNumber: any string either is refused or becomes JSON that reads back
+// as the number Go parses from the same literal (underscores and
+// surrounding whitespace removed), and never panics.
+func FuzzPyNumber(f *testing.F) {
+	for _, s := range []string{"42", " 4.50 ", "1_000", "1e5", ".", "-0.0", "1.0e400", "9" + strings.Repeat("9", 400), "", "\t"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, ok := pyNumber(s)
+		if !ok || v == nil {
+			return
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatalf("pyNumber(%q) = %#v, not JSON: %v", s, v, err)
+		}
+		lit := strings.ReplaceAll(strings.TrimSpace(s), "_", "")
+		if !strings.Contains(s, ".") { // int(): exact, however long
+			want, okInt := new(big.Int).SetString(lit, 10)
+			if got, okGot := new(big.Int).SetString(string(b), 10); !okInt || !okGot || got.Cmp(want) != 0 {
+				t.Fatalf("pyNumber(%q) = %s, want the integer %v", s, b, want)
+			}
+			return
+		}
+		var back float64
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatalf("pyNumber(%q) wrote %s: %v", s, b, err)
+		}
+		want, err := strconv.ParseFloat(lit, 64)
+		if err != nil || back != want {
+			t.Fatalf("pyNumber(%q) = %s, Go reads %v (%v)", s, b, want, err)
+		}
+	})
 }

@@ -76,9 +76,8 @@ func ParseUploadSummary(in *vcr.Interaction) (*UploadSummary, error) {
 	}
 	var sum int64
 	for i, p := range s.Files {
-		if p.Field == "" {
-			return nil, fmt.Errorf("upload summary file %d: no field name", i)
-		}
+		// An empty Field is allowed: it records a part whose
+		// Content-Disposition has no name, as a client sent it.
 		if p.Size < 0 {
 			return nil, fmt.Errorf("upload summary file %d: negative size", i)
 		}

@@ -22,15 +22,18 @@ export STORM_CLIENTS="${STORM_CLIENTS:-10000}"
 export STORM_CONCURRENCY="${STORM_CONCURRENCY:-2000}"
 race_count="${RELIABILITY_RACE_COUNT:-3}"
 
-# Each in-flight storm client holds two sockets in the test process.
-need=$((2 * STORM_CONCURRENCY + 1024))
+# Each in-flight storm client holds two sockets in the test process; on a
+# loaded machine the server side of a dropped client may not be closed yet
+# when the next client dials, so allow twice that (the test still checks that
+# open files return to their baseline afterwards).
+need=$((4 * STORM_CONCURRENCY + 1024))
 hard="$(ulimit -Hn)"
 if [[ "$hard" == unlimited ]] || ((hard >= need)); then
 	ulimit -n "$need"
 else
 	ulimit -n "$hard"
 	warn "open-file limit $hard is below the $need a storm of $STORM_CONCURRENCY concurrent clients needs; lowering STORM_CONCURRENCY"
-	STORM_CONCURRENCY=$(((hard - 1024) / 2))
+	STORM_CONCURRENCY=$(((hard - 1024) / 4))
 	export STORM_CONCURRENCY
 fi
 

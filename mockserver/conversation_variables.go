@@ -35,23 +35,7 @@ func (s *Server) listConversationVariables(w http.ResponseWriter, r *http.Reques
 	// ConversationVariablesQuery: last_id (UUID or empty), limit 1–100,
 	// variable_name (1–255 safe characters).
 	q := queryDict(r)
-	var errs []pyErr
-	lastID := ""
-	if v, ok := q.vals["last_id"].(string); ok && v != "" {
-		u, pe := pydanticUUID("last_id", v)
-		if pe != nil {
-			errs = append(errs, *pe)
-		}
-		lastID = u
-	}
-	limit := 20
-	if v, ok := q.vals["limit"].(string); ok {
-		n, pe := pyIntQuery("limit", v, 1, 100)
-		if pe != nil {
-			errs = append(errs, *pe)
-		}
-		limit = n
-	}
+	lastID, limit, errs := cursorPage(q)
 	if v, ok := q.vals["variable_name"].(string); ok {
 		if pe := variableNameError(v); pe != nil {
 			errs = append(errs, *pe)

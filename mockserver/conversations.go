@@ -23,25 +23,7 @@ func (s *Server) queryUser(r *http.Request) store.EndUser {
 // (last_id: UUID | None, limit: int 1–100, sort_by: Literal[…]).
 func (s *Server) listConversations(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	q := queryDict(r)
-	var errs []pyErr
-	lastID := ""
-	if v, ok := q.vals["last_id"].(string); ok && v != "" {
-		// "" is taken as no cursor: the newest tree's UUIDStrOrEmpty
-		// accepts it (the released UUID | None field did not).
-		id, pe := pydanticUUID("last_id", v)
-		if pe != nil {
-			errs = append(errs, *pe)
-		}
-		lastID = id
-	}
-	limit := 20
-	if v, ok := q.vals["limit"].(string); ok {
-		n, pe := pyIntQuery("limit", v, 1, 100)
-		if pe != nil {
-			errs = append(errs, *pe)
-		}
-		limit = n
-	}
+	lastID, limit, errs := cursorPage(q)
 	sortBy := dify.SortUpdatedAtDesc
 	if v, ok := q.vals["sort_by"].(string); ok {
 		switch v {
@@ -64,6 +46,29 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request, _ htt
 		rows = []dify.Conversation{}
 	}
 	writeJSON(w, http.StatusOK, dify.ConversationPage{Limit: limit, HasMore: more, Data: rows})
+}
+
+// cursorPage reads the last_id (a UUID; "" is no cursor, as the newest
+// tree's UUIDStrOrEmpty accepts it, where the released UUID | None did not)
+// and limit (1–100, default 20) fields that ConversationListQuery and
+// ConversationVariablesQuery share, collecting pydantic errors.
+func cursorPage(q *orderedDict) (lastID string, limit int, errs []pyErr) {
+	if v, ok := q.vals["last_id"].(string); ok && v != "" {
+		id, pe := pydanticUUID("last_id", v)
+		if pe != nil {
+			errs = append(errs, *pe)
+		}
+		lastID = id
+	}
+	limit = 20
+	if v, ok := q.vals["limit"].(string); ok {
+		n, pe := pyIntQuery("limit", v, 1, 100)
+		if pe != nil {
+			errs = append(errs, *pe)
+		}
+		limit = n
+	}
+	return lastID, limit, errs
 }
 
 // queryDict is request.args.to_dict(): each parameter's first value, in

@@ -60,7 +60,7 @@ image: ## Build dify-mock's container image without a container daemon (OCI layo
 	     -o dist/image/linux_$$arch/dify-mock ./mockserver/cmd/dify-mock; \
 	 done
 	SOURCE_DATE_EPOCH="$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || echo 0)}" \
-	go run ./tools/dify-mock-image --version '$(VERSION)' --revision '$(COMMIT)' \
+	go run ./distribution/image --version '$(VERSION)' --revision '$(COMMIT)' \
 	  --binary linux/amd64=dist/image/linux_amd64/dify-mock --binary linux/arm64/v8=dist/image/linux_arm64/dify-mock \
 	  --out dist/image/oci --tar dist/image/dify-mock-image.tar
 

@@ -7,11 +7,11 @@
 #
 # Writes:
 #   DIST/image/                         OCI image layout, linux/amd64 and linux/arm64
-#                                       (whichever the run built), tools/dify-mock-image
+#                                       (whichever the run built), distribution/image
 #   DIST/dify-mock-image_<version>.tar  the same as one file (docker load, podman load,
 #                                       skopeo copy oci-archive:…)
 #   DIST/npm/                           @difyops/dify-mock and one package per platform
-#                                       (npm/build.js), packed into DIST/npm/tarballs/
+#                                       (distribution/npm/build.js), packed into DIST/npm/tarballs/
 # Publishing them is a release step (CONTRIBUTING.md, "Releasing").
 # `make release-check` runs this after its snapshot build.
 set -euo pipefail
@@ -33,7 +33,7 @@ export SOURCE_DATE_EPOCH
 
 if grep -q -E '"goos"[[:space:]]*:[[:space:]]*"linux"' "$DIST/artifacts.json" &&
 	grep -q -E '"ID"[[:space:]]*:[[:space:]]*"dify-mock"' "$DIST/artifacts.json"; then
-	go run ./tools/dify-mock-image --dist "$DIST" --version "$VERSION" --revision "$COMMIT" \
+	go run ./distribution/image --dist "$DIST" --version "$VERSION" --revision "$COMMIT" \
 		--out "$DIST/image" --tar "$DIST/dify-mock-image_${VERSION}.tar" >&2
 	ok "container image: $DIST/dify-mock-image_${VERSION}.tar"
 else
@@ -41,7 +41,7 @@ else
 fi
 
 if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
-	node npm/build.js --dist "$DIST" --version "$VERSION" --commit "$COMMIT" --out "$DIST/npm" --pack >/dev/null
+	node distribution/npm/build.js --dist "$DIST" --version "$VERSION" --commit "$COMMIT" --out "$DIST/npm" --pack >/dev/null
 	ok "npm packages: $(cd "$DIST/npm/tarballs" && echo *.tgz)"
 else
 	warn "Node.js/npm not found: no npm packages"

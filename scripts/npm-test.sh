@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # npm-test.sh — the npm packages work offline (the `npm` stage of make test).
 #
-# Builds the packages for this machine with npm/build.js (go build, the
+# Builds the packages for this machine with distribution/npm/build.js (go build, the
 # release's flags), packs them with `npm pack`, installs the tarballs into a
 # temporary project with the registry pointed at a closed port and --offline
 # (so nothing can come from the network) and with install scripts disabled
 # (the packages need none), then runs `npx dify-mock --version` and
-# npm/test/*.test.mjs with node:test inside that project: the JS API starts
+# distribution/npm/test/*.test.mjs with node:test inside that project: the JS API starts
 # the installed binary and a chat turn streams through it.
 #
 # Exit status 3: Node.js or npm is missing (the caller may skip).
@@ -27,7 +27,7 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/tf-dify-npm.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 
 log "node $(node --version), npm $(npm --version): building the packages for this machine"
-node npm/build.js --version "$VERSION" --out "$WORK/packages" --go-build --pack --commit npmtest >/dev/null
+node distribution/npm/build.js --version "$VERSION" --out "$WORK/packages" --go-build --pack --commit npmtest >/dev/null
 ls "$WORK/packages/tarballs" >&2
 
 # No registry: a closed loopback port, --offline and an empty cache.
@@ -59,5 +59,5 @@ got="$(cd "$project" && npx --no-install dify-mock --version)"
 [[ "$got" == "dify-mock $VERSION (commit npmtest, "* ]] || die "npx dify-mock --version printed '$got'"
 ok "npx dify-mock --version: $got"
 
-cp npm/test/*.test.mjs "$project/"
+cp distribution/npm/test/*.test.mjs "$project/"
 (cd "$project" && node --test ./*.test.mjs)

@@ -371,7 +371,7 @@ stage_goreleaser() {
 	"$gr" check
 }
 
-# --- the npm packages (npm/): packed, installed offline from the tarballs,
+# --- the npm packages (distribution/npm/): packed, installed offline from the tarballs,
 # `npx dify-mock --version` and the JS API's node:test file. Skipped with a
 # warning where Node.js/npm are missing.
 stage_npm() {

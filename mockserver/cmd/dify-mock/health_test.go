@@ -83,7 +83,7 @@ func TestBaseURLFor(t *testing.T) {
 	}
 }
 
-// The container image (tools/dify-mock-image) runs `serve` with this
+// The container image (distribution/image) runs `serve` with this
 // environment and no arguments; serve must take it as it is, including any
 // opt-in it requires for a non-loopback address.
 func TestServeAcceptsTheContainerImageEnvironment(t *testing.T) {

@@ -8,9 +8,9 @@
 // or a mirror, with no install script and no download of its own.
 //
 // Usage:
-//   node npm/build.js --version V --out DIR --dist dist [--pack]
+//   node distribution/npm/build.js --version V --out DIR --dist dist [--pack]
 //       binaries from a GoReleaser run (dist/artifacts.json, build id dify-mock)
-//   node npm/build.js --version V --out DIR --go-build [--platforms linux-x64,darwin-arm64] [--pack]
+//   node distribution/npm/build.js --version V --out DIR --go-build [--platforms linux-x64,darwin-arm64] [--pack]
 //       cross-compiles with `go build` instead (default: this machine's platform only)
 // --pack runs `npm pack` for every package into DIR/tarballs (offline; it
 // only reads the folders). Publish the tarballs with `npm publish <tgz>`, the
@@ -19,7 +19,7 @@ const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 
-const REPO = path.resolve(__dirname, '..');
+const REPO = path.resolve(__dirname, '..', '..');
 const SCOPE = '@difyops';
 
 // Go GOOS/GOARCH ↔ Node platform/arch (the package name suffix).

@@ -17,6 +17,7 @@ import (
 	"github.com/difyops/terraform-provider-dify/mockserver/journal"
 	"github.com/difyops/terraform-provider-dify/mockserver/replay"
 	"github.com/difyops/terraform-provider-dify/mockserver/rules"
+	"github.com/difyops/terraform-provider-dify/mockserver/secrets"
 )
 
 // ControlConfig configures the control API and web console under /__mock/
@@ -299,7 +300,7 @@ func (b controlBackend) SaveCassette(e journal.Entry, name, description string) 
 	if err != nil {
 		return control.SavedCassette{}, err
 	}
-	if found := cassette.ScanSecrets(data); len(found) > 0 {
+	if found := secrets.Scan(data); len(found) > 0 {
 		return control.SavedCassette{}, fmt.Errorf("%w: refusing to save: %s", control.ErrInvalid, found[0])
 	}
 	decoded, err := cassette.Decode(name+".yaml", data)

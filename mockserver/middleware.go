@@ -13,7 +13,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
-	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/secrets"
 )
 
 // recordingWriter remembers the status for the access log; Unwrap lets
@@ -112,7 +112,7 @@ func errorReason(body []byte) []any {
 	if json.Unmarshal(bytes.TrimSpace(body), &e) != nil || (e.Code == "" && e.Message == "") {
 		return nil
 	}
-	return []any{"code", e.Code, "message", string(cassette.RedactSecrets([]byte(e.Message)))}
+	return []any{"code", e.Code, "message", string(secrets.Redact([]byte(e.Message)))}
 }
 
 // Headers a browser may send and read (CORS).

@@ -26,6 +26,7 @@ import (
 	"github.com/difyops/terraform-provider-dify/mockserver/control"
 	"github.com/difyops/terraform-provider-dify/mockserver/journal"
 	"github.com/difyops/terraform-provider-dify/mockserver/rules"
+	"github.com/difyops/terraform-provider-dify/mockserver/secrets"
 	"github.com/difyops/terraform-provider-dify/mockserver/store"
 )
 
@@ -191,7 +192,7 @@ func TestJournalRecordsChatsWithFramesAndNoSecrets(t *testing.T) {
 		}
 	}
 	var body map[string]any
-	if err := json.Unmarshal(full.Body, &body); err != nil || body["query"] != "What will three nights in Lisbon cost for two?" || body["api_key"] != cassette.Redacted {
+	if err := json.Unmarshal(full.Body, &body); err != nil || body["query"] != "What will three nights in Lisbon cost for two?" || body["api_key"] != secrets.Redacted {
 		t.Fatalf("body %s", full.Body)
 	}
 
@@ -283,7 +284,7 @@ func TestJournalUploadsKeepNameSizeAndHashOnly(t *testing.T) {
 	if len(u) != 1 || u[0].Filename != "trip.txt" || u[0].Size != int64(len(content)) || u[0].SHA256 != hex.EncodeToString(sum[:]) || u[0].Field != "file" {
 		t.Fatalf("uploads %+v", u)
 	}
-	if got[0].User != "alice" || got[0].Fields["password"] != cassette.Redacted || len(got[0].Body) != 0 || got[0].BodyText != "" {
+	if got[0].User != "alice" || got[0].Fields["password"] != secrets.Redacted || len(got[0].Body) != 0 || got[0].BodyText != "" {
 		t.Fatalf("entry %+v", got[0])
 	}
 	raw := e.api(http.MethodGet, fmt.Sprintf("/__mock/api/journal/%d", got[0].ID), "", 200, nil)

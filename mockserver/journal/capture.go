@@ -12,7 +12,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/secrets"
 )
 
 // MaxBody is how much of a request body the journal keeps.
@@ -70,7 +70,7 @@ func redact(s string) string {
 		return ""
 	}
 	// The query/form pattern wants a leading "?" or "&" before a name.
-	return strings.TrimPrefix(string(cassette.RedactSecrets([]byte("?"+s))), "?")
+	return strings.TrimPrefix(string(secrets.Redact([]byte("?"+s))), "?")
 }
 
 // captureWriter remembers the status; Unwrap keeps http.ResponseController
@@ -168,9 +168,9 @@ func (b *bodyCapture) parseMultipart(mr *multipart.Reader, pr *io.PipeReader) {
 		v, _ := io.ReadAll(io.LimitReader(part, maxField))
 		_, _ = io.Copy(io.Discard, part)
 		name := part.FormName()
-		val := string(cassette.RedactSecrets(v))
-		if cassette.IsCredentialName(name) {
-			val = cassette.Redacted
+		val := string(secrets.Redact(v))
+		if secrets.IsCredentialName(name) {
+			val = secrets.Redacted
 		}
 		b.mu.Lock()
 		if b.fields == nil {
@@ -197,7 +197,7 @@ func (b *bodyCapture) finish(rec *Record) {
 		})
 		return
 	}
-	data := cassette.RedactSecrets(b.kept.Bytes())
+	data := secrets.Redact(b.kept.Bytes())
 	rec.Update(func(e *Entry) {
 		e.BodySize, e.BodyTruncated = b.size, b.truncated
 		if len(data) == 0 {

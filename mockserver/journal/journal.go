@@ -6,7 +6,7 @@
 //
 // The journal never holds credentials: request headers are not kept at all
 // (only the Origin), and bodies and query strings pass through the
-// project's one secret-redaction rule set (cassette.RedactSecrets) before
+// project's one secret-redaction rule set (secrets.Redact) before
 // they are stored.
 package journal
 

@@ -26,6 +26,7 @@ import (
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 	"github.com/difyops/terraform-provider-dify/mockserver/fault"
+	"github.com/difyops/terraform-provider-dify/mockserver/secrets"
 )
 
 // Problem is one finding. Interaction and Frame are 0-based indexes in file
@@ -66,12 +67,12 @@ type Report struct {
 // OK reports whether no problem was found.
 func (r *Report) OK() bool { return len(r.Problems) == 0 }
 
-// scanSecrets is cassette.ScanSecrets (the recorder's own check), one
+// scanSecrets is secrets.Scan (the recorder's own check), one
 // finding per position.
-func scanSecrets(data []byte) []cassette.SecretFinding {
-	var out []cassette.SecretFinding
+func scanSecrets(data []byte) []secrets.Finding {
+	var out []secrets.Finding
 	seen := map[int]bool{}
-	for _, f := range cassette.ScanSecrets(data) {
+	for _, f := range secrets.Scan(data) {
 		if !seen[f.Offset] {
 			seen[f.Offset] = true
 			out = append(out, f)
@@ -310,7 +311,7 @@ func (l *linter) secretsIn(i int, in *vcr.Interaction, scanResponseBody bool) in
 		h    http.Header
 	}{{"request", in.Request.Headers}, {"response", in.Response.Headers}} {
 		for _, k := range slices.Sorted(maps.Keys(side.h)) {
-			if cassette.IsCredentialHeader(k) {
+			if secrets.IsCredentialHeader(k) {
 				l.add(i, -1, "%s header %s is stored; credentials must be dropped when recording", side.name, http.CanonicalHeaderKey(k))
 				n++
 			}

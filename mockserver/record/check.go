@@ -11,6 +11,7 @@ import (
 
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/secrets"
 )
 
 // SaveRefusedError is returned (and logged) when a cassette about to be
@@ -58,7 +59,7 @@ func (r *Recorder) check(name string, data []byte, kind string) error {
 	}
 	var findings []string
 	scan := func(where, text string) {
-		for _, fd := range cassette.ScanSecrets([]byte(text), r.scrub.enforced...) {
+		for _, fd := range secrets.Scan([]byte(text), r.scrub.enforced...) {
 			findings = append(findings, fmt.Sprintf("%s in %s", fd.Pattern, where))
 		}
 	}
@@ -85,14 +86,14 @@ func (r *Recorder) check(name string, data []byte, kind string) error {
 		}
 		for j, fr := range frames {
 			if joined := joinedThought(fr.Raw); joined != "" {
-				for _, fd := range cassette.ScanSecrets([]byte(joined), r.scrub.enforced...) {
+				for _, fd := range secrets.Scan([]byte(joined), r.scrub.enforced...) {
 					findings = append(findings, fmt.Sprintf("%s in %s response body, frame %d, split across agent_thought fields (which per-field scrubbing cannot see)", fd.Pattern, at, j))
 				}
 			}
 		}
 		for _, event := range []string{"agent_message", "message"} {
 			answer, spans := joinedAnswer(frames, event)
-			for _, fd := range cassette.ScanSecrets([]byte(answer), r.scrub.enforced...) {
+			for _, fd := range secrets.Scan([]byte(answer), r.scrub.enforced...) {
 				k := sort.Search(len(spans), func(k int) bool { return spans[k].end > fd.Offset })
 				if k < len(spans) {
 					findings = append(findings, fmt.Sprintf("%s in %s answer streamed across frames from frame %d (split over several deltas, which per-frame scrubbing cannot see)", fd.Pattern, at, spans[k].frame))
@@ -101,7 +102,7 @@ func (r *Recorder) check(name string, data []byte, kind string) error {
 		}
 	}
 	if len(findings) == 0 {
-		for _, fd := range cassette.ScanSecrets(data, r.scrub.enforced...) {
+		for _, fd := range secrets.Scan(data, r.scrub.enforced...) {
 			findings = append(findings, fmt.Sprintf("%s at line %d, column %d of the encoded file", fd.Pattern, fd.Line, fd.Column))
 		}
 	}

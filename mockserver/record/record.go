@@ -39,6 +39,7 @@ import (
 	"github.com/dnaeon/go-vcr/v2/recorder"
 
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/secrets"
 )
 
 // CassetteHeader names the cassette a request records into. The recorder
@@ -304,7 +305,7 @@ func (r *Recorder) outbound(ctx context.Context, req *http.Request, p string, bo
 	}
 	for k, vs := range req.Header {
 		ck := http.CanonicalHeaderKey(k)
-		if isHopByHop(ck) || cassette.IsCredentialHeader(ck) || strings.HasPrefix(ck, cassette.HeaderPrefix) ||
+		if isHopByHop(ck) || secrets.IsCredentialHeader(ck) || strings.HasPrefix(ck, cassette.HeaderPrefix) ||
 			ck == "Accept-Encoding" || ck == "Host" || ck == "Content-Length" {
 			// Accept-Encoding is left to the transport so responses
 			// arrive decompressed and SSE frames can be split.

@@ -13,6 +13,7 @@ import (
 	vcr "github.com/dnaeon/go-vcr/v2/cassette"
 
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/secrets"
 )
 
 // RuleSeparator splits a redaction rule into pattern and replacement.
@@ -33,7 +34,7 @@ type Rule struct {
 // ParseRule reads "REGEX" or "REGEX => REPLACEMENT" (split at the last
 // " => "). Without a replacement, matches become "[REDACTED]".
 func ParseRule(s string) (Rule, error) {
-	pat, repl, custom := s, cassette.Redacted, false
+	pat, repl, custom := s, secrets.Redacted, false
 	if i := strings.LastIndex(s, RuleSeparator); i >= 0 {
 		pat, repl, custom = s[:i], s[i+len(RuleSeparator):], true
 	}
@@ -90,7 +91,7 @@ type scrubber struct {
 	rules []Rule
 	// enforced are the patterns the save-time check looks for besides the
 	// built-in ones.
-	enforced []cassette.SecretPattern
+	enforced []secrets.Pattern
 }
 
 // minLiteralKey is the shortest upstream key searched for literally; a
@@ -102,14 +103,14 @@ func newScrubber(key string, rules []Rule) *scrubber {
 	s := &scrubber{rules: rules}
 	if len(key) >= minLiteralKey {
 		s.key = []byte(key)
-		s.enforced = append(s.enforced, cassette.SecretPattern{
+		s.enforced = append(s.enforced, secrets.Pattern{
 			Name:   "the upstream API key",
 			Regexp: regexp.MustCompile(`(?i)` + regexp.QuoteMeta(key)),
 		})
 	}
 	for _, r := range rules {
 		if !r.custom {
-			s.enforced = append(s.enforced, cassette.SecretPattern{Name: "redaction rule " + r.Pattern.String(), Regexp: r.Pattern})
+			s.enforced = append(s.enforced, secrets.Pattern{Name: "redaction rule " + r.Pattern.String(), Regexp: r.Pattern})
 		}
 	}
 	return s
@@ -120,9 +121,9 @@ func newScrubber(key string, rules []Rule) *scrubber {
 func (s *scrubber) bytes(b []byte) []byte {
 	out := b
 	if len(s.key) > 0 {
-		out = bytes.ReplaceAll(out, s.key, []byte(cassette.Redacted))
+		out = bytes.ReplaceAll(out, s.key, []byte(secrets.Redacted))
 	}
-	out = cassette.RedactSecrets(out)
+	out = secrets.Redact(out)
 	for _, r := range s.rules {
 		out = r.Pattern.ReplaceAll(out, []byte(r.Replacement))
 	}
@@ -141,7 +142,7 @@ func (s *scrubber) header(h http.Header) http.Header {
 	out := http.Header{}
 	for k, vs := range h {
 		ck := http.CanonicalHeaderKey(k)
-		if cassette.IsCredentialHeader(ck) || isHopByHop(ck) || ck == "Content-Length" || strings.HasPrefix(ck, cassette.HeaderPrefix) {
+		if secrets.IsCredentialHeader(ck) || isHopByHop(ck) || ck == "Content-Length" || strings.HasPrefix(ck, cassette.HeaderPrefix) {
 			continue
 		}
 		if s.string(ck) != ck {
@@ -185,8 +186,8 @@ func (s *scrubber) interaction(in *vcr.Interaction) *vcr.Interaction {
 	for k, vs := range in.Request.Form {
 		sk := s.string(k)
 		for _, v := range vs {
-			if cassette.IsCredentialName(k) {
-				v = cassette.Redacted
+			if secrets.IsCredentialName(k) {
+				v = secrets.Redacted
 			}
 			out.Request.Form[sk] = append(out.Request.Form[sk], s.string(v))
 		}

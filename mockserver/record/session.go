@@ -15,6 +15,7 @@ import (
 	vcr "github.com/dnaeon/go-vcr/v2/cassette"
 
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/secrets"
 )
 
 // session is one chat cassette being recorded: a conversation's turns and
@@ -48,7 +49,7 @@ func checkRequestedName(name string) error {
 	// The name becomes a file name and is repeated in logs and headers (and the
 	// name check below would quote it):
 	// a key pasted into the header must not end up there.
-	if len(cassette.ScanSecrets([]byte(name))) > 0 || cassette.IsCredentialName(name) {
+	if len(secrets.Scan([]byte(name))) > 0 || secrets.IsCredentialName(name) {
 		return fmt.Errorf("%s: the name looks like a secret (an API key or token); choose a descriptive name", CassetteHeader)
 	}
 	if err := cassette.ValidName(name); err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 	"github.com/difyops/terraform-provider-dify/mockserver/lint"
 	"github.com/difyops/terraform-provider-dify/mockserver/record"
+	"github.com/difyops/terraform-provider-dify/mockserver/secrets"
 )
 
 // readUpload reads an upload as Dify would and notes each file part's
@@ -218,7 +219,7 @@ func TestRecordUploadSummarized(t *testing.T) {
 	if got := in.Request.Form.Get("user"); got != "tester" {
 		t.Errorf("form field user = %q, want tester", got)
 	}
-	if got, want := in.Request.Form.Get("note"), "sent with "+cassette.Redacted; got != want {
+	if got, want := in.Request.Form.Get("note"), "sent with "+secrets.Redacted; got != want {
 		t.Errorf("form field note = %q, want %q (scrubbed)", got, want)
 	}
 	if bytes.Contains(data, []byte(upstreamKey)) {

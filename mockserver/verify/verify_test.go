@@ -21,6 +21,7 @@ import (
 	"github.com/difyops/terraform-provider-dify/mockserver"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 	"github.com/difyops/terraform-provider-dify/mockserver/conformance"
+	"github.com/difyops/terraform-provider-dify/mockserver/secrets"
 	"github.com/difyops/terraform-provider-dify/mockserver/verify"
 )
 
@@ -438,7 +439,7 @@ func TestReportsExactlyTheDeviations(t *testing.T) {
 			t.Errorf("%s: part of the key survived", p)
 		}
 	}
-	if !strings.Contains(readAll(t, filepath.Join(dir, "verify-differences.yaml")), cassette.Redacted) {
+	if !strings.Contains(readAll(t, filepath.Join(dir, "verify-differences.yaml")), secrets.Redacted) {
 		t.Errorf("the echoed key was not redacted in the recorded 404 page")
 	}
 }

@@ -1,4 +1,4 @@
-package cassette
+package secrets
 
 import (
 	"encoding/json"
@@ -18,11 +18,11 @@ func TestEscapedSecretsAreFoundAndRedacted(t *testing.T) {
 		`data: {"event":"agent_thought","tool_input":"{\"q\": \"` + strings.ReplaceAll(escaped, `\`, `\\`) + `\"}"}`,
 		`{"note":"sk-\u0041BCDEFGHIJKLMNOPQRSTUVWXYZ0123"}`,
 	} {
-		if len(ScanSecrets([]byte(body))) == 0 {
+		if len(Scan([]byte(body))) == 0 {
 			t.Errorf("not found in %s", body)
 		}
-		red := RedactSecrets([]byte(body))
-		if len(ScanSecrets(red)) != 0 {
+		red := Redact([]byte(body))
+		if len(Scan(red)) != 0 {
 			t.Errorf("still found after redaction: %s", red)
 		}
 		if strings.Contains(decodeAll(t, string(red)), key) || !strings.Contains(decodeAll(t, string(red)), Redacted) {
@@ -34,7 +34,7 @@ func TestEscapedSecretsAreFoundAndRedacted(t *testing.T) {
 	}
 	// Plain text keeps its escapes when nothing secret hides there.
 	plain := `{"answer":"caf\u00e9 \"quoted\""}`
-	if got := string(RedactSecrets([]byte(plain))); got != plain {
+	if got := string(Redact([]byte(plain))); got != plain {
 		t.Errorf("changed a clean body: %s", got)
 	}
 }
@@ -64,7 +64,7 @@ func decodeAll(t *testing.T, s string) string {
 func TestLinkHeaderKeepsItsShape(t *testing.T) {
 	in := `<https://api.dify.test/v1/messages?page=2&token=abcdef123456>; rel="next", <https://api.dify.test/v1/messages?page=1>; rel="prev"`
 	want := `<https://api.dify.test/v1/messages?page=2&token=` + Redacted + `>; rel="next", <https://api.dify.test/v1/messages?page=1>; rel="prev"`
-	if got := string(RedactSecrets([]byte(in))); got != want {
+	if got := string(Redact([]byte(in))); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }

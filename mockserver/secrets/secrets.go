@@ -1,4 +1,11 @@
-package cassette
+// Package secrets is the one definition of what counts as a secret in
+// anything dify-mock writes down: cassettes, the request journal and log
+// lines. The recorder (mockserver/record) drops and redacts with it at
+// capture and checks with it before saving; the journal and the request log
+// redact with it; the linter (mockserver/lint) reports with it. To recognise
+// a new kind of secret, add a pattern to Patterns, a name to tokenFieldNames
+// or a header to credentialHeaders; every user picks it up.
+package secrets
 
 import (
 	"bytes"
@@ -13,17 +20,10 @@ import (
 // Redacted is what a scrubbed secret is replaced with.
 const Redacted = "[REDACTED]"
 
-// This file is the one definition of what counts as a secret in a
-// cassette: the recorder (mockserver/record) drops and redacts with it at
-// capture and checks with it before saving; the linter (mockserver/lint)
-// reports with it. To recognise a new kind of secret, add a pattern to
-// SecretPatterns, a name to tokenFieldNames or a header to
-// credentialHeaders; every user picks it up.
-
-// SecretPattern is one kind of secret that must never reach a cassette. The
+// Pattern is one kind of secret that must never reach a cassette. The
 // recorder redacts matches at capture time and refuses to save a cassette in
 // which one survives; the linter reports them.
-type SecretPattern struct {
+type Pattern struct {
 	// Name identifies the pattern in messages. Messages never quote the
 	// matched text itself.
 	Name string
@@ -80,9 +80,9 @@ func IsCredentialHeader(name string) bool {
 	return false
 }
 
-// SecretPatterns are the built-in patterns, shared by the recorder's scrubber
+// Patterns are the built-in patterns, shared by the recorder's scrubber
 // and the save-time/lint checks.
-var SecretPatterns = []SecretPattern{
+var Patterns = []Pattern{
 	// Dify API keys: "app-" (app keys) or "dataset-" followed by random
 	// letters and digits (24 in current servers; docs/api §1.1; 16 or more also
 	// catches the shorter keys of older servers). No word boundaries: a key
@@ -107,23 +107,23 @@ var SecretPatterns = []SecretPattern{
 	{Name: "token-like multipart field", Regexp: regexp.MustCompile(`(?i)form-data;\s*name="(?:` + tokenFieldNames + `)"[^\r\n]*\r?\n(?:[^\r\n]+\r?\n)*\r?\n([^\r\n]*)`), Group: 1},
 }
 
-// SecretFinding is one surviving secret. It carries positions, never the
+// Finding is one surviving secret. It carries positions, never the
 // secret.
-type SecretFinding struct {
+type Finding struct {
 	Pattern string
 	Offset  int // byte offset of the secret in the scanned data
 	Line    int // 1-based
 	Column  int // 1-based, in bytes
 }
 
-func (f SecretFinding) String() string {
+func (f Finding) String() string {
 	return fmt.Sprintf("line %d, column %d: %s", f.Line, f.Column, f.Pattern)
 }
 
 // secretSpan returns where pattern p's secret lies in match m (submatch
 // indexes as returned by FindAllSubmatchIndex), or ok=false when the secret
 // part is empty or already redacted.
-func secretSpan(data []byte, p SecretPattern, m []int) (start, end int, ok bool) {
+func secretSpan(data []byte, p Pattern, m []int) (start, end int, ok bool) {
 	start, end = m[2*p.Group], m[2*p.Group+1]
 	if start < 0 || end <= start {
 		return 0, 0, false
@@ -134,17 +134,17 @@ func secretSpan(data []byte, p SecretPattern, m []int) (start, end int, ok bool)
 	return start, end, true
 }
 
-// ScanSecrets reports every match of the built-in patterns and of extra in
+// Scan reports every match of the built-in patterns and of extra in
 // data, ordered by position.
-func ScanSecrets(data []byte, extra ...SecretPattern) []SecretFinding {
-	patterns := append(append([]SecretPattern(nil), SecretPatterns...), extra...)
+func Scan(data []byte, extra ...Pattern) []Finding {
+	patterns := append(append([]Pattern(nil), Patterns...), extra...)
 	out := scanPatterns(data, patterns)
 	// What JSON escapes hide ("\u0061pp-…" is "app-…" to every client):
 	// each escaped string is scanned decoded, and what the raw scan did not
 	// already see is reported at the string.
 	forEachEscapedString(data, 0, func(start int, decoded string) {
 		for _, df := range scanEscaped(data[start:start+len(jsonStringRE.Find(data[start:]))], decoded, patterns, 1) {
-			f := SecretFinding{Pattern: df.Pattern + " (JSON-escaped)"}
+			f := Finding{Pattern: df.Pattern + " (JSON-escaped)"}
 			f.Offset, f.Line, f.Column = position(data, start)
 			out = append(out, f)
 		}
@@ -156,12 +156,12 @@ func ScanSecrets(data []byte, extra ...SecretPattern) []SecretFinding {
 // scanEscaped returns the findings in decoded (the text of the JSON string
 // literal lit) that the raw scan of lit does not have, one level of
 // JSON-in-JSON deeper each call.
-func scanEscaped(lit []byte, decoded string, patterns []SecretPattern, depth int) []SecretFinding {
+func scanEscaped(lit []byte, decoded string, patterns []Pattern, depth int) []Finding {
 	raw := map[string]int{}
 	for _, f := range scanPatterns(lit, patterns) {
 		raw[f.Pattern]++
 	}
-	var out []SecretFinding
+	var out []Finding
 	for _, f := range scanPatterns([]byte(decoded), patterns) {
 		if raw[f.Pattern] > 0 {
 			raw[f.Pattern]--
@@ -215,7 +215,7 @@ func forEachEscapedString(data []byte, depth int, fn func(start int, decoded str
 
 // redactEscaped redacts inside every escaped JSON string of data: decoded,
 // redacted, re-encoded. Levels of JSON-in-JSON are handled by recursion.
-func redactEscaped(data []byte, patterns []SecretPattern, depth int) []byte {
+func redactEscaped(data []byte, patterns []Pattern, depth int) []byte {
 	if depth >= maxEscapeDepth || bytes.IndexByte(data, '\\') < 0 {
 		return data
 	}
@@ -251,8 +251,8 @@ func redactEscaped(data []byte, patterns []SecretPattern, depth int) []byte {
 	return append(out, data[last:]...)
 }
 
-func scanPatterns(data []byte, patterns []SecretPattern) []SecretFinding {
-	var out []SecretFinding
+func scanPatterns(data []byte, patterns []Pattern) []Finding {
+	var out []Finding
 	for _, p := range patterns {
 		for _, m := range p.Regexp.FindAllSubmatchIndex(data, -1) {
 			start, _, ok := secretSpan(data, p, m)
@@ -260,32 +260,32 @@ func scanPatterns(data []byte, patterns []SecretPattern) []SecretFinding {
 				continue
 			}
 			off, line, col := position(data, start)
-			out = append(out, SecretFinding{Pattern: p.Name, Offset: off, Line: line, Column: col})
+			out = append(out, Finding{Pattern: p.Name, Offset: off, Line: line, Column: col})
 		}
 	}
 	return out
 }
 
-// RedactSecrets replaces the secret part of every match of patterns in data
-// with Redacted. With no patterns it applies SecretPatterns. It returns data
+// Redact replaces the secret part of every match of patterns in data
+// with Redacted. With no patterns it applies Patterns. It returns data
 // itself when nothing matched.
 // Secrets hidden by JSON escapes are redacted too: the string is decoded,
 // redacted and re-encoded.
-func RedactSecrets(data []byte, patterns ...SecretPattern) []byte {
+func Redact(data []byte, patterns ...Pattern) []byte {
 	if len(patterns) == 0 {
-		patterns = SecretPatterns
+		patterns = Patterns
 	}
 	return redactEscaped(redactPlain(data, patterns), patterns, 0)
 }
 
-func redactPlain(data []byte, patterns []SecretPattern) []byte {
+func redactPlain(data []byte, patterns []Pattern) []byte {
 	for _, p := range patterns {
 		data = redactOne(data, p)
 	}
 	return data
 }
 
-func redactOne(data []byte, p SecretPattern) []byte {
+func redactOne(data []byte, p Pattern) []byte {
 	matches := p.Regexp.FindAllSubmatchIndex(data, -1)
 	if len(matches) == 0 {
 		return data

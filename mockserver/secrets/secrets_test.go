@@ -1,4 +1,4 @@
-package cassette_test
+package secrets_test
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/difyops/terraform-provider-dify/cassettes"
-	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/secrets"
 )
 
 // A Dify app key shaped like the real ones (docs/api §1.1); not a live key.
@@ -30,14 +30,14 @@ func TestRedactSecretsCoversEachPattern(t *testing.T) {
 		"jwt":                  {"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abcdefghijkl", "[REDACTED]"},
 	}
 	for name, c := range cases {
-		got := string(cassette.RedactSecrets([]byte(c.in)))
+		got := string(secrets.Redact([]byte(c.in)))
 		if got != c.want {
 			t.Errorf("%s:\n got %q\nwant %q", name, got, c.want)
 		}
-		if f := cassette.ScanSecrets([]byte(c.in)); len(f) == 0 {
+		if f := secrets.Scan([]byte(c.in)); len(f) == 0 {
 			t.Errorf("%s: scan found nothing in the unredacted input", name)
 		}
-		if f := cassette.ScanSecrets([]byte(got)); len(f) != 0 {
+		if f := secrets.Scan([]byte(got)); len(f) != 0 {
 			t.Errorf("%s: scan still finds %v after redaction", name, f)
 		}
 	}
@@ -46,14 +46,14 @@ func TestRedactSecretsCoversEachPattern(t *testing.T) {
 func TestRedactSecretsLeavesDifyShapesAlone(t *testing.T) {
 	// Usage counters, ids and task ids look nothing like secrets (docs/api §2.5).
 	in := `data: {"event":"message_end","task_id":"c3a1e5f7-2b4d-4c6e-8a9b-0d1f2e3c4b5a","metadata":{"usage":{"prompt_tokens":42,"total_tokens":57,"time_to_first_token":0.35}},"answer":"the bearer of news"}` + "\n\n"
-	if got := string(cassette.RedactSecrets([]byte(in))); got != in {
+	if got := string(secrets.Redact([]byte(in))); got != in {
 		t.Errorf("changed a secret-free frame:\n got %q\nwant %q", got, in)
 	}
 }
 
 func TestScanSecretsPositionsNeverQuoteTheSecret(t *testing.T) {
 	data := []byte("line one\nkey: " + fakeKey + "\n")
-	f := cassette.ScanSecrets(data)
+	f := secrets.Scan(data)
 	if len(f) != 1 {
 		t.Fatalf("findings %v, want 1", f)
 	}
@@ -66,8 +66,8 @@ func TestScanSecretsPositionsNeverQuoteTheSecret(t *testing.T) {
 }
 
 func TestScanSecretsExtraPatterns(t *testing.T) {
-	extra := cassette.SecretPattern{Name: "email", Regexp: regexp.MustCompile(`[a-z]+@example\.com`)}
-	f := cassette.ScanSecrets([]byte(`{"user":"alice@example.com"}`), extra)
+	extra := secrets.Pattern{Name: "email", Regexp: regexp.MustCompile(`[a-z]+@example\.com`)}
+	f := secrets.Scan([]byte(`{"user":"alice@example.com"}`), extra)
 	if len(f) != 1 || f[0].Pattern != "email" {
 		t.Fatalf("findings %v", f)
 	}
@@ -82,7 +82,7 @@ func TestBuiltinCassettesHaveNoSecrets(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if f := cassette.ScanSecrets(data); len(f) != 0 {
+		if f := secrets.Scan(data); len(f) != 0 {
 			t.Errorf("%s: %v", path, f)
 		}
 		return nil
@@ -98,11 +98,11 @@ func FuzzRedactSecrets(f *testing.F) {
 	f.Add([]byte(`"{\"token\": \"abc\"}"`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in := append([]byte(nil), data...)
-		out := cassette.RedactSecrets(data)
+		out := secrets.Redact(data)
 		if !bytes.Equal(data, in) {
-			t.Fatal("RedactSecrets modified its input")
+			t.Fatal("Redact modified its input")
 		}
-		if f := cassette.ScanSecrets(out); len(f) != 0 {
+		if f := secrets.Scan(out); len(f) != 0 {
 			t.Fatalf("after redaction %q still has %v", out, f)
 		}
 	})
@@ -110,12 +110,12 @@ func FuzzRedactSecrets(f *testing.F) {
 
 func TestIsCredentialHeader(t *testing.T) {
 	for _, h := range []string{"Authorization", "authorization", "Cookie", "Set-Cookie", "X-Api-Key", "Proxy-Authorization", "X-Auth-Token", "X-Client-Secret", "X-Session-Id"} {
-		if !cassette.IsCredentialHeader(h) {
+		if !secrets.IsCredentialHeader(h) {
 			t.Errorf("%s is not a credential header", h)
 		}
 	}
 	for _, h := range []string{"WWW-Authenticate", "Content-Type", "X-Dify-Mock-Frames", "X-Dify-Mock-Model-Requests", "Retry-After"} {
-		if cassette.IsCredentialHeader(h) {
+		if secrets.IsCredentialHeader(h) {
 			t.Errorf("%s is a credential header", h)
 		}
 	}
@@ -126,10 +126,10 @@ func TestIsCredentialHeader(t *testing.T) {
 // saves what the linter would report.
 func TestShortDifyKeysAreSecrets(t *testing.T) {
 	in := "key app-Zx9Qw8Er7Ty6Ui5O done"
-	if got := string(cassette.RedactSecrets([]byte(in))); got != "key [REDACTED] done" {
+	if got := string(secrets.Redact([]byte(in))); got != "key [REDACTED] done" {
 		t.Errorf("redacted %q", got)
 	}
-	if f := cassette.ScanSecrets([]byte("key app-shortkey123 done")); len(f) != 0 {
+	if f := secrets.Scan([]byte("key app-shortkey123 done")); len(f) != 0 {
 		t.Errorf("an 11-character suffix counted as a key: %v", f)
 	}
 }

@@ -76,7 +76,11 @@ func (f Fixture) ChatCost() bool { return f == FixtureConversation || f == Fixtu
 // back into observed messages, so expectations stay independent of the
 // ids a run happens to get.
 const (
-	PhUser           = "{user}"            // the run's dedicated end-user string
+	PhUser = "{user}" // the run's dedicated end-user string
+	// PhUserNumber is a JSON number for cases that send `user` as a number
+	// (Dify runs them as end user str(number)): drawn from the run's user,
+	// so it is a new end user too, never a small id a real customer has.
+	PhUserNumber     = "{user_number}"
 	PhConversationID = "{conversation_id}" // FixtureConversation
 	PhMessageID      = "{message_id}"      // FixtureMessage
 	PhUploadFileID   = "{upload_file_id}"  // FixtureUpload

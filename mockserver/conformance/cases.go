@@ -370,7 +370,7 @@ func Cases() []Case {
 			Expect:   Expect{Status: 400, Code: "invalid_param", Message: "query is required"},
 			Note:     "The legacy agent-chat generator refuses only an empty query; a blank one runs a turn."},
 		Case{Name: "wrong-type/stop-user-number-is-str", Route: "POST /chat-messages/{task_id}/stop", Class: ClassWrongType, Source: srcWraps + " (user_id = str(user_id))",
-			Request: Request{Method: "POST", Path: "/chat-messages/conformance-task/stop", Header: jsonCT, Body: `{"user":7}`},
+			Request: Request{Method: "POST", Path: "/chat-messages/conformance-task/stop", Header: jsonCT, Body: `{"user":{user_number}}`},
 			Expect:  Expect{Status: 200, ContentType: "application/json"}},
 		Case{Name: "method/get-chat-messages-405", Route: "GET /chat-messages", Class: ClassMethod, Source: "flask-restx Api._should_use_fr_error_handler; " + srcExternalAPI,
 			Request: Request{Method: "GET", Path: "/chat-messages"},

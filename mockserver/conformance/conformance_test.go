@@ -3,6 +3,7 @@ package conformance_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -289,5 +290,37 @@ func TestAgentChatOnlyCases(t *testing.T) {
 				t.Errorf("%s\n  source: %s\n  body: %s", m, c.Source, o.Body)
 			}
 		})
+	}
+}
+
+// TestDiffShapesIgnoresAppData: an empty array matches any element shape,
+// and what lies under a path one side lacks is that path's row alone.
+func TestDiffShapesIgnoresAppData(t *testing.T) {
+	shape := func(doc string) conformance.Shape {
+		s := conformance.ShapeOf([]byte(doc))
+		if s == nil {
+			t.Fatalf("not JSON: %s", doc)
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name string
+		a, b string
+		want []conformance.ShapeDifference
+	}{
+		{"other users' rows against an empty list", `{"data":[{"id":"x","rating":"like","content":null}],"has_more":false}`, `{"data":[],"has_more":false}`, nil},
+		{"the empty side may be either", `{"data":[]}`, `{"data":[{"id":"x"}]}`, nil},
+		{"elements compared when both sides have some", `{"data":[{"id":"x","rating":"like"}]}`, `{"data":[{"id":"y"}]}`,
+			[]conformance.ShapeDifference{{Path: "$.data[].rating", A: "string", B: "(missing)"}}},
+		{"a missing object is one row", `{"metadata":{"usage":{"prompt_tokens":1,"total_price":"0.1","currency":"USD"}}}`, `{"metadata":{}}`,
+			[]conformance.ShapeDifference{{Path: "$.metadata.usage", A: "object", B: "(missing)"}}},
+		{"a nested empty list under present elements", `{"data":[{"files":[]}]}`, `{"data":[{"files":[{"id":"f"}]}]}`, nil},
+		{"an array against null is a difference", `{"data":null}`, `{"data":[{"id":"x"}]}`,
+			[]conformance.ShapeDifference{{Path: "$.data", A: "null", B: "array"}}},
+	} {
+		got := conformance.DiffShapes(shape(tc.a), shape(tc.b))
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -23,7 +23,8 @@ type Observed struct {
 	Envelope *Envelope `json:"envelope,omitempty"`
 	// Shape is the JSON body's shape (nil when the body is not JSON).
 	Shape Shape `json:"shape,omitempty"`
-	// Location is the redirect target's path and query (3xx).
+	// Location is the redirect target (3xx): its path and query when it
+	// stays on the server asked, the whole URL when it leads elsewhere.
 	Location string `json:"location,omitempty"`
 	// Events are the SSE event names in order, pings left out.
 	Events []string `json:"events,omitempty"`
@@ -233,26 +234,77 @@ func Diff(a, b Observed) []Difference {
 	add("code", "", ac, bc)
 	add("message", "", am, bm)
 	add("params", "", ap, bp)
-	union := Shape{}
-	for p := range a.Shape {
-		union[p] = ""
-	}
-	for p := range b.Shape {
-		union[p] = ""
-	}
-	for _, p := range union.Paths() {
-		x, y := a.Shape[p], b.Shape[p]
-		if x == "" {
-			x = "(missing)"
-		}
-		if y == "" {
-			y = "(missing)"
-		}
-		add("field", p, x, y)
+	for _, d := range DiffShapes(a.Shape, b.Shape) {
+		add("field", d.Path, d.A, d.B)
 	}
 	add("location", "", a.Location, b.Location)
 	add("events", "", strings.Join(a.Events, ","), strings.Join(b.Events, ","))
 	return out
+}
+
+// ShapeDifference is one path whose kind differs between two shapes;
+// "(missing)" stands for a path one side does not have.
+type ShapeDifference struct{ Path, A, B string }
+
+// DiffShapes lists the paths whose kinds differ between a and b, leaving
+// out what depends on the app's data rather than on the API's layout:
+//   - the elements of an array that is empty on one side (an empty array
+//     matches any element shape; element shapes are compared only when
+//     both sides have elements);
+//   - what lies under a path one side does not have at all: the row of
+//     that path says it (a missing `usage` object is one row, not one per
+//     member).
+func DiffShapes(a, b Shape) []ShapeDifference {
+	union := Shape{}
+	for p := range a {
+		union[p] = ""
+	}
+	for p := range b {
+		union[p] = ""
+	}
+	var out []ShapeDifference
+	for _, p := range union.Paths() {
+		x, xok := a[p]
+		y, yok := b[p]
+		if x == y || oneSidedAncestor(a, b, p) {
+			continue
+		}
+		if xok != yok && strings.HasSuffix(p, "[]") {
+			continue // the array is empty on one side
+		}
+		if !xok {
+			x = "(missing)"
+		}
+		if !yok {
+			y = "(missing)"
+		}
+		out = append(out, ShapeDifference{p, x, y})
+	}
+	return out
+}
+
+// oneSidedAncestor reports whether some ancestor of path p is present in
+// exactly one of a and b (its own row, or an empty array, covers p).
+func oneSidedAncestor(a, b Shape, p string) bool {
+	for q := parentPath(p); q != ""; q = parentPath(q) {
+		_, xok := a[q]
+		_, yok := b[q]
+		if xok != yok {
+			return true
+		}
+	}
+	return false
+}
+
+// parentPath is the path p is a member or element of ("" for the root).
+func parentPath(p string) string {
+	if q, ok := strings.CutSuffix(p, "[]"); ok {
+		return q
+	}
+	if i := strings.LastIndexByte(p, '.'); i > 0 {
+		return p[:i]
+	}
+	return ""
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -15,6 +17,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -113,10 +116,20 @@ func (r *Runner) init() error {
 	if r.User == "" {
 		r.User = "dify-mock-conformance-" + randomHex(6)
 	}
-	r.values = map[string]string{PhUser: r.User, PhUnknownUUID: randomUUID()}
+	r.values = map[string]string{PhUser: r.User, PhUserNumber: userNumber(r.User), PhUnknownUUID: randomUUID()}
 	r.fixtureErr = map[Fixture]error{}
 	r.deletedConvs = map[string]bool{}
 	return nil
+}
+
+// userNumber is the run's number-typed user: 18 digits taken from a hash
+// of user, so a run never sends a number some app already has as an
+// end-user id (customer ids such as 7), and both servers of a verify run
+// get the same one.
+func userNumber(user string) string {
+	sum := sha256.Sum256([]byte("user-number:" + user))
+	n := binary.BigEndian.Uint64(sum[:8])%9e17 + 1e17
+	return strconv.FormatUint(n, 10)
 }
 
 // Probe reads the app's mode (GET /info) and feature switches
@@ -163,6 +176,13 @@ func (r *Runner) getJSON(ctx context.Context, path string, out any) error {
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode < 500 && !looksJSON(resp.Header.Get("Content-Type"), data) {
+		mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+		if mt == "" {
+			mt = "no content type"
+		}
+		return fmt.Errorf("GET %s: status %d with %s, not JSON: this is not the Service API (its base URL ends in /v1, e.g. https://dify.example.com/v1)", path, resp.StatusCode, mt)
+	}
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("GET %s: status %d: %s", path, resp.StatusCode, excerpt(data, 200))
 	}
@@ -170,6 +190,40 @@ func (r *Runner) getJSON(ctx context.Context, path string, out any) error {
 		return fmt.Errorf("GET %s: %v", path, err)
 	}
 	return nil
+}
+
+// location is a redirect target as reports show it: the path and query
+// (less the base URL's prefix) when it stays on the server asked, so two
+// servers' answers compare; the whole URL when it leads to another origin,
+// which must not look local.
+func (r *Runner) location(req *http.Request, loc string) string {
+	u, err := url.Parse(loc)
+	if err != nil {
+		return loc
+	}
+	if req != nil && req.URL != nil {
+		u = req.URL.ResolveReference(u)
+		if u.Scheme != req.URL.Scheme || u.Host != req.URL.Host {
+			return u.Redacted()
+		}
+	}
+	out := strings.TrimPrefix(u.EscapedPath(), r.basePrefix)
+	if u.RawQuery != "" {
+		out += "?" + u.RawQuery
+	}
+	return out
+}
+
+// looksJSON reports whether an answer is JSON, as the Service API's always
+// are (errors included): a web page (the console, a proxy's 404 page) is
+// not.
+func looksJSON(contentType string, data []byte) bool {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	if mt == "application/json" || strings.HasSuffix(mt, "+json") {
+		return true
+	}
+	t := bytes.TrimSpace(data)
+	return mt == "" && len(t) > 0 && (t[0] == '{' || t[0] == '[')
 }
 
 // Run plays the cases in order and returns one Observed per case, in the
@@ -339,12 +393,7 @@ func (r *Runner) observe(resp *http.Response, o *Observed) {
 	o.Status = resp.StatusCode
 	o.ContentType, _, _ = mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if loc := resp.Header.Get("Location"); loc != "" {
-		if u, err := url.Parse(loc); err == nil {
-			o.Location = strings.TrimPrefix(u.EscapedPath(), r.basePrefix)
-			if u.RawQuery != "" {
-				o.Location += "?" + u.RawQuery
-			}
-		}
+		o.Location = r.location(resp.Request, loc)
 	}
 	if o.ContentType == "text/event-stream" {
 		events, convID := readEvents(resp.Body)

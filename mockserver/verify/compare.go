@@ -72,9 +72,8 @@ func compare(c conformance.Case, u, m conformance.Observed, uex, mex *exchange) 
 			if !ok {
 				continue // the event sequence already says so
 			}
-			ushape := us[ev]
-			for _, p := range unionPaths(ushape, mshape) {
-				add(AspectEventFields, ev+" "+p, kindOrMissing(ushape, p), kindOrMissing(mshape, p))
+			for _, d := range conformance.DiffShapes(us[ev], mshape) {
+				add(AspectEventFields, ev+" "+d.Path, d.A, d.B)
 			}
 		}
 	}
@@ -188,26 +187,6 @@ func mergeKinds(a, b string) string {
 	}
 	sort.Strings(kinds)
 	return strings.Join(kinds, "|")
-}
-
-func unionPaths(a, b conformance.Shape) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, p := range append(a.Paths(), b.Paths()...) {
-		if !seen[p] {
-			seen[p] = true
-			out = append(out, p)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-func kindOrMissing(s conformance.Shape, p string) string {
-	if k, ok := s[p]; ok {
-		return k
-	}
-	return "(missing)"
 }
 
 func sortedKeys[V any](m map[string]V) []string {

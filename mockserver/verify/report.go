@@ -38,7 +38,7 @@ func (r *Report) redact(keys ...string) {
 	for i := range r.Cleanup {
 		s(&r.Cleanup[i])
 	}
-	for _, f := range []*string{&r.Upstream, &r.Mock, &r.User} {
+	for _, f := range []*string{&r.Upstream, &r.Mock, &r.User, &r.Error} {
 		s(f)
 	}
 }
@@ -72,7 +72,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 				name, route, class = "", "", ""
 			}
 			last = d.Case
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, route, class, d.Aspect, d.Path, short(d.Upstream), short(d.Mock))
+			up, mock := shortPair(d.Upstream, d.Mock)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, route, class, d.Aspect, d.Path, up, mock)
 		}
 		tw.Flush()
 		fmt.Fprintln(w)
@@ -96,6 +97,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 	for _, d := range r.Differences {
 		cases[d.Case] = true
 	}
+	if r.Error != "" {
+		// No "0 difference(s)": nothing was compared that could differ.
+		_, err := fmt.Fprintf(w, "not compared: %s (%d case(s), %d compared)\n", r.Error, r.Cases, r.Compared)
+		return err
+	}
 	fmt.Fprintf(w, "%d case(s), %d compared, %d skipped on both sides, %d difference(s) in %d case(s), %d case(s) without an answer",
 		r.Cases, r.Compared, len(r.Skipped), len(r.Differences), len(cases), len(r.Errors))
 	if r.Interrupted {
@@ -112,17 +118,61 @@ func orUnknown(s string) string {
 	return s
 }
 
-// short quotes a value when it has spaces or control characters, and cuts
-// it to cell characters.
-func short(v string) string {
+// shortPair quotes each value when it has spaces or control characters,
+// and cuts both to cell characters so that the first place they differ
+// stays in view: two long event sequences that share a prefix show the
+// part from a little before it ("…agent_message,agent_log,message_end"),
+// not the same cut prefix twice.
+func shortPair(a, b string) (string, string) {
+	a, b = quoted(a), quoted(b)
+	ra, rb := []rune(a), []rune(b)
+	if len(ra) <= cell && len(rb) <= cell {
+		return a, b
+	}
+	start := 0
+	for start < len(ra) && start < len(rb) && ra[start] == rb[start] {
+		start++
+	}
+	// Keep some shared context before the difference, and start after a
+	// separator when there is one close by.
+	const context = 16
+	if start <= cell-context {
+		start = 0
+	} else {
+		start -= context
+		for i := start; i < start+context; i++ {
+			if i < len(ra) && strings.ContainsRune(",. ", ra[i]) {
+				start = i + 1
+				break
+			}
+		}
+	}
+	return cut(ra, start), cut(rb, start)
+}
+
+func quoted(v string) string {
 	if v == "" {
 		return "-"
 	}
 	if strings.ContainsAny(v, " \t\n\r\"") {
 		v = strconv.Quote(v)
 	}
-	if r := []rune(v); len(r) > cell {
-		v = string(r[:cell-1]) + "…"
-	}
 	return v
+}
+
+// cut is r from start, at most cell characters with "…" marking each end
+// that was cut.
+func cut(r []rune, start int) string {
+	if start >= len(r) {
+		start = max(0, len(r)-cell+1)
+	}
+	prefix := ""
+	if start > 0 {
+		prefix = "…"
+	}
+	room := cell - len([]rune(prefix))
+	if len(r)-start <= room {
+		return prefix + string(r[start:])
+	}
+	return prefix + string(r[start:start+room-1]) + "…"
 }

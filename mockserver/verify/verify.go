@@ -252,6 +252,10 @@ type Report struct {
 	// Cleanup lists what could not be removed again.
 	Cleanup     []string `json:"cleanup_errors,omitempty"`
 	Interrupted bool     `json:"interrupted,omitempty"`
+	// Error says why the run stopped before comparing every case (a
+	// server that could not be reached or is not the Service API, an
+	// interrupt); "" when it ran to the end.
+	Error string `json:"error,omitempty"`
 }
 
 // Difference is one way the mock answered a case differently from the
@@ -287,7 +291,7 @@ const (
 // when err is not nil, as far as the run got (an interrupted run has
 // Interrupted set and has cleaned up). Errors are *UsageError,
 // *TransportError, ErrDeclined or ctx's error.
-func Run(ctx context.Context, opts Options) (*Report, error) {
+func Run(ctx context.Context, opts Options) (_ *Report, err error) {
 	up, err := checkURL(opts.Upstream, "upstream")
 	if err != nil {
 		return nil, err
@@ -337,6 +341,12 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	// Runs last, after both cleanups: no key in anything reported.
 	defer rep.redact(opts.UpstreamKey, mockKey)
+	// Runs before the redaction: a report of a run that stopped says why.
+	defer func() {
+		if err != nil {
+			rep.Error = err.Error()
+		}
+	}()
 
 	timeout := opts.Timeout
 	if timeout <= 0 {

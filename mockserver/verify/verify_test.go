@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -54,6 +55,7 @@ type fakeUpstream struct {
 
 type seenRequest struct {
 	Method, Path, Body string
+	Query              url.Values
 }
 
 func newFakeUpstream(t *testing.T, devs ...deviation) *fakeUpstream {
@@ -73,7 +75,7 @@ func newFakeUpstreamOf(t *testing.T, set *cassette.Set, devs ...deviation) *fake
 		body, _ := io.ReadAll(req.Body)
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		f.mu.Lock()
-		f.seen = append(f.seen, seenRequest{req.Method, req.URL.Path, string(body)})
+		f.seen = append(f.seen, seenRequest{req.Method, req.URL.Path, string(body), req.URL.Query()})
 		f.mu.Unlock()
 		for _, d := range devs {
 			if d.before != nil && d.before(w, req) {

@@ -82,6 +82,14 @@ type Config struct {
 	// default they stream to the upstream and the cassette keeps only each
 	// file's name, size, content type and sha256 (upload.go).
 	KeepUploadContents bool
+	// MaxTurns bounds the chat turns Forward saves in this run (0 = no
+	// bound). Turns past it are still forwarded, only not saved.
+	MaxTurns int
+	// SkipRecordedQueries makes Forward leave a new conversation unsaved
+	// when a chat cassette in Dir already has a turn with the same query
+	// (SameQuery): a folder that several mocks grow keeps one answer per
+	// question.
+	SkipRecordedQueries bool
 }
 
 // Recorder is the record-mode http.Handler.
@@ -97,6 +105,9 @@ type Recorder struct {
 
 	corsOrigins, allowedHosts []string
 	keepUploads               bool
+	maxTurns                  int   // Config.MaxTurns
+	skipRecorded              bool  // Config.SkipRecordedQueries
+	savedTurns                int   // turns Forward saved (under mu)
 	maxUpload                 int64 // streamed upload body limit (maxOtherBody; lowered by tests)
 
 	mu             sync.Mutex
@@ -156,6 +167,8 @@ func New(ctx context.Context, cfg Config) (*Recorder, error) {
 		corsOrigins:    cfg.CORSOrigins,
 		allowedHosts:   cfg.AllowedHosts,
 		keepUploads:    cfg.KeepUploadContents,
+		maxTurns:       cfg.MaxTurns,
+		skipRecorded:   cfg.SkipRecordedQueries,
 		maxUpload:      maxOtherBody,
 	}
 	if err := r.recordApp(ctx); err != nil {

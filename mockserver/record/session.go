@@ -26,6 +26,7 @@ type session struct {
 	startedAt    time.Time
 	firstQuery   string // scrubbed
 	turns        int
+	offered      int // turns Forward was given (saved or not)
 	interactions []*vcr.Interaction
 	path         string      // file written, "" before the first write
 	written      os.FileInfo // what we left on disk, to detect edits
@@ -134,18 +135,19 @@ func (r *Recorder) newSessionLocked(base, requested, user string) *session {
 }
 
 // save applies change to s and writes the session's cassette when it holds
-// at least one chat turn. A refused save marks the session failed: it is
-// not written again (its file, if any, keeps the last good version).
-func (r *Recorder) save(s *session, change func(*session)) {
+// at least one chat turn; it reports whether it wrote. A refused save marks
+// the session failed: it is not written again (its file, if any, keeps the
+// last good version).
+func (r *Recorder) save(s *session, change func(*session)) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.failed != nil {
 		r.logf("cassette %s: not saved (an earlier save was refused)", s.name)
-		return
+		return false
 	}
 	change(s)
 	if s.turns == 0 {
-		return
+		return false
 	}
 	f := &cassette.File{Meta: r.chatMeta(s), Interactions: s.interactions}
 	data, err := cassette.Encode(f)
@@ -154,13 +156,14 @@ func (r *Recorder) save(s *session, change func(*session)) {
 	}
 	if err != nil {
 		r.refuse(s, err)
-		return
+		return false
 	}
 	if err := r.writeSession(s, data); err != nil {
 		r.refuse(s, fmt.Errorf("cassette %s: %w", s.name, err))
-		return
+		return false
 	}
 	r.logf("saved %s (%d turn(s), %d interaction(s))", s.path, s.turns, len(s.interactions))
+	return true
 }
 
 // refuse marks s failed (s.mu held) and reports err.

@@ -101,23 +101,11 @@ func (r *Recorder) serveChat(w http.ResponseWriter, req *http.Request, p string)
 	}
 	if resp.StatusCode == http.StatusOK && isEventStream(resp.Header) {
 		_ = rc.Flush() // the client gets the headers before the first frame
-		fr := dify.NewFrameReader(resp.Body)
 		seen := map[string]bool{}
-		for {
-			f, err := fr.Next()
-			if len(f.Raw) > 0 {
-				off := time.Since(start)
-				relay(f.Raw)
-				frames = append(frames, cassette.RecordedFrame{Offset: off, Raw: f.Raw})
-				r.learnIDs(s, f.Data, seen)
-			}
-			if err != nil {
-				if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-					streamErr = err
-				}
-				break
-			}
-		}
+		frames, streamErr = readFrames(resp.Body, start, func(f dify.SSEFrame) {
+			relay(f.Raw)
+			r.learnIDs(s, f.Data, seen)
+		})
 	} else {
 		// A pre-stream error (docs/api §2.3) or a blocking JSON answer.
 		data, err := io.ReadAll(io.LimitReader(resp.Body, maxJSONReply))
@@ -145,14 +133,44 @@ func (r *Recorder) serveChat(w http.ResponseWriter, req *http.Request, p string)
 	case streamErr != nil:
 		r.logf("cassette %s: the upstream stream broke after %d frame(s) (%v); recorded as a truncated stream", r.nameOf(s), len(frames), streamErr)
 	}
+	r.saveTurn(s, user, query, out, body, resp, frames, headersAt)
+}
+
+// readFrames reads an event stream frame by frame, calling each with every
+// frame as soon as its terminating blank line arrives, and returns the
+// frames with their offsets from start. The error is what cut the stream
+// short; nil when it ended cleanly.
+func readFrames(body io.Reader, start time.Time, each func(dify.SSEFrame)) ([]cassette.RecordedFrame, error) {
+	var frames []cassette.RecordedFrame
+	fr := dify.NewFrameReader(body)
+	for {
+		f, err := fr.Next()
+		if len(f.Raw) > 0 {
+			off := time.Since(start)
+			each(f)
+			frames = append(frames, cassette.RecordedFrame{Offset: off, Raw: f.Raw})
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+				return frames, err
+			}
+			return frames, nil
+		}
+	}
+}
+
+// saveTurn adds a chat turn (the upstream request out, the client's body,
+// the answer's frames) to session s and saves the session. It reports
+// whether the cassette was written.
+func (r *Recorder) saveTurn(s *session, user, query string, out *http.Request, body []byte, resp *http.Response, frames []cassette.RecordedFrame, headersAt time.Duration) bool {
 	in, err := r.turnInteraction(out, body, resp, frames, headersAt)
 	if err != nil {
 		s.mu.Lock()
 		r.refuse(s, &SaveRefusedError{Cassette: s.name, Findings: []string{err.Error()}})
 		s.mu.Unlock()
-		return
+		return false
 	}
-	r.save(s, func(s *session) {
+	return r.save(s, func(s *session) {
 		r.mu.Lock()
 		waiting := r.claimPendingLocked(user)
 		r.mu.Unlock()

@@ -1,0 +1,334 @@
+package record
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/difyops/terraform-provider-dify/dify"
+	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+)
+
+// Forwarding one chat turn for dify-mock serve's hybrid mode (serve
+// --upstream; docs/mock/hybrid.md). The mock keeps its own state and ids;
+// the recorder sends the turn upstream with its key, hands every frame to
+// the caller the moment it is complete (the caller rewrites ids and writes
+// it to its client), and saves the turn into the cassette folder through
+// the same session, scrubbing and save-time secret check as `record`.
+
+// ChatTurn is one chat turn to send upstream.
+type ChatTurn struct {
+	// Query, Inputs and User are the client's; ConversationID is the
+	// upstream conversation to continue ("" starts one).
+	Query          string
+	Inputs         map[string]any
+	User           string
+	ConversationID string
+	// FirstFrameTimeout bounds the wait for the answer's headers and its
+	// first frame; past it the turn fails with an UpstreamError of kind
+	// UpstreamTimeout and nothing has been relayed. 0 = no bound of its own.
+	FirstFrameTimeout time.Duration
+	// IdleTimeout bounds the silence between two frames once the stream
+	// runs (Dify pings every 10 s while an agent works); past it the stream
+	// is cut and Forwarded.StreamErr says so. 0 = no bound of its own.
+	IdleTimeout time.Duration
+}
+
+// Forwarded is what became of a forwarded turn whose answer started
+// streaming.
+type Forwarded struct {
+	// Header is the upstream's response header.
+	Header http.Header
+	// ConversationID is the upstream conversation the turn belongs to.
+	ConversationID string
+	// Frames are the upstream's frames, bytes as sent (upstream ids) and
+	// offsets from the request start.
+	Frames []cassette.RecordedFrame
+	// StreamErr is what cut the stream short (nil when it ended cleanly).
+	StreamErr error
+	// Cassette is the cassette the turn belongs to (also when it was not
+	// saved) and Turn its index there.
+	Cassette string
+	Turn     int
+	// Saved reports that the cassette file now holds the turn; NotSaved
+	// says why not otherwise.
+	Saved    bool
+	NotSaved string
+}
+
+// Kinds of UpstreamError.
+const (
+	UpstreamUnreachable = "unreachable" // no connection or no answer
+	UpstreamTimeout     = "timeout"     // no first frame within the bound
+	UpstreamStatus      = "status"      // an HTTP error status (401, 429, 5xx, …)
+	UpstreamRedirect    = "redirect"    // a 3xx answer, never followed
+	UpstreamNotStream   = "not-stream"  // 200 without an event stream
+)
+
+// UpstreamError is a forwarded turn that failed before any frame reached
+// the caller: the caller can still answer another way.
+type UpstreamError struct {
+	Kind   string
+	Status int    // HTTP status for UpstreamStatus and UpstreamRedirect
+	Detail string // Dify's code and message, or the transport error
+}
+
+func (e *UpstreamError) Error() string {
+	switch e.Kind {
+	case UpstreamStatus:
+		return fmt.Sprintf("the upstream answered HTTP %d: %s", e.Status, e.Detail)
+	case UpstreamRedirect:
+		return fmt.Sprintf("the upstream answered a redirect (HTTP %d), which is never followed", e.Status)
+	case UpstreamTimeout:
+		return "the upstream sent no answer in time: " + e.Detail
+	case UpstreamNotStream:
+		return "the upstream answered without an event stream: " + e.Detail
+	}
+	return "the upstream could not be reached: " + e.Detail
+}
+
+// liveBody is the chat body sent upstream (docs/api §2.1). Files are not
+// forwarded: their upload ids are the mock's.
+type liveBody struct {
+	Query          string         `json:"query"`
+	Inputs         map[string]any `json:"inputs"`
+	User           string         `json:"user"`
+	ResponseMode   string         `json:"response_mode"`
+	ConversationID string         `json:"conversation_id,omitempty"`
+}
+
+// Forward sends t upstream and calls relay with each frame of the answer as
+// soon as it is complete; an error from relay (the client left) ends the
+// upstream request, and the turn is not saved, as `record` does not save a
+// turn its client abandoned. It returns an *UpstreamError when the turn
+// failed before the first frame (relay was never called).
+//
+// The turn joins the session of its upstream conversation, else starts one
+// named after the query. Config.MaxTurns bounds the turns saved; with
+// Config.SkipRecordedQueries a session whose first query a chat cassette in
+// the folder already answers is not saved.
+func (r *Recorder) Forward(ctx context.Context, t ChatTurn, relay func(raw []byte) error) (*Forwarded, error) {
+	start := time.Now()
+	inputs := t.Inputs
+	if inputs == nil {
+		inputs = map[string]any{}
+	}
+	body, err := json.Marshal(liveBody{Query: t.Query, Inputs: inputs, User: t.User, ResponseMode: dify.ResponseModeStreaming, ConversationID: t.ConversationID})
+	if err != nil {
+		return nil, &UpstreamError{Kind: UpstreamUnreachable, Detail: err.Error()}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var watchdog *time.Timer
+	if t.FirstFrameTimeout > 0 {
+		watchdog = time.AfterFunc(t.FirstFrameTimeout, func() { cancel(errFirstFrame) })
+	}
+	u := *r.upstream
+	u.Path = r.upstream.Path + "/chat-messages"
+	out, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return nil, &UpstreamError{Kind: UpstreamUnreachable, Detail: err.Error()}
+	}
+	out.Header.Set("Content-Type", "application/json")
+	out.Header.Set("Accept", "text/event-stream")
+	out.Header.Set("Authorization", "Bearer "+r.key)
+	resp, err := r.transport.RoundTrip(out)
+	if err != nil {
+		if errors.Is(context.Cause(ctx), errFirstFrame) {
+			return nil, &UpstreamError{Kind: UpstreamTimeout, Detail: fmt.Sprintf("no answer within %s", t.FirstFrameTimeout)}
+		}
+		return nil, &UpstreamError{Kind: UpstreamUnreachable, Detail: r.scrub.string(err.Error())}
+	}
+	defer resp.Body.Close()
+	headersAt := time.Since(start)
+	switch {
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		return nil, &UpstreamError{Kind: UpstreamRedirect, Status: resp.StatusCode}
+	case resp.StatusCode != http.StatusOK:
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return nil, &UpstreamError{Kind: UpstreamStatus, Status: resp.StatusCode, Detail: difyMessage(r.scrub.bytes(data))}
+	case !isEventStream(resp.Header):
+		return nil, &UpstreamError{Kind: UpstreamNotStream, Detail: "Content-Type " + r.scrub.string(resp.Header.Get("Content-Type"))}
+	}
+
+	r.mu.Lock()
+	s := r.byConversation[t.ConversationID]
+	if t.ConversationID == "" || s == nil {
+		s = r.newSessionLocked(slug(r.scrub.string(t.Query)), "", t.User)
+	}
+	r.mu.Unlock()
+
+	// The first frame decides between relaying and falling back, so it is
+	// awaited under the watchdog; frames that follow only need to keep
+	// coming.
+	frameTimer := func() {
+		if watchdog != nil {
+			watchdog.Stop()
+		}
+		if t.IdleTimeout > 0 {
+			watchdog = time.AfterFunc(t.IdleTimeout, func() { cancel(errIdle) })
+		}
+	}
+	fwd := &Forwarded{Header: resp.Header}
+	seen := map[string]bool{}
+	var relayErr error
+	frames, streamErr := readFrames(resp.Body, start, func(f dify.SSEFrame) {
+		frameTimer()
+		if fwd.ConversationID == "" {
+			fwd.ConversationID = parseFrameFields(f.Raw).ConversationID
+		}
+		r.learnIDs(s, f.Data, seen)
+		if relayErr == nil {
+			if relayErr = relay(f.Raw); relayErr != nil {
+				cancel(errClientGone)
+			}
+		}
+	})
+	if watchdog != nil {
+		watchdog.Stop()
+	}
+	if cause := context.Cause(ctx); streamErr != nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		streamErr = cause
+	}
+	if len(frames) == 0 {
+		if errors.Is(streamErr, errFirstFrame) || errors.Is(context.Cause(ctx), errFirstFrame) {
+			return nil, &UpstreamError{Kind: UpstreamTimeout, Detail: fmt.Sprintf("no frame within %s", t.FirstFrameTimeout)}
+		}
+		detail := "the stream ended before its first frame"
+		if streamErr != nil {
+			detail = r.scrub.string(streamErr.Error())
+		}
+		return nil, &UpstreamError{Kind: UpstreamUnreachable, Detail: detail}
+	}
+	fwd.Frames, fwd.StreamErr = frames, streamErr
+	r.mu.Lock()
+	fwd.Cassette = s.name
+	r.mu.Unlock()
+	s.mu.Lock()
+	fwd.Turn = s.offered
+	first := s.offered == 0
+	s.offered++
+	orphan := !first && s.turns == 0
+	s.mu.Unlock()
+
+	switch {
+	case orphan:
+		// Replayed without its first turn it would answer out of context.
+		fwd.NotSaved = "the conversation's first turn was not saved"
+	case relayErr != nil:
+		fwd.NotSaved = "the client disconnected before the stream ended"
+	case streamErr != nil:
+		fwd.NotSaved = "the upstream stream broke: " + r.scrub.string(streamErr.Error())
+	case !r.takeTurn():
+		fwd.NotSaved = fmt.Sprintf("this run already added %d turn(s), the --max-new-turns cap", r.maxTurns)
+	}
+	if fwd.NotSaved == "" && first && r.skipRecorded {
+		if file, ok := r.recordedQuery(t.Query); ok {
+			r.giveTurnBack()
+			fwd.NotSaved = "its query is already recorded in " + file
+		}
+	}
+	if fwd.NotSaved != "" {
+		r.logf("cassette %s: turn %d not saved: %s", fwd.Cassette, fwd.Turn, fwd.NotSaved)
+		return fwd, nil
+	}
+	fwd.Saved = r.saveTurn(s, t.User, t.Query, out, body, resp, frames, headersAt)
+	if !fwd.Saved {
+		r.giveTurnBack()
+		fwd.NotSaved = "the save was refused (see the log)"
+	}
+	r.mu.Lock()
+	fwd.Cassette = s.name // a clash at write time may have renamed it
+	r.mu.Unlock()
+	return fwd, nil
+}
+
+var (
+	errFirstFrame = errors.New("no first frame in time")
+	errIdle       = errors.New("the upstream stream went silent")
+	errClientGone = errors.New("the client disconnected")
+)
+
+// takeTurn reserves one of the run's MaxTurns saves; false when none is
+// left.
+func (r *Recorder) takeTurn() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.maxTurns > 0 && r.savedTurns >= r.maxTurns {
+		return false
+	}
+	r.savedTurns++
+	return true
+}
+
+func (r *Recorder) giveTurnBack() {
+	r.mu.Lock()
+	r.savedTurns--
+	r.mu.Unlock()
+}
+
+// SavedTurns is the number of chat turns saved so far by Forward.
+func (r *Recorder) SavedTurns() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.savedTurns
+}
+
+// recordedQuery finds a chat cassette in the folder with a turn whose query
+// is q once normalised (SameQuery). The folder is read again each time:
+// another mock may have added a cassette meanwhile.
+func (r *Recorder) recordedQuery(q string) (string, bool) {
+	entries, err := os.ReadDir(r.dir)
+	if err != nil {
+		return "", false
+	}
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".yaml") {
+			continue
+		}
+		path := filepath.Join(r.dir, e.Name())
+		if st, err := e.Info(); err != nil || st.Size() > cassette.MaxFileSize {
+			continue
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		f, err := cassette.Decode(path, data)
+		if err != nil || f.Meta.Kind != cassette.KindChat {
+			continue
+		}
+		c, err := cassette.ParseChat(strings.TrimSuffix(e.Name(), ".yaml"), path, f)
+		if err != nil {
+			continue
+		}
+		for _, turn := range c.Turns {
+			if SameQuery(turn.Request.Query, r.scrub.string(q)) {
+				return e.Name(), true
+			}
+		}
+	}
+	return "", false
+}
+
+// SameQuery reports whether two queries are the same once case,
+// punctuation and spacing are ignored: the words (runs of letters and
+// digits) are compared in order.
+func SameQuery(a, b string) bool {
+	return normalQuery(a) == normalQuery(b)
+}
+
+func normalQuery(q string) string {
+	return strings.Join(strings.FieldsFunc(strings.ToLower(q), func(c rune) bool {
+		return !unicode.IsLetter(c) && !unicode.IsDigit(c)
+	}), " ")
+}

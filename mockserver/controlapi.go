@@ -8,16 +8,15 @@ import (
 	"strings"
 	"time"
 
-	vcr "github.com/dnaeon/go-vcr/v2/cassette"
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 	"github.com/difyops/terraform-provider-dify/mockserver/control"
 	"github.com/difyops/terraform-provider-dify/mockserver/fault"
 	"github.com/difyops/terraform-provider-dify/mockserver/journal"
+	"github.com/difyops/terraform-provider-dify/mockserver/record"
 	"github.com/difyops/terraform-provider-dify/mockserver/replay"
 	"github.com/difyops/terraform-provider-dify/mockserver/rules"
-	"github.com/difyops/terraform-provider-dify/mockserver/secrets"
 )
 
 // ControlConfig configures the control API and web console under /__mock/
@@ -278,7 +277,6 @@ func (b controlBackend) SaveCassette(e journal.Entry, name, description string) 
 	for i, f := range e.Frames {
 		frames[i] = cassette.RecordedFrame{Offset: time.Duration(f.ActualMS * float64(time.Millisecond)), Raw: []byte(f.Data)}
 	}
-	values, body := cassette.EncodeFrames(frames)
 	source := fmt.Sprintf("dify-mock journal entry %d, as streamed: a replay of cassette %q", e.ID, e.Cassette)
 	if e.Turn != nil {
 		source += " turn " + strconv.Itoa(*e.Turn)
@@ -286,29 +284,22 @@ func (b controlBackend) SaveCassette(e journal.Entry, name, description string) 
 	if e.Fault != "" && e.Fault != fault.None {
 		source += " with fault " + e.Fault
 	}
-	f := &cassette.File{
-		Meta: cassette.Meta{Kind: cassette.KindChat, Description: description, Provenance: cassette.ProvenanceSynthesized,
-			Source: source, RecordedAt: e.Time.UTC().Format(time.RFC3339), Mode: s.mode},
-		Interactions: []*vcr.Interaction{{
-			Request: vcr.Request{Method: http.MethodPost, URL: "http://dify-mock/v1/chat-messages", Body: string(e.Body),
-				Headers: http.Header{"Content-Type": {"application/json"}}},
-			Response: vcr.Response{Status: "200 OK", Code: http.StatusOK, Body: body,
-				Headers: http.Header{"Content-Type": {"text/event-stream; charset=utf-8"}, cassette.FramesHeader: values}},
-		}},
-	}
-	data, err := cassette.Encode(f)
-	if err != nil {
-		return control.SavedCassette{}, err
-	}
-	if found := secrets.Scan(data); len(found) > 0 {
-		return control.SavedCassette{}, fmt.Errorf("%w: refusing to save: %s", control.ErrInvalid, found[0])
-	}
-	decoded, err := cassette.Decode(name+".yaml", data)
-	if err == nil {
-		_, err = cassette.ParseChat(name, name+".yaml", decoded)
+	meta := cassette.Meta{Kind: cassette.KindChat, Description: description, Provenance: cassette.ProvenanceSynthesized,
+		Source: source, RecordedAt: e.Time.UTC().Format(time.RFC3339), Mode: s.mode}
+	// The recorder's scrubbing and save-time gate, the same as a recording's
+	// (the journal has redacted already; the gate also sees a secret split
+	// across frames).
+	data, err := record.EncodeCaptured(name, meta, "", nil, []cassette.Exchange{{
+		Method: http.MethodPost, URL: "http://dify-mock/v1/chat-messages",
+		RequestHeader: http.Header{"Content-Type": {"application/json"}}, RequestBody: e.Body,
+		Status: http.StatusOK, ResponseHeader: http.Header{"Content-Type": {"text/event-stream; charset=utf-8"}}, Frames: frames,
+	}})
+	var refused *record.SaveRefusedError
+	if errors.As(err, &refused) {
+		return control.SavedCassette{}, fmt.Errorf("%w: refusing to save: %s", control.ErrInvalid, strings.Join(refused.Findings, "; "))
 	}
 	if err != nil {
-		return control.SavedCassette{}, fmt.Errorf("%w: the stream does not make a valid cassette: %v", control.ErrInvalid, err)
+		return control.SavedCassette{}, fmt.Errorf("%w: %v", control.ErrInvalid, err)
 	}
 	path, err := cassette.WriteNew(dir, name, data)
 	if err != nil {

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 
-	vcr "github.com/dnaeon/go-vcr/v2/cassette"
 	"gopkg.in/yaml.v3"
 
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
@@ -100,15 +98,10 @@ func GenerateApp(a *AppScenario, opt Options) (*cassette.File, error) {
 		if b.path == "/" {
 			u = BaseURL + "/"
 		}
-		f.Interactions = append(f.Interactions, &vcr.Interaction{
-			Request: vcr.Request{Form: url.Values{}, Headers: http.Header{}, URL: u, Method: http.MethodGet},
-			Response: vcr.Response{
-				Body:    encode(b.body, styleCompact),
-				Headers: http.Header{"Content-Type": {"application/json"}},
-				Status:  "200 OK",
-				Code:    http.StatusOK,
-			},
-		})
+		f.Interactions = append(f.Interactions, cassette.Exchange{
+			Method: http.MethodGet, URL: u, RequestHeader: http.Header{},
+			Status: http.StatusOK, ResponseHeader: http.Header{"Content-Type": {"application/json"}}, Body: []byte(encode(b.body, styleCompact)),
+		}.Interaction())
 	}
 	if _, err := cassette.ParseApp(cassette.AppName, "generated app description", f); err != nil {
 		return nil, err

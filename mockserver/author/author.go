@@ -13,12 +13,10 @@ package author
 import (
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
-	vcr "github.com/dnaeon/go-vcr/v2/cassette"
 	"gopkg.in/yaml.v3"
 
 	"github.com/difyops/terraform-provider-dify/dify"
@@ -91,31 +89,19 @@ func Generate(s *Scenario, opt Options) (*cassette.File, error) {
 		if err != nil {
 			return nil, fmt.Errorf("turn %d: %v", i+1, err)
 		}
-		values, stream := cassette.EncodeFrames(frames)
 		headers := http.Header{
 			// Flask's mimetype="text/event-stream" gets Werkzeug's charset
 			// suffix (docs/api §1.5, UNCONFIRMED on the wire).
-			"Content-Type":        {"text/event-stream; charset=utf-8"},
-			cassette.FramesHeader: values,
+			"Content-Type": {"text/event-stream; charset=utf-8"},
 		}
 		if t.ModelRequests > 0 {
 			headers[cassette.ModelRequestsHeader] = []string{strconv.Itoa(t.ModelRequests)}
 		}
-		f.Interactions = append(f.Interactions, &vcr.Interaction{
-			Request: vcr.Request{
-				Body:    body,
-				Form:    url.Values{},
-				Headers: http.Header{"Content-Type": {"application/json"}},
-				URL:     BaseURL + "/chat-messages",
-				Method:  http.MethodPost,
-			},
-			Response: vcr.Response{
-				Body:    stream,
-				Headers: headers,
-				Status:  "200 OK",
-				Code:    http.StatusOK,
-			},
-		})
+		f.Interactions = append(f.Interactions, cassette.Exchange{
+			Method: http.MethodPost, URL: BaseURL + "/chat-messages",
+			RequestHeader: http.Header{"Content-Type": {"application/json"}}, RequestBody: []byte(body),
+			Status: http.StatusOK, ResponseHeader: headers, Frames: frames,
+		}.Interaction())
 	}
 	return f, nil
 }

@@ -516,6 +516,71 @@ func TestStateImportBadInputChangesNothing(t *testing.T) {
 	wantErrCode(t, e.api(http.MethodPost, "/__mock/api/state/reset", `{"user":5}`, 400, nil), "invalid_param")
 }
 
+// Saving from the journal goes through the recorder's save-time gate: a key
+// streamed across two answer deltas passes every per-frame redaction (the
+// journal's included) but is refused as it would be in a recording. (The
+// console's own gate scanned only the encoded file and saved it.)
+func TestSaveFromJournalRefusesAKeySplitAcrossDeltas(t *testing.T) {
+	data, err := fs.ReadFile(cassettes.FS(), "plain-answer.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := cassette.Decode("plain-answer.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := f.Interactions[0]
+	frames, err := cassette.DecodeFrames(in.Response.Headers[cassette.FramesHeader], in.Response.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	halves := []string{"my key is app-Q7xk2LmN", "9pRt4VwY6zAb8CdE, keep it"}
+	n := 0
+	for i := range frames {
+		var ev map[string]any
+		payload := strings.TrimSuffix(strings.TrimPrefix(string(frames[i].Raw), "data: "), "\n\n")
+		if json.Unmarshal([]byte(payload), &ev) != nil || ev["event"] != "agent_message" || n == len(halves) {
+			continue
+		}
+		ev["answer"] = halves[n]
+		n++
+		b, _ := json.Marshal(ev)
+		frames[i].Raw = []byte("data: " + string(b) + "\n\n")
+	}
+	if n != len(halves) {
+		t.Fatalf("plain-answer has %d agent_message frames, want %d", n, len(halves))
+	}
+	values, body := cassette.EncodeFrames(frames)
+	in.Response.Headers[cassette.FramesHeader], in.Response.Body = values, body
+	f.Meta.Default = false
+	src := t.TempDir()
+	enc, err := cassette.Encode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "split-key.yaml"), enc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	set, err := cassette.LoadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	e := newEnv(t, mockserver.Config{Speed: 0, Cassettes: set, Control: mockserver.ControlConfig{CassetteDir: dir}})
+	if _, _, stream := e.chat("alice", "Hello", "", "X-Dify-Mock-Cassette", "split-key"); !strings.Contains(stream, "app-Q7xk2LmN") {
+		t.Fatalf("the test cassette did not stream its half key:\n%s", stream)
+	}
+	id := listJournal(e, "?route=/v1/chat-messages")[0].ID
+	msg := e.api(http.MethodPost, "/__mock/api/cassettes", fmt.Sprintf(`{"entry_id":%d,"name":"split-key-copy"}`, id), 400, nil)
+	wantErrCode(t, msg, "invalid_param")
+	if !strings.Contains(string(msg), "split over several deltas") || strings.Contains(string(msg), "Q7xk2LmN") {
+		t.Fatalf("refusal %s", msg)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("a refused save wrote %v", entries)
+	}
+}
+
 func TestCassettesListGetAndSaveFromJournal(t *testing.T) {
 	dir := t.TempDir()
 	set, err := mockserver.BuiltinSet()

@@ -165,11 +165,13 @@ func (s *scrubber) url(raw string) string {
 	return s.string(raw)
 }
 
-// interaction returns a scrubbed deep copy of in.
+// interaction returns a scrubbed deep copy of in (the go-vcr recording
+// transport's interactions).
 func (s *scrubber) interaction(in *vcr.Interaction) *vcr.Interaction {
-	out := &vcr.Interaction{
+	return &vcr.Interaction{
 		Request: vcr.Request{
 			Body:    s.string(in.Request.Body),
+			Form:    s.form(in.Request.Form),
 			Headers: s.header(in.Request.Headers),
 			URL:     s.url(in.Request.URL),
 			Method:  in.Request.Method,
@@ -182,14 +184,48 @@ func (s *scrubber) interaction(in *vcr.Interaction) *vcr.Interaction {
 			Duration: in.Response.Duration,
 		},
 	}
-	out.Request.Form = url.Values{}
-	for k, vs := range in.Request.Form {
+}
+
+// exchange is the scrubbed interaction of x: every interaction the recorder
+// builds itself (chat turns, uploads, captures) comes through here. Stream
+// frames are scrubbed one by one (lengths are recomputed by EncodeFrames);
+// a redaction that removes the blank line ending a frame is an error, since
+// the frame would swallow its successor on replay.
+func (s *scrubber) exchange(x cassette.Exchange) (*vcr.Interaction, error) {
+	clean := cassette.Exchange{
+		Method:         x.Method,
+		URL:            s.url(x.URL),
+		RequestHeader:  s.header(x.RequestHeader),
+		RequestBody:    s.bytes(x.RequestBody),
+		Form:           s.form(x.Form),
+		Status:         x.Status,
+		ResponseHeader: s.header(x.ResponseHeader),
+		HeadersAt:      x.HeadersAt,
+		Body:           s.bytes(x.Body),
+	}
+	if len(x.Frames) > 0 {
+		clean.Frames = make([]cassette.RecordedFrame, len(x.Frames))
+	}
+	for i, f := range x.Frames {
+		raw := s.bytes(f.Raw)
+		if endsFrame(f.Raw) && !endsFrame(raw) {
+			return nil, fmt.Errorf("a redaction rule removed the blank line that ends frame %d", i)
+		}
+		clean.Frames[i] = cassette.RecordedFrame{Offset: f.Offset, Raw: raw}
+	}
+	return clean.Interaction(), nil
+}
+
+// form scrubs form fields; a field named like a credential loses its value.
+func (s *scrubber) form(form url.Values) url.Values {
+	out := url.Values{}
+	for k, vs := range form {
 		sk := s.string(k)
 		for _, v := range vs {
 			if secrets.IsCredentialName(k) {
 				v = secrets.Redacted
 			}
-			out.Request.Form[sk] = append(out.Request.Form[sk], s.string(v))
+			out[sk] = append(out[sk], s.string(v))
 		}
 	}
 	return out

@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -214,42 +212,19 @@ func (r *Recorder) learnIDs(s *session, data []byte, seen map[string]bool) {
 	}
 }
 
-// turnInteraction builds the scrubbed interaction of a chat turn. Frames
-// are scrubbed one by one (lengths are recomputed by EncodeFrames); a
-// redaction that removes the blank line ending a frame is an error, since
-// the frame would swallow its successor on replay.
+// turnInteraction builds the scrubbed interaction of a chat turn: a 200
+// answer as frames, an error answer as its body.
 func (r *Recorder) turnInteraction(out *http.Request, body []byte, resp *http.Response, frames []cassette.RecordedFrame, headersAt time.Duration) (*vcr.Interaction, error) {
-	in := &vcr.Interaction{
-		Request: vcr.Request{
-			Body:    r.scrub.string(string(body)),
-			Form:    url.Values{},
-			Headers: r.scrub.header(out.Header),
-			URL:     r.scrub.url(out.URL.String()),
-			Method:  out.Method,
-		},
-		Response: vcr.Response{
-			Headers:  r.scrub.header(resp.Header),
-			Status:   resp.Status,
-			Code:     resp.StatusCode,
-			Duration: headersAt,
-		},
+	x := cassette.Exchange{
+		Method: out.Method, URL: out.URL.String(), RequestHeader: out.Header, RequestBody: body,
+		Status: resp.StatusCode, ResponseHeader: resp.Header, HeadersAt: headersAt,
 	}
-	if resp.StatusCode != http.StatusOK {
-		in.Response.Body = r.scrub.string(string(frames[0].Raw))
-		return in, nil
+	if resp.StatusCode == http.StatusOK {
+		x.Frames = frames
+	} else {
+		x.Body = frames[0].Raw
 	}
-	clean := make([]cassette.RecordedFrame, len(frames))
-	for i, f := range frames {
-		raw := r.scrub.bytes(f.Raw)
-		if endsFrame(f.Raw) && !endsFrame(raw) {
-			return nil, fmt.Errorf("a redaction rule removed the blank line that ends frame %d", i)
-		}
-		clean[i] = cassette.RecordedFrame{Offset: f.Offset, Raw: raw}
-	}
-	values, encoded := cassette.EncodeFrames(clean)
-	in.Response.Headers[cassette.FramesHeader] = values
-	in.Response.Body = encoded
-	return in, nil
+	return r.scrub.exchange(x)
 }
 
 func endsFrame(raw []byte) bool {

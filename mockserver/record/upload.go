@@ -15,8 +15,6 @@ import (
 	"sync"
 	"time"
 
-	vcr "github.com/dnaeon/go-vcr/v2/cassette"
-
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 )
 
@@ -224,23 +222,14 @@ func (r *Recorder) serveUpload(w http.ResponseWriter, req *http.Request, p, boun
 		r.logf("upload summary of %s %s: %v", req.Method, p, err)
 		return
 	}
-	header := out.Header.Clone()
-	in := r.scrub.interaction(&vcr.Interaction{
-		Request: vcr.Request{
-			Body:    string(summary),
-			Form:    sum.form,
-			Headers: header,
-			URL:     out.URL.String(),
-			Method:  out.Method,
-		},
-		Response: vcr.Response{
-			Body:     string(reply),
-			Headers:  resp.Header,
-			Status:   resp.Status,
-			Code:     resp.StatusCode,
-			Duration: time.Since(start),
-		},
+	in, err := r.scrub.exchange(cassette.Exchange{
+		Method: out.Method, URL: out.URL.String(), RequestHeader: out.Header, RequestBody: summary, Form: sum.form,
+		Status: resp.StatusCode, ResponseHeader: resp.Header, HeadersAt: time.Since(start), Body: reply,
 	})
+	if err != nil { // only frames can be refused, and an upload answer has none
+		r.logf("upload of %s %s: %v", req.Method, p, err)
+		return
+	}
 	// Set after scrubbing, which drops every X-Dify-Mock-* header.
 	in.Request.Headers.Set(cassette.UploadSummaryHeader, cassette.UploadSummaryVersion)
 	ids := idsOf(req, p, nil)

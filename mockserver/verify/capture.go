@@ -10,7 +10,6 @@ import (
 
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
-	"github.com/difyops/terraform-provider-dify/mockserver/record"
 )
 
 // maxCapture bounds the bytes kept of one answer (the conformance runner
@@ -147,8 +146,8 @@ func (ex *exchange) frames() []cassette.RecordedFrame {
 }
 
 // capture converts ex for record.SaveCaptured.
-func (ex *exchange) capture() record.Capture {
-	c := record.Capture{
+func (ex *exchange) capture() cassette.Exchange {
+	c := cassette.Exchange{
 		Method: ex.method, URL: ex.url, RequestHeader: ex.reqHeader, RequestBody: ex.reqBody,
 		Status: ex.status, ResponseHeader: ex.respHeader, HeadersAt: ex.headersAt,
 	}

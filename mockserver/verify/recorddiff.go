@@ -60,7 +60,7 @@ func recordDiff(rep *Report, opts Options, up *url.URL, live []*exchange, differ
 			Mode:        mode,
 		}
 	}
-	save := func(name, desc string, caps []record.Capture) error {
+	save := func(name, desc string, caps []cassette.Exchange) error {
 		path, err := record.SaveCaptured(opts.RecordDiff, name, meta(desc), opts.UpstreamKey, opts.Rules, caps)
 		if err == nil {
 			rep.Recorded = append(rep.Recorded, path)
@@ -97,7 +97,7 @@ func recordDiff(rep *Report, opts Options, up *url.URL, live []*exchange, differ
 				continue
 			}
 			streamEx = ex
-			if err := save(cassetteName(p.c.Name), desc, []record.Capture{ex.capture()}); err != nil {
+			if err := save(cassetteName(p.c.Name), desc, []cassette.Exchange{ex.capture()}); err != nil {
 				rep.NotRecorded = append(rep.NotRecorded, Skip{p.c.Name, err.Error()})
 			}
 		case isChatRequest(p.ex) && !isChatBody(p.ex.reqBody):
@@ -123,7 +123,7 @@ func recordDiff(rep *Report, opts Options, up *url.URL, live []*exchange, differ
 		}
 		return
 	}
-	caps := []record.Capture{turn.capture()}
+	caps := []cassette.Exchange{turn.capture()}
 	var items []string
 	for _, p := range rest {
 		caps = append(caps, p.ex.capture())
@@ -137,7 +137,7 @@ func recordDiff(rep *Report, opts Options, up *url.URL, live []*exchange, differ
 	}
 	for _, p := range rest {
 		desc := fmt.Sprintf("Live answer of conformance case %s, where dify-mock differed in: %s.", p.c.Name, aspectList(p.ds)) + note
-		if err := save(cassetteName(p.c.Name), desc, []record.Capture{turn.capture(), p.ex.capture()}); err != nil {
+		if err := save(cassetteName(p.c.Name), desc, []cassette.Exchange{turn.capture(), p.ex.capture()}); err != nil {
 			rep.NotRecorded = append(rep.NotRecorded, Skip{p.c.Name, err.Error()})
 		}
 	}

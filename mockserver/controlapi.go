@@ -15,7 +15,6 @@ import (
 	"github.com/difyops/terraform-provider-dify/mockserver/fault"
 	"github.com/difyops/terraform-provider-dify/mockserver/journal"
 	"github.com/difyops/terraform-provider-dify/mockserver/record"
-	"github.com/difyops/terraform-provider-dify/mockserver/replay"
 	"github.com/difyops/terraform-provider-dify/mockserver/rules"
 )
 
@@ -72,28 +71,6 @@ func (s *Server) withControl(api http.Handler) http.Handler {
 	})
 }
 
-// takeRule returns the rule that applies to a request, if any. Routes other
-// than POST /chat-messages only take rules that set a fault: a cassette or
-// speed rule waits for the chat request it is meant for.
-func (s *Server) takeRule(r *http.Request, user, conv string, chat bool) (rules.Rule, fault.Spec, bool) {
-	if s.rules == nil {
-		return rules.Rule{}, fault.Spec{}, false
-	}
-	var want func(*rules.Rule) bool
-	if !chat {
-		want = func(r *rules.Rule) bool { return r.Fault != "" }
-	}
-	rule, ok := s.rules.Take(rules.Request{Method: r.Method, Path: r.URL.Path, User: user, Conversation: conv}, want)
-	if !ok {
-		return rules.Rule{}, fault.Spec{}, false
-	}
-	var spec fault.Spec
-	if rule.Fault != "" {
-		spec, _ = fault.Parse(rule.Fault) // checked when the rule was added
-	}
-	return rule, spec, true
-}
-
 // routeRule is takeRule for routes other than chat: the user and the
 // conversation come from the query string or the path.
 func (s *Server) routeRule(r *http.Request, ps httprouter.Params) (rules.Rule, fault.Spec, bool) {
@@ -121,41 +98,6 @@ func (s *Server) routeFault(r *http.Request, ps httprouter.Params) fault.Spec {
 	}
 	journal.FromContext(r.Context()).Update(func(e *journal.Entry) { e.Rule, e.Fault = rule.ID, spec.String() })
 	return spec
-}
-
-// journalSink keeps a copy of each frame a replay writes (one Write per
-// frame) until the replay's Observe hook reports it; observe then records
-// the frame in the request's journal entry with its planned and actual
-// send time.
-type journalSink struct {
-	replaySink
-	rec     *journal.Record
-	speed   float64
-	start   time.Time
-	pending []byte // the last frame written, reused between frames
-}
-
-// replaySink is what replay.Play writes to.
-type replaySink interface {
-	Write(p []byte) (int, error)
-	Flush() error
-}
-
-func (j *journalSink) Write(p []byte) (int, error) {
-	n, err := j.replaySink.Write(p)
-	// A copy: the replay hands its buffer back to a pool before Observe.
-	j.pending = append(j.pending[:0], p[:n]...)
-	return n, err
-}
-
-// observe is replay.Options.Observe.
-func (j *journalSink) observe(f replay.SentFrame) {
-	planned := time.Duration(0)
-	if j.speed > 0 {
-		planned = time.Duration(float64(f.Offset) / j.speed)
-	}
-	j.rec.Frame(f.Index, f.Event, planned, f.At.Sub(j.start), j.pending)
-	j.pending = j.pending[:0]
 }
 
 // controlBackend gives the control API what it needs from the server.
@@ -309,48 +251,4 @@ func (b controlBackend) SaveCassette(e journal.Entry, name, description string) 
 		return control.SavedCassette{}, err
 	}
 	return control.SavedCassette{Name: name, Path: path}, nil
-}
-
-// appliedRule is the control API rule a chat request took (nil: none). It
-// is a pointer so that serveChat's frame stays small (stack_test.go).
-type appliedRule struct {
-	id    string
-	fault *fault.Spec
-}
-
-func (a *appliedRule) ruleID() string {
-	if a == nil {
-		return ""
-	}
-	return a.id
-}
-
-// faultSpec is the rule's fault for chatFault (nil: it sets none).
-func (a *appliedRule) faultSpec() *fault.Spec {
-	if a == nil {
-		return nil
-	}
-	return a.fault
-}
-
-// chatRule takes the rule for a chat request and lets it set the cassette
-// and speed that the request's own headers did not set.
-func (s *Server) chatRule(r *http.Request, user, conv string, header *string, speed *float64) *appliedRule {
-	rule, spec, ok := s.takeRule(r, user, conv, true)
-	if !ok {
-		return nil
-	}
-	if *header == "" && rule.Cassette != "" {
-		if _, ok := s.cat().scripts[rule.Cassette]; ok {
-			*header = rule.Cassette
-		}
-	}
-	if rule.Speed != nil && strings.TrimSpace(r.Header.Get(HeaderSpeed)) == "" {
-		*speed = *rule.Speed
-	}
-	a := &appliedRule{id: rule.ID}
-	if rule.Fault != "" {
-		a.fault = &spec
-	}
-	return a
 }

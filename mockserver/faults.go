@@ -17,14 +17,14 @@ import (
 	"github.com/difyops/terraform-provider-dify/mockserver/fault"
 )
 
-// Fault injection (docs/mock/faults.md). A fault spec comes from, most
-// specific first: the X-Dify-Mock-Fault header, a control API rule
-// (docs/mock/console.md), the picked cassette's
-// dify_mock.fault (chat only), Config.Fault. Response faults (slow-headers,
+// Fault injection (docs/mock/faults.md). Which spec applies is decided
+// with the rest of what plays: for POST /chat-messages by the steer phase
+// (chat_steer.go, header > rule > cassette > server), for every other route
+// by withFaults (header > rule > server). Response faults (slow-headers,
 // status, empty-response, …) act right after authentication on every route
-// but POST /chat-messages, where they act once the request is validated and
-// a cassette is picked; stream faults act inside chat streams (replay.Play)
-// and are ignored elsewhere.
+// but POST /chat-messages, where they act once the request is checked and
+// its turn steered (chat_admit.go); stream faults act inside chat streams
+// (replay.Play) and are ignored elsewhere.
 
 // badFault is the 400 for a spec that does not parse.
 func badFault(source string, err error) *apiError {
@@ -43,21 +43,6 @@ func headerFault(r *http.Request) (spec fault.Spec, present bool, e *apiError) {
 		return fault.Spec{}, true, badFault(fault.Header, err)
 	}
 	return spec, true, nil
-}
-
-// chatFault is the spec that applies to a chat turn of cassetteName; rule
-// is the fault of the control API rule the request took, if any.
-func (s *Server) chatFault(r *http.Request, cassetteName string, rule *fault.Spec) fault.Spec {
-	if spec, ok, _ := headerFault(r); ok {
-		return spec
-	}
-	if rule != nil {
-		return *rule
-	}
-	if spec, ok := s.cat().faults[cassetteName]; ok {
-		return spec
-	}
-	return s.fault
 }
 
 // withFaults applies response faults to a route. For the chat route it only

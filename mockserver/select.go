@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
-	"strconv"
 	"strings"
 	"unicode"
 
@@ -122,17 +121,4 @@ func (c *catalog) selectTurn(header, query, convCassette string, next int) turnR
 
 func (c *catalog) turn(ref turnRef) *replay.CompiledTurn {
 	return c.scripts[ref.cassette].Turns[ref.turn]
-}
-
-// requestSpeed is X-Dify-Mock-Speed or the configured speed.
-func (s *Server) requestSpeed(r *http.Request) (float64, *apiError) {
-	v := strings.TrimSpace(r.Header.Get(HeaderSpeed))
-	if v == "" {
-		return s.cfg.Speed, nil
-	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || !validSpeed(f) {
-		return 0, invalidParam(fmt.Sprintf("%s must be 0 (no delays) or a number from %v to %v (1 = recorded timing)", HeaderSpeed, minSpeed, maxSpeed))
-	}
-	return f, nil
 }

@@ -100,6 +100,8 @@ type Server struct {
 	fault fault.Spec
 	// ownerAccountID is the workspace owner, author of annotations (docs/api §27.1).
 	ownerAccountID string
+	// annTurns caches the turns annotations answer with (annotation_turn.go).
+	annTurns annotationTurns
 
 	// The control API (controlapi.go); nil when disabled.
 	journal *journal.Journal

@@ -82,6 +82,6 @@ func TestStreamKeepsASmallStack(t *testing.T) {
 	per := (int64(after.StackInuse) - int64(before.StackInuse)) / n
 	t.Logf("stack per idle connection after a chat: %d bytes", per)
 	if per > 12<<10 {
-		t.Errorf("a chat grew its connection goroutine's stack to about %d bytes; want 8 KiB (see flushSink and serveChat)", per)
+		t.Errorf("a chat grew its connection goroutine's stack to about %d bytes; want 8 KiB (stack.go)", per)
 	}
 }

@@ -86,11 +86,14 @@ type Entry struct {
 	Done       bool    `json:"done"`
 
 	// What the mock chose.
-	Cassette string   `json:"cassette,omitempty"`
-	Turn     *int     `json:"turn,omitempty"`
-	Rule     string   `json:"rule,omitempty"`
-	Fault    string   `json:"fault,omitempty"`
-	Speed    *float64 `json:"speed,omitempty"`
+	Cassette string `json:"cassette,omitempty"`
+	Turn     *int   `json:"turn,omitempty"`
+	// Annotation is the id of the annotation whose answer played (docs/api
+	// §29), in place of a cassette turn.
+	Annotation string   `json:"annotation,omitempty"`
+	Rule       string   `json:"rule,omitempty"`
+	Fault      string   `json:"fault,omitempty"`
+	Speed      *float64 `json:"speed,omitempty"`
 	// Outcome is how a stream ended (completed, faulted, stopped, …).
 	Outcome string `json:"outcome,omitempty"`
 
@@ -396,12 +399,27 @@ func (r *Record) Update(fn func(*Entry)) {
 	r.mu.Unlock()
 }
 
-// Choice records what the mock picked for a chat request.
-func (r *Record) Choice(cassetteName string, turn int, rule, fault string, speed float64) {
+// Choice is what the mock chose for a chat request: a cassette turn or an
+// annotation's answer, the rule it took, its fault and speed.
+type Choice struct {
+	Cassette   string
+	Turn       *int // the cassette turn; nil for an annotation's answer
+	Annotation string
+	Rule       string
+	Fault      string
+	Speed      float64
+}
+
+// Choice records what the mock chose for the request.
+func (r *Record) Choice(c Choice) {
 	r.Update(func(e *Entry) {
-		e.Cassette, e.Rule, e.Fault = cassetteName, rule, fault
-		t, s := turn, speed
-		e.Turn, e.Speed = &t, &s
+		e.Cassette, e.Annotation, e.Rule, e.Fault = c.Cassette, c.Annotation, c.Rule, c.Fault
+		if c.Turn != nil {
+			t := *c.Turn
+			e.Turn = &t
+		}
+		s := c.Speed
+		e.Speed = &s
 	})
 	if r != nil {
 		r.j.hub.publish(Event{Type: EventUpdate, ID: r.ID()}, func() any { return r.Summary() })

@@ -140,6 +140,12 @@ func (b *Bound) Fold(n int) Result {
 		case dify.EventAgentMessage:
 			answer.WriteString(*e.answer)
 		case dify.EventMessage, dify.EventMessageReplace:
+			if e.event == dify.EventMessage && b.Turn.Mode == dify.ModeAgentChat {
+				// A legacy turn's `message` events are deltas (an
+				// annotation's answer, one per character: direct_output).
+				answer.WriteString(*e.answer)
+				continue
+			}
 			// New Agent's closing message repeats the whole answer; a
 			// replace swaps it: neither appends (docs/api §2.5).
 			answer.Reset()

@@ -3,7 +3,11 @@ package store
 import (
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/difyops/terraform-provider-dify/mockserver/similar"
 )
 
 // ErrAnnotationNotFound is an annotation id the app does not have.
@@ -17,6 +21,7 @@ type Annotation struct {
 	Answer    string
 	HitCount  int
 	CreatedAt time.Time
+	vec       similar.Vector // Question, normalised (read-only once set)
 }
 
 // AnnotationSetting is the app's annotation-reply setting (Dify's
@@ -59,14 +64,40 @@ type annotationState struct {
 	rows    []*Annotation // creation order
 	setting *AnnotationSetting
 	jobs    []*AnnotationJob // creation order, so due jobs run in order
+	// gen names this version of rows: every change takes a new one from
+	// annotationGens, so an index built for another version (or for the
+	// state a snapshot import replaced) is never mistaken for this one.
+	gen uint64
+}
+
+var annotationGens atomic.Uint64
+
+// changed marks rows as changed (s.mu held, or a store not yet shared).
+func (a *annotationState) changed() { a.gen = annotationGens.Add(1) }
+
+// annotationMatcher holds the index MatchAnnotation reads: built from the
+// rows when they changed since the last build, outside the store's lock,
+// and then read without any lock, so matching a long query against many
+// annotations never holds up other requests.
+type annotationMatcher struct {
+	build sync.Mutex // one build at a time; others wait for it, not for s.mu
+	cur   atomic.Pointer[annotationIndex]
+}
+
+type annotationIndex struct {
+	gen uint64
+	ix  *similar.Index
+	ids []string // document number → annotation id
 }
 
 // AddAnnotation creates an annotation with hit_count 0 (docs/api §27.4).
 func (s *Store) AddAnnotation(question, answer string) Annotation {
+	vec := similar.Parse(question) // before the lock: a question may be long
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a := &Annotation{ID: s.newID(), Question: question, Answer: answer, CreatedAt: s.now()}
+	a := &Annotation{ID: s.newID(), Question: question, Answer: answer, CreatedAt: s.now(), vec: vec}
 	s.ann.rows = append(s.ann.rows, a)
+	s.ann.changed()
 	return *a
 }
 
@@ -82,13 +113,15 @@ func (s *Store) annotation(id string) (int, *Annotation) {
 // UpdateAnnotation replaces question and answer; hit count and creation
 // time are kept (docs/api §27.5).
 func (s *Store) UpdateAnnotation(id, question, answer string) (Annotation, error) {
+	vec := similar.Parse(question)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, a := s.annotation(id)
 	if a == nil {
 		return Annotation{}, ErrAnnotationNotFound
 	}
-	a.Question, a.Answer = question, answer
+	a.Question, a.Answer, a.vec = question, answer, vec
+	s.ann.changed()
 	return *a, nil
 }
 
@@ -101,6 +134,7 @@ func (s *Store) DeleteAnnotation(id string) error {
 		return ErrAnnotationNotFound
 	}
 	s.ann.rows = append(s.ann.rows[:i], s.ann.rows[i+1:]...)
+	s.ann.changed()
 	return nil
 }
 
@@ -211,32 +245,67 @@ func (s *Store) runJob(j *AnnotationJob, now time.Time) {
 
 // MatchAnnotation finds the annotation that answers query while reply is
 // enabled, as AnnotationReplyFeature.query does with top_k 1 (docs/api
-// §29.1): score(query, question) in [0, 1] must reach the threshold (a stored
-// 0 means 1); the best score wins, the newest annotation on a tie. A hit
-// increments hit_count. ok is false when reply is disabled or nothing
-// matches.
-func (s *Store) MatchAnnotation(query string, score func(query, question string) float64) (a Annotation, sc float64, ok bool) {
+// §29.1): the similarity of query and question (package similar) must
+// reach the threshold (a stored 0 means 1); the best score wins, the newest
+// annotation on a tie. A hit increments hit_count. ok is false when reply is
+// disabled or nothing matches.
+//
+// The store's lock is held only to read the setting and to count the hit:
+// the query is normalised and scored against a prebuilt index without it,
+// so its cost (bounded by similar.MaxWords) delays no other request.
+func (s *Store) MatchAnnotation(query string) (a Annotation, score float64, ok bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.settleJobs()
-	if s.ann.setting == nil {
+	setting, gen := s.ann.setting, s.ann.gen
+	var threshold float64
+	if setting != nil {
+		threshold = setting.ScoreThreshold
+	}
+	s.mu.Unlock()
+	if setting == nil {
 		return Annotation{}, 0, false
 	}
-	threshold := s.ann.setting.ScoreThreshold
 	if threshold == 0 {
 		threshold = 1
 	}
-	var best *Annotation
-	bestScore := 0.0
-	for i := len(s.ann.rows) - 1; i >= 0; i-- {
-		r := s.ann.rows[i]
-		if v := score(query, r.Question); v >= threshold && (best == nil || v > bestScore) {
-			best, bestScore = r, v
-		}
-	}
-	if best == nil {
+	q := similar.Parse(query)
+	idx := s.annotationIndex(gen)
+	doc, score, ok := idx.ix.Best(q, threshold)
+	if !ok {
 		return Annotation{}, 0, false
 	}
-	best.HitCount++
-	return *best, bestScore, true
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, row := s.annotation(idx.ids[doc])
+	if row == nil { // deleted meanwhile
+		return Annotation{}, 0, false
+	}
+	row.HitCount++
+	return *row, score, true
+}
+
+// annotationIndex returns an index of the rows at least as new as gen,
+// building one when the current one is older. The rows are copied under a
+// read lock (pointers and precomputed vectors, no text is parsed) and
+// indexed after it is released.
+func (s *Store) annotationIndex(gen uint64) *annotationIndex {
+	m := &s.annIndex
+	if cur := m.cur.Load(); cur != nil && cur.gen == gen {
+		return cur
+	}
+	m.build.Lock()
+	defer m.build.Unlock()
+	if cur := m.cur.Load(); cur != nil && cur.gen == gen {
+		return cur // built while this request waited
+	}
+	s.mu.RLock()
+	built := &annotationIndex{gen: s.ann.gen, ids: make([]string, len(s.ann.rows))}
+	vecs := make([]similar.Vector, len(s.ann.rows))
+	for i, a := range s.ann.rows {
+		built.ids[i], vecs[i] = a.ID, a.vec
+	}
+	s.mu.RUnlock()
+	built.ix = similar.NewIndex(vecs) // creation order: a tie goes to the newest
+	m.cur.Store(built)
+	return built
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/difyops/terraform-provider-dify/dify"
+	"github.com/difyops/terraform-provider-dify/mockserver/similar"
 )
 
 // SnapshotVersion is the Snapshot.Version this package writes and reads.
@@ -253,10 +254,11 @@ func (s *Store) Import(snap Snapshot) error {
 		}
 		seen[a.ID] = true
 		fresh.ann.rows = append(fresh.ann.rows, &Annotation{ID: a.ID, Question: a.Question, Answer: a.Answer,
-			HitCount: a.HitCount, CreatedAt: a.CreatedAt})
+			HitCount: a.HitCount, CreatedAt: a.CreatedAt, vec: similar.Parse(a.Question)})
 	}
 	// Listing is newest first by position; keep the given order for ties.
 	sort.SliceStable(fresh.ann.rows, func(a, b int) bool { return fresh.ann.rows[a].CreatedAt.Before(fresh.ann.rows[b].CreatedAt) })
+	fresh.ann.changed()
 	if st := snap.AnnotationReply; st != nil {
 		cp := *st
 		fresh.ann.setting = &cp

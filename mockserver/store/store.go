@@ -118,6 +118,8 @@ type Store struct {
 	onEvict  func(Eviction)
 	// ann is the app's annotations and annotation-reply state (docs/api §27–§29).
 	ann annotationState
+	// annIndex is the annotation matcher's index, derived from ann.
+	annIndex annotationMatcher
 }
 
 // ownerIndex holds one end user's live (not deleted) conversations twice:
@@ -184,12 +186,14 @@ func New(now func() time.Time, newID func() string) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{
+	s := &Store{
 		now: now, newID: newID,
 		users: map[string]*EndUser{}, usersID: map[string]*EndUser{},
 		files: map[string]*File{}, convs: map[string]*Conversation{}, messages: map[string]*storedMessage{},
 		owners: map[string]*ownerIndex{},
 	}
+	s.ann.changed() // a generation of its own, so no other store's index matches it
+	return s
 }
 
 // Now is the store's clock.

@@ -1,0 +1,117 @@
+package mockserver
+
+// The stream phase of a chat request (chat.go): the one player
+// (replay.Play) streams every turn, whatever its source, and hands the
+// outcome to the store phase before the frame that ends the stream.
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/difyops/terraform-provider-dify/mockserver/journal"
+	"github.com/difyops/terraform-provider-dify/mockserver/replay"
+)
+
+// playChat streams the turn admit prepared. It runs after prepareChat
+// has returned, so that its frames are not on the stack below the replay,
+// whose flushes reach deep into net/http (stack.go).
+func (s *Server) playChat(w http.ResponseWriter, r *http.Request, cs *chatStream) {
+	defer s.endStream(cs.bound.Binding.TaskID)
+	plan := cs.plan
+	var sink replaySink = &flushSink{w: w, rc: http.NewResponseController(w)}
+	opts := replay.Options{Speed: plan.speed, RunTimeout: s.cfg.RunTimeout, MaxModelRequests: s.cfg.MaxModelRequests, Fault: plan.spec.Stream}
+	if cs.rec != nil {
+		js := &journalSink{replaySink: sink, rec: cs.rec, speed: plan.speed, start: time.Now()}
+		sink, opts.Observe = js, js.observe
+	}
+	rep := cs.bound.Play(r.Context(), sink, opts, replay.Signals{Stop: cs.tk.stop, Shutdown: s.closing}, func(rep *replay.Report) {
+		onFreshStack(func() { s.storeTurn(cs, rep) }) // stack.go: storing is deep
+	})
+	cs.rec.Update(func(e *journal.Entry) { e.Outcome = rep.Outcome.String() })
+	s.log.Debug("replay ended", "cassette", plan.ref.cassette, "turn", plan.ref.turn, "annotation", plan.annotation, "outcome", rep.Outcome.String(), "frames", rep.Sent)
+	if rep.Reset {
+		resetAfterStream(w)
+	}
+}
+
+// flushSink adapts a ResponseWriter to replay.Sink.
+//
+// The call that makes net/http write the response header (the first flush,
+// or a write that overflows its 2 KiB response buffer first) runs on a
+// fresh goroutine (onFreshStack): net/http writes the header in a function
+// with a 2.8 KiB stack frame, which on top of the handler's deep stack would
+// double the connection goroutine's stack from 8 to 16 KiB for the rest of
+// the stream, the largest single item of a stream's memory
+// (bench/README.md). Later calls take the direct path.
+type flushSink struct {
+	w          http.ResponseWriter
+	rc         *http.ResponseController
+	buffered   int // bytes written before the header was sent
+	headerSent bool
+}
+
+// responseBuffer is net/http's per-response buffer: writes that still fit
+// in it are only copied and do not reach the header-writing code.
+const responseBuffer = 2048
+
+func (f *flushSink) Write(p []byte) (int, error) {
+	if f.headerSent || f.buffered+len(p) <= responseBuffer {
+		f.buffered += len(p)
+		return f.w.Write(p)
+	}
+	f.headerSent = true
+	return f.writeFresh(p)
+}
+
+func (f *flushSink) writeFresh(p []byte) (n int, err error) {
+	onFreshStack(func() { n, err = f.w.Write(p) })
+	return n, err
+}
+
+func (f *flushSink) Flush() error {
+	if f.headerSent {
+		return f.rc.Flush()
+	}
+	f.headerSent = true
+	return f.flushFresh()
+}
+
+func (f *flushSink) flushFresh() (err error) {
+	onFreshStack(func() { err = f.rc.Flush() })
+	return err
+}
+
+// journalSink keeps a copy of each frame a replay writes (one Write per
+// frame) until the replay's Observe hook reports it; observe then records
+// the frame in the request's journal entry with its planned and actual
+// send time.
+type journalSink struct {
+	replaySink
+	rec     *journal.Record
+	speed   float64
+	start   time.Time
+	pending []byte // the last frame written, reused between frames
+}
+
+// replaySink is what replay.Play writes to.
+type replaySink interface {
+	Write(p []byte) (int, error)
+	Flush() error
+}
+
+func (j *journalSink) Write(p []byte) (int, error) {
+	n, err := j.replaySink.Write(p)
+	// A copy: the replay hands its buffer back to a pool before Observe.
+	j.pending = append(j.pending[:0], p[:n]...)
+	return n, err
+}
+
+// observe is replay.Options.Observe.
+func (j *journalSink) observe(f replay.SentFrame) {
+	planned := time.Duration(0)
+	if j.speed > 0 {
+		planned = time.Duration(float64(f.Offset) / j.speed)
+	}
+	j.rec.Frame(f.Index, f.Event, planned, f.At.Sub(j.start), j.pending)
+	j.pending = j.pending[:0]
+}

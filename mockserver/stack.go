@@ -1,0 +1,53 @@
+package mockserver
+
+// The stack budget of a chat stream.
+//
+// The rule: a chat's connection goroutine never needs more than the 8 KiB
+// stack Go starts it with. A stream lives for as long as the recorded turn
+// lasts (seconds to minutes), and a goroutine keeps the largest stack it
+// ever needed until the garbage collector shrinks it, which it does not do
+// while the goroutine is blocked in a deep call; so one deep moment anywhere
+// in a chat doubles its stack to 16 KiB for the whole stream. At 10,000
+// concurrent streams that is 80 MB, the largest single item of a stream's
+// memory (bench/README.md).
+//
+// The numbers: Go starts a goroutine with 8 KiB and doubles it when a call
+// would overflow; net/http writes a response header in a function with a
+// 2.8 KiB frame, and decoding the request JSON and storing a turn reach
+// about as deep, each on top of the 5-6 KiB the connection's handler chain
+// already uses (net/http, the middleware, the router, the handler).
+// TestStreamKeepsASmallStack measures about 8.3 KiB per idle connection
+// (the goroutine's stack plus its share of bookkeeping).
+//
+// How the chat path keeps to it:
+//
+//   - the deep moments run on a fresh goroutine that ends when they do
+//     (onFreshStack): parseChat (chat.go), the player's first flush or
+//     first large write (flushSink, chat_stream.go) and storeTurn (the
+//     player's settle callback);
+//   - the phases are called one after the other from chatMessages, never
+//     nested: prepareChat (parse checks, steer, admit) returns its
+//     chatStream before playChat starts, so its frames are not below the
+//     player's; chatStream and turnPlan are pointers for the same reason;
+//   - routeFault is //go:noinline so that its locals stay out of the frames
+//     of the handlers that call it.
+//
+// The guard: TestStreamKeepsASmallStack (stack_test.go) runs 200 chats on
+// keep-alive connections with the collector off and fails when the idle
+// connections' goroutines average more than 12 KiB of stack. Any change to
+// the chat path that adds a deep call or a large frame shows there first.
+
+// onFreshStack runs fn on a new goroutine and waits for it; a panic in fn
+// is raised again on the caller's goroutine.
+func onFreshStack(fn func()) {
+	done := make(chan any, 1)
+	go func() {
+		var p any
+		defer func() { done <- p }()
+		defer func() { p = recover() }()
+		fn()
+	}()
+	if p := <-done; p != nil {
+		panic(p)
+	}
+}

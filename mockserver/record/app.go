@@ -14,6 +14,7 @@ import (
 
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/upstream"
 )
 
 // recordApp fetches the app description (GET /, /info, /parameters, /meta,
@@ -27,18 +28,18 @@ func (r *Recorder) recordApp(ctx context.Context) error {
 	var ins []*vcr.Interaction
 	var info dify.AppInfo
 	for _, p := range cassette.AppPaths {
-		u := *r.upstream
-		u.Path = r.upstream.Path + p
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+		req, err := r.up.NewRequest(ctx, http.MethodGet, p, "", nil)
 		if err != nil {
 			return err
 		}
-		req.Header.Set("Authorization", "Bearer "+r.key)
 		resp, in, err := r.roundTripVCR(req)
 		if err != nil {
 			return fmt.Errorf("fetching the app description from %s: GET %s: %v", r.host, p, err)
 		}
 		resp.Body.Close()
+		if err := upstream.CheckAnswer(resp); err != nil {
+			return fmt.Errorf("fetching the app description from %s: GET %s: %v", r.host, p, err)
+		}
 		if (p == "/info" || p == "/parameters") && resp.StatusCode != http.StatusOK {
 			return fmt.Errorf("fetching the app description from %s: GET %s answered HTTP %d: %s (check --upstream and the upstream key)",
 				r.host, p, resp.StatusCode, difyMessage([]byte(in.Response.Body)))

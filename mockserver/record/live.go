@@ -132,15 +132,12 @@ func (r *Recorder) Forward(ctx context.Context, t ChatTurn, relay func(raw []byt
 	if t.FirstFrameTimeout > 0 {
 		watchdog = time.AfterFunc(t.FirstFrameTimeout, func() { cancel(errFirstFrame) })
 	}
-	u := *r.upstream
-	u.Path = r.upstream.Path + "/chat-messages"
-	out, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+	out, err := r.up.NewRequest(ctx, http.MethodPost, "/chat-messages", "", bytes.NewReader(body))
 	if err != nil {
 		return nil, &UpstreamError{Kind: UpstreamUnreachable, Detail: err.Error()}
 	}
 	out.Header.Set("Content-Type", "application/json")
 	out.Header.Set("Accept", "text/event-stream")
-	out.Header.Set("Authorization", "Bearer "+r.key)
 	resp, err := r.transport.RoundTrip(out)
 	if err != nil {
 		if errors.Is(context.Cause(ctx), errFirstFrame) {

@@ -25,21 +25,19 @@ import (
 	"io"
 	"mime"
 	"mime/multipart"
-	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	vcr "github.com/dnaeon/go-vcr/v2/cassette"
 	"github.com/dnaeon/go-vcr/v2/recorder"
 
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 	"github.com/difyops/terraform-provider-dify/mockserver/secrets"
+	"github.com/difyops/terraform-provider-dify/mockserver/upstream"
 )
 
 // CassetteHeader names the cassette a request records into. The recorder
@@ -65,8 +63,9 @@ type Config struct {
 	Dir string
 	// Rules are extra redactions applied after the built-in scrubbing.
 	Rules []Rule
-	// Transport carries upstream requests; nil means a fresh
-	// http.Transport (proxy from the environment, transparent gzip).
+	// Transport carries upstream requests under the outbound policy
+	// (mockserver/upstream: the upstream's origin only, no redirects,
+	// bounded answers); nil means upstream.NewBaseTransport.
 	Transport http.RoundTripper
 	// Logf receives one line per notable event; nil discards. Lines never
 	// contain the upstream key.
@@ -94,7 +93,7 @@ type Config struct {
 
 // Recorder is the record-mode http.Handler.
 type Recorder struct {
-	upstream  *url.URL
+	up        *upstream.Upstream
 	host      string // upstream host for provenance
 	dir       string
 	key       string
@@ -127,12 +126,15 @@ type Recorder struct {
 // New checks cfg, fetches the app description from the upstream and writes
 // it as app.yaml (unless the folder already describes the same app).
 func New(ctx context.Context, cfg Config) (*Recorder, error) {
-	u, err := parseUpstream(cfg.Upstream)
-	if err != nil {
-		return nil, err
+	if strings.TrimSpace(cfg.Upstream) == "" {
+		return nil, errors.New("no upstream: pass --upstream URL (the Dify API base, e.g. https://api.dify.ai/v1)")
 	}
 	if strings.TrimSpace(cfg.UpstreamKey) == "" {
 		return nil, errors.New("no upstream API key: set DIFY_MOCK_UPSTREAM_KEY or pass --upstream-key")
+	}
+	up, err := upstream.New(upstream.Config{URL: cfg.Upstream, Key: cfg.UpstreamKey, Base: cfg.Transport})
+	if err != nil {
+		return nil, err
 	}
 	if cfg.Dir == "" {
 		return nil, errors.New("no cassette folder: pass --cassettes DIR")
@@ -140,20 +142,16 @@ func New(ctx context.Context, cfg Config) (*Recorder, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("cassette folder: %w", err)
 	}
-	t := cfg.Transport
-	if t == nil {
-		t = newTransport()
-	}
 	logf := cfg.Logf
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
 	r := &Recorder{
-		upstream:       u,
-		host:           u.Host,
+		up:             up,
+		host:           up.Host(),
 		dir:            cfg.Dir,
 		key:            cfg.UpstreamKey,
-		transport:      t,
+		transport:      up.Transport(),
 		scrub:          newScrubber(cfg.UpstreamKey, cfg.Rules),
 		logf:           logf,
 		reserved:       map[string]*session{},
@@ -175,40 +173,6 @@ func New(ctx context.Context, cfg Config) (*Recorder, error) {
 		return nil, err
 	}
 	return r, nil
-}
-
-func parseUpstream(raw string) (*url.URL, error) {
-	if raw == "" {
-		return nil, errors.New("no upstream: pass --upstream URL (the Dify API base, e.g. https://api.dify.ai/v1)")
-	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("upstream %q: want http(s)://host[:port][/v1]", raw)
-	}
-	if u.User != nil {
-		return nil, errors.New("upstream URL must not contain credentials; the API key goes in --upstream-key or DIFY_MOCK_UPSTREAM_KEY")
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("upstream %q: must not have a query or fragment", raw)
-	}
-	u.Path = strings.TrimSuffix(u.Path, "/")
-	if u.Path == "" {
-		u.Path = "/v1"
-	}
-	u.RawPath = ""
-	return u, nil
-}
-
-func newTransport() http.RoundTripper {
-	return &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          100,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-	}
 }
 
 // apiPath maps a client path to the API path below /v1: "/v1/info" and
@@ -305,14 +269,11 @@ func readBody(w http.ResponseWriter, req *http.Request, limit int64) ([]byte, bo
 // upstream base, query and headers, with the client's credentials replaced
 // by the upstream key.
 func (r *Recorder) outbound(ctx context.Context, req *http.Request, p string, body []byte) (*http.Request, error) {
-	u := *r.upstream
-	u.Path = r.upstream.Path + p
-	u.RawQuery = req.URL.RawQuery
 	var rd io.Reader
 	if len(body) > 0 {
 		rd = bytes.NewReader(body)
 	}
-	out, err := http.NewRequestWithContext(ctx, req.Method, u.String(), rd)
+	out, err := http.NewRequestWithContext(ctx, req.Method, r.up.Endpoint(p, req.URL.RawQuery), rd)
 	if err != nil {
 		return nil, err
 	}
@@ -326,7 +287,7 @@ func (r *Recorder) outbound(ctx context.Context, req *http.Request, p string, bo
 		}
 		out.Header[ck] = append([]string(nil), vs...)
 	}
-	out.Header.Set("Authorization", "Bearer "+r.key)
+	r.up.Authorize(out)
 	return out, nil
 }
 
@@ -556,5 +517,5 @@ func requestedName(w http.ResponseWriter, req *http.Request) (name string, ok bo
 // Upstream is the upstream base URL without any credentials, for banners
 // and logs.
 func (r *Recorder) Upstream() string {
-	return r.upstream.Redacted()
+	return r.up.String()
 }

@@ -314,3 +314,53 @@ func files(t *testing.T, dir string) map[string][]byte {
 	}
 	return out
 }
+
+// TestRecordRefusesARedirectingUpstream: the app description is fetched
+// under the outbound policy (mockserver/upstream): a redirect to another
+// origin is refused at start, and a proxied request's redirect reaches the
+// client as it is; the other origin never sees the key or a request.
+func TestRecordRefusesARedirectingUpstream(t *testing.T) {
+	var hits sync.Map
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Store(r.URL.Path, r.Header.Get("Authorization"))
+	}))
+	defer other.Close()
+	f := newFakeDify(t)
+	redirecting := func(path string) *httptest.Server {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == path {
+				http.Redirect(w, r, other.URL+r.URL.Path, http.StatusFound)
+				return
+			}
+			f.serve(w, r)
+		}))
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	_, err := record.New(context.Background(), record.Config{Upstream: redirecting("/v1/site").URL + "/v1", UpstreamKey: upstreamKey, Dir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "redirect") || strings.Contains(err.Error(), upstreamKey) {
+		t.Fatalf("record.New = %v, want the redirect refused", err)
+	}
+
+	up := redirecting("/v1/conversations")
+	rec, err := record.New(context.Background(), record.Config{Upstream: up.URL + "/v1", UpstreamKey: upstreamKey, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(rec)
+	defer srv.Close()
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/conversations?user=u1", nil)
+	req.Header.Set("Authorization", "Bearer "+clientKey)
+	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound {
+		t.Errorf("the client got %d, want the upstream's 302", resp.StatusCode)
+	}
+	hits.Range(func(k, v any) bool {
+		t.Errorf("the redirect target got %v (Authorization %q)", k, v)
+		return true
+	})
+}

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 
 	vcr "github.com/dnaeon/go-vcr/v2/cassette"
 
 	"github.com/difyops/terraform-provider-dify/mockserver"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/upstream"
 )
 
 // mirrorApp returns set (nil = the built-in cassettes) with the upstream's
@@ -19,23 +19,24 @@ import (
 // then describes the same app (name, form, feature switches), so a case
 // gated on a feature runs on both sides or on neither, and what differs is
 // behaviour rather than app data. Nothing of it is written anywhere.
-func mirrorApp(ctx context.Context, set *cassette.Set, client *http.Client, base, key string) (*cassette.Set, error) {
+func mirrorApp(ctx context.Context, set *cassette.Set, client *http.Client, up *upstream.Upstream) (*cassette.Set, error) {
 	if set == nil {
 		var err error
 		if set, err = mockserver.BuiltinSet(); err != nil {
 			return nil, err
 		}
 	}
-	base = strings.TrimRight(base, "/")
 	f := &cassette.File{Meta: cassette.Meta{Format: cassette.FormatVersion, Kind: cassette.KindApp, Provenance: cassette.ProvenanceRecorded}}
 	for _, p := range cassette.AppPaths {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+p, nil)
+		req, err := up.NewRequest(ctx, http.MethodGet, p, "", nil)
 		if err != nil {
 			return nil, err
 		}
-		req.Header.Set("Authorization", "Bearer "+key)
 		resp, err := client.Do(req)
 		if err != nil {
+			return nil, fmt.Errorf("GET %s: %w", p, err)
+		}
+		if err := upstream.CheckAnswer(resp); err != nil {
 			return nil, fmt.Errorf("GET %s: %w", p, err)
 		}
 		body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
@@ -44,7 +45,7 @@ func mirrorApp(ctx context.Context, set *cassette.Set, client *http.Client, base
 			return nil, fmt.Errorf("GET %s: %w", p, err)
 		}
 		f.Interactions = append(f.Interactions, &vcr.Interaction{
-			Request:  vcr.Request{Method: http.MethodGet, URL: base + p},
+			Request:  vcr.Request{Method: http.MethodGet, URL: up.Endpoint(p, "")},
 			Response: vcr.Response{Code: resp.StatusCode, Headers: resp.Header, Body: string(body)},
 		})
 	}

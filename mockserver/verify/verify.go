@@ -31,6 +31,7 @@ import (
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 	"github.com/difyops/terraform-provider-dify/mockserver/conformance"
 	"github.com/difyops/terraform-provider-dify/mockserver/record"
+	"github.com/difyops/terraform-provider-dify/mockserver/upstream"
 )
 
 // DefaultMaxChatTurns is the CLI's chat-turn cap per server.
@@ -77,8 +78,9 @@ type Options struct {
 	RecordDiff string
 	// Rules are extra redactions for RecordDiff, as `record --redact`.
 	Rules []record.Rule
-	// Transport carries the upstream's requests; nil = a fresh
-	// http.Transport (proxy from the environment).
+	// Transport carries the upstream's requests under the outbound
+	// policy (mockserver/upstream: the upstream's origin only, no
+	// redirects, bounded answers); nil = upstream.NewBaseTransport.
 	Transport http.RoundTripper
 	// Cases replaces the case list (tests); nil = Cases().
 	Cases []conformance.Case
@@ -299,6 +301,10 @@ func Run(ctx context.Context, opts Options) (_ *Report, err error) {
 	if strings.TrimSpace(opts.UpstreamKey) == "" {
 		return nil, &UsageError{"no upstream API key"}
 	}
+	policy, err := upstream.New(upstream.Config{URL: up.String(), Key: opts.UpstreamKey, Base: opts.Transport})
+	if err != nil {
+		return nil, &UsageError{err.Error()}
+	}
 	opts.Upstream = up.String()
 	mockLabel := "built-in"
 	if opts.Mock != "" {
@@ -352,10 +358,7 @@ func Run(ctx context.Context, opts Options) (_ *Report, err error) {
 	if timeout <= 0 {
 		timeout = conformance.Timeout
 	}
-	upTransport := opts.Transport
-	if upTransport == nil {
-		upTransport = newTransport()
-	}
+	upTransport := policy.Transport()
 	// The hard cap: whatever the cases expect, the upstream never gets a
 	// chat request once it has accepted MaxChatTurns of them.
 	var limit *turnLimit
@@ -379,7 +382,7 @@ func Run(ctx context.Context, opts Options) (_ *Report, err error) {
 		if rep.UpstreamMode == dify.ModeAgent || rep.UpstreamMode == dify.ModeAgentChat {
 			mode = rep.UpstreamMode
 		}
-		set, err := mirrorApp(ctx, opts.Cassettes, &http.Client{Transport: upTransport, Timeout: timeout}, opts.Upstream, opts.UpstreamKey)
+		set, err := mirrorApp(ctx, opts.Cassettes, upstream.NoRedirectClient(upTransport, timeout), policy)
 		if err != nil {
 			return rep, sideError(ctx, rep, "upstream", err)
 		}
@@ -391,7 +394,7 @@ func Run(ctx context.Context, opts Options) (_ *Report, err error) {
 		mockURL = base
 		logf("built-in mock on %s", base)
 	}
-	mockCap := &capturing{base: newTransport()}
+	mockCap := &capturing{base: newMockTransport()}
 	mockRun := newRunner(mockURL, mockKey, user, mockCap, timeout, opts, logf, "mock")
 	defer cleanup(mockRun, rep, "mock")
 	if err := mockRun.Probe(ctx); err != nil {
@@ -449,32 +452,21 @@ type pending struct {
 	ds []Difference
 }
 
-// checkURL parses a Service API base URL; an empty path means /v1, as
-// for `dify-mock record`.
+// checkURL parses a Service API base URL as `dify-mock record` does
+// (upstream.ParseBase: an empty path means /v1, no credentials, query or
+// fragment).
 func checkURL(raw, what string) (*url.URL, error) {
-	u, err := url.Parse(strings.TrimSpace(raw))
-	if raw == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return nil, &UsageError{fmt.Sprintf("--%s %q: want an http(s) URL of the Service API without query, e.g. https://dify.example.com/v1", what, redactURL(raw))}
-	}
-	if strings.Trim(u.Path, "/") == "" {
-		u.Path, u.RawPath = "/v1", ""
+	u, err := upstream.ParseBase(raw)
+	if err != nil {
+		return nil, &UsageError{fmt.Sprintf("--%s: %v", what, err)}
 	}
 	return u, nil
 }
 
-// redactURL hides credentials in a URL that did not parse cleanly.
-func redactURL(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
-		return u.Redacted()
-	}
-	if i := strings.LastIndex(raw, "@"); i >= 0 {
-		return "…" + raw[i:]
-	}
-	return raw
-}
-
-func newTransport() http.RoundTripper {
-	t := http.DefaultTransport.(*http.Transport).Clone()
+// newMockTransport carries the requests to the mock under test (its key is
+// a throwaway, but the client follows the same no-redirect rule).
+func newMockTransport() http.RoundTripper {
+	t := upstream.NewBaseTransport()
 	t.MaxIdleConnsPerHost = 4
 	return t
 }
@@ -485,11 +477,7 @@ func newRunner(base, key, user string, tr http.RoundTripper, timeout time.Durati
 		turns = -1
 	}
 	return &conformance.Runner{
-		Target: conformance.Target{BaseURL: base, Key: key, Client: &http.Client{
-			Transport:     tr,
-			Timeout:       timeout,
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		}},
+		Target:       conformance.Target{BaseURL: base, Key: key, Client: upstream.NoRedirectClient(tr, timeout)},
 		User:         user,
 		MaxChatTurns: turns, // 0 never reaches the runner's default: play skips every costly case
 		Inputs:       opts.Inputs,

@@ -721,3 +721,66 @@ func conversations(t *testing.T, base, user string) []string {
 	}
 	return ids
 }
+
+// keyCatcher is another origin (same host, another port): the upstream key
+// must never reach it. It counts the requests it got.
+func keyCatcher(t *testing.T) (*httptest.Server, func() int) {
+	t.Helper()
+	var mu sync.Mutex
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		mu.Lock()
+		n++
+		mu.Unlock()
+		if strings.Contains(req.Header.Get("Authorization"), upstreamKey) {
+			t.Errorf("the upstream key reached another origin: %s %s", req.Method, req.URL)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"tool_icons":{}}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() int { mu.Lock(); defer mu.Unlock(); return n }
+}
+
+// TestRedirectingUpstreamGetsNoKeyElsewhere: an upstream that answers the
+// app-description fetch, or a case, with a redirect to another origin is
+// not followed (the outbound policy, mockserver/upstream): the fetch
+// fails naming the redirect, a case reports the 3xx, and the other server
+// never sees a request.
+func TestRedirectingUpstreamGetsNoKeyElsewhere(t *testing.T) {
+	other, hits := keyCatcher(t)
+	t.Run("app-description", func(t *testing.T) {
+		up := newFakeUpstream(t, deviation{before: func(w http.ResponseWriter, req *http.Request) bool {
+			if req.URL.Path != "/v1/meta" {
+				return false
+			}
+			http.Redirect(w, req, other.URL+"/v1/meta", http.StatusFound)
+			return true
+		}})
+		_, err := verify.Run(context.Background(), verify.Options{Upstream: up.base(), UpstreamKey: upstreamKey, MaxChatTurns: 0, Cases: smallCases()[:3]})
+		if err == nil || !strings.Contains(err.Error(), "redirect") {
+			t.Fatalf("want the redirect refused, got %v", err)
+		}
+		assertNoKey(t, "the error", err.Error())
+	})
+	t.Run("a-case", func(t *testing.T) {
+		up := newFakeUpstream(t, deviation{before: func(w http.ResponseWriter, req *http.Request) bool {
+			if req.URL.Path != "/v1/conversations" {
+				return false
+			}
+			http.Redirect(w, req, other.URL+req.URL.RequestURI(), http.StatusTemporaryRedirect)
+			return true
+		}})
+		rep := run(t, verify.Options{Upstream: up.base(), UpstreamKey: upstreamKey, MaxChatTurns: 0, Cases: smallCases()})
+		seen := false
+		for _, d := range append(rep.Differences, rep.Errors...) {
+			seen = seen || (d.Route == "GET /conversations" && d.Aspect == "status" && d.Upstream == "307")
+		}
+		if !seen {
+			t.Errorf("the redirect is not reported as the upstream's answer:\n%s", showReport(rep))
+		}
+	})
+	if n := hits(); n != 0 {
+		t.Fatalf("the redirect target got %d request(s)", n)
+	}
+}

@@ -81,16 +81,15 @@ func (f *flushSink) flushFresh() (err error) {
 	return err
 }
 
-// journalSink keeps a copy of each frame a replay writes (one Write per
-// frame) until the replay's Observe hook reports it; observe then records
-// the frame in the request's journal entry with its planned and actual
-// send time.
+// journalSink records each frame a replay writes in the request's journal
+// entry, with its planned and actual send time, when the replay's Observe
+// hook reports it (with the frame's bytes: the sink keeps no copy, so a
+// stream holds no frame buffer between frames).
 type journalSink struct {
 	replaySink
-	rec     *journal.Record
-	speed   float64
-	start   time.Time
-	pending []byte // the last frame written, reused between frames
+	rec   *journal.Record
+	speed float64
+	start time.Time
 }
 
 // replaySink is what replay.Play writes to.
@@ -99,19 +98,11 @@ type replaySink interface {
 	Flush() error
 }
 
-func (j *journalSink) Write(p []byte) (int, error) {
-	n, err := j.replaySink.Write(p)
-	// A copy: the replay hands its buffer back to a pool before Observe.
-	j.pending = append(j.pending[:0], p[:n]...)
-	return n, err
-}
-
 // observe is replay.Options.Observe.
 func (j *journalSink) observe(f replay.SentFrame) {
 	planned := time.Duration(0)
 	if j.speed > 0 {
 		planned = time.Duration(float64(f.Offset) / j.speed)
 	}
-	j.rec.Frame(f.Index, f.Event, planned, f.At.Sub(j.start), j.pending)
-	j.pending = j.pending[:0]
+	j.rec.Frame(f.Index, f.Event, planned, f.At.Sub(j.start), f.Data)
 }

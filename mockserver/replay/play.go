@@ -175,6 +175,9 @@ type SentFrame struct {
 	Offset time.Duration
 	// At is when the frame was written.
 	At time.Time
+	// Data is the frame's bytes as written. It is only valid during the
+	// Observe call (the replay reuses the buffer): copy what is kept.
+	Data []byte
 }
 
 // player is one replay in progress. Its methods share the schedule (start,
@@ -301,11 +304,11 @@ func (p *player) writeRecorded(i int) bool {
 	buf := getFrameBuf(p.t.maxFrame + 256)
 	*buf = p.b.Render((*buf)[:0], i)
 	ok := p.write(*buf)
-	putFrameBuf(buf)
 	if ok && p.opt.Observe != nil {
 		f := &p.t.Frames[i]
-		p.opt.Observe(SentFrame{Index: i, Event: f.Event, Offset: f.Offset, At: time.Now()})
+		p.opt.Observe(SentFrame{Index: i, Event: f.Event, Offset: f.Offset, At: time.Now(), Data: *buf})
 	}
+	putFrameBuf(buf)
 	return ok
 }
 
@@ -351,13 +354,14 @@ func (p *player) fire(i int) (r *Report, done bool) {
 		rep.Result.ErrorCode, rep.Result.ErrorMessage = code, msg
 		return p.finish(Faulted, off, madeUp{dify.EventError, p.b.errorFrame(code, status, msg)}), true
 	case fault.MalformedAfter:
-		if !p.write(p.b.brokenFrame()) {
+		broken := p.b.brokenFrame()
+		if !p.write(broken) {
 			rep.Result = p.b.Fold(i)
 			rep.Outcome = Disconnected
 			p.settle(rep)
 			return rep, true
 		}
-		p.observeMadeUp(dify.EventAgentMessage, off)
+		p.observeMadeUp(dify.EventAgentMessage, off, broken)
 		if f.Then == fault.ThenContinue {
 			return nil, false
 		}
@@ -416,15 +420,15 @@ func (p *player) finish(o Outcome, off time.Duration, extra ...madeUp) *Report {
 		if !p.write(f.data) {
 			break
 		}
-		p.observeMadeUp(f.event, off)
+		p.observeMadeUp(f.event, off, f.data)
 	}
 	p.flush()
 	return p.rep
 }
 
-func (p *player) observeMadeUp(event string, off time.Duration) {
+func (p *player) observeMadeUp(event string, off time.Duration, data []byte) {
 	if p.opt.Observe != nil {
-		p.opt.Observe(SentFrame{Index: -1, Event: event, Offset: off, At: time.Now()})
+		p.opt.Observe(SentFrame{Index: -1, Event: event, Offset: off, At: time.Now(), Data: data})
 	}
 }
 

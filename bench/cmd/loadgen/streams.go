@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,7 +15,6 @@ import (
 	"time"
 
 	"github.com/difyops/terraform-provider-dify/cassettes"
-	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 )
 
@@ -58,10 +55,10 @@ type streamsResult struct {
 }
 
 type streamsOptions struct {
-	url, cassette, debugURL, out, profile, label string
-	streams, pid, connect                        int
-	speed                                        float64
-	profileFor, timeout                          time.Duration
+	url, cassette, debugURL, out, profile, label, sources string
+	streams, pid, connect                                 int
+	speed                                                 float64
+	profileFor, timeout                                   time.Duration
 }
 
 func runStreams(ctx context.Context, args []string, stderr io.Writer) error {
@@ -80,6 +77,7 @@ func runStreams(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (default: the turn's length + 2m)")
 	fs.StringVar(&o.out, "out", "", "append the JSON result to this file (default stdout)")
 	fs.StringVar(&o.label, "label", "", "free-form label stored with the result")
+	fs.StringVar(&o.sources, "sources", "auto", "local addresses to dial from: a count N (127.0.0.2 … 127.0.0.N+1), a comma-separated list, or auto (one per 20,000 streams: one source and one server address give at most the ephemeral port range)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -183,14 +181,25 @@ func streams(ctx context.Context, o streamsOptions, turn *cassette.RecordedTurn,
 		bodies[u] = b
 	}
 	// Every stream has its own connection, as browsers and the provider do.
-	client := &http.Client{Transport: &http.Transport{
-		DisableKeepAlives:   true,
-		DisableCompression:  true,
-		DialContext:         (&net.Dialer{Timeout: 30 * time.Second}).DialContext,
-		MaxIdleConnsPerHost: -1,
-	}}
+	sources, err := parseSources(o.sources, o.streams)
+	if err != nil {
+		return nil, err
+	}
+	hdr := http.Header{}
+	hdr.Set("Authorization", "Bearer app-bench")
+	hdr.Set("Content-Type", "application/json")
+	hdr.Set("X-Dify-Mock-Cassette", o.cassette)
+	hdr.Set("X-Dify-Mock-Speed", strconv.FormatFloat(o.speed, 'g', -1, 64))
 	endpoint := strings.TrimRight(o.url, "/") + "/chat-messages"
-	speed := strconv.FormatFloat(o.speed, 'g', -1, 64)
+	target, err := newSSETarget(endpoint, hdr, sources)
+	if err != nil {
+		return nil, err
+	}
+	requests := make([][]byte, users)
+	for u, b := range bodies {
+		requests[u] = target.request(b)
+	}
+	speed := hdr.Get("X-Dify-Mock-Speed")
 
 	smp := newSampler(o.pid, o.debugURL)
 	sctx, stopSampling := context.WithCancel(ctx)
@@ -211,8 +220,8 @@ func streams(ctx context.Context, o streamsOptions, turn *cassette.RecordedTurn,
 		}()
 	}
 
-	fmt.Fprintf(stderr, "loadgen: %d streams of %q (%d frames, %v at speed %s) against %s\n",
-		o.streams, turn.Request.Query, len(due), length, speed, endpoint)
+	fmt.Fprintf(stderr, "loadgen: %d streams of %q (%d frames, %v at speed %s) against %s from %d source address(es)\n",
+		o.streams, turn.Request.Query, len(due), length, speed, endpoint, max(1, len(sources)))
 	var (
 		active, peak atomic.Int64
 		lastFirst    atomic.Int64 // unix nanos of the latest first frame
@@ -222,9 +231,9 @@ func streams(ctx context.Context, o streamsOptions, turn *cassette.RecordedTurn,
 	start := time.Now()
 	serverCPU0, clientCPU0 := processCPU(o.pid), selfCPU()
 	for i := range o.streams {
-		body := bodies[i%users]
+		req := requests[i%users]
 		go func() {
-			results <- oneStream(ctx, client, endpoint, body, o.cassette, speed, due, sem, func(first time.Time) {
+			results <- oneStream(ctx, target, i, req, due, sem, func(first time.Time) {
 				n := active.Add(1)
 				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 				}
@@ -295,10 +304,10 @@ func streams(ctx context.Context, o streamsOptions, turn *cassette.RecordedTurn,
 	return res, nil
 }
 
-// oneStream sends one chat request and times every frame. sem bounds how
-// many requests wait for their first frame at once; started/ended track the
-// number of streams that are live.
-func oneStream(ctx context.Context, client *http.Client, endpoint string, body []byte, cassetteName, speed string,
+// oneStream sends one chat request (stream i) and times every frame. sem
+// bounds how many requests wait for their first frame at once;
+// started/ended track the number of streams that are live.
+func oneStream(ctx context.Context, target *sseTarget, i int, req []byte,
 	due []time.Duration, sem chan struct{}, started func(time.Time), ended func()) (out streamOutcome) {
 	select {
 	case sem <- struct{}{}:
@@ -314,54 +323,38 @@ func oneStream(ctx context.Context, client *http.Client, endpoint string, body [
 		}
 	}
 	defer release()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
-	if err != nil {
-		out.err = err
-		return out
-	}
-	req.Header.Set("Authorization", "Bearer app-bench")
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Dify-Mock-Cassette", cassetteName)
-	req.Header.Set("X-Dify-Mock-Speed", speed)
 	sent := time.Now()
-	resp, err := client.Do(req)
+	conn, err := target.dial(ctx, i)
 	if err != nil {
 		out.err = err
 		out.end = time.Now()
 		return out
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		out.err = fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(msg))
-		out.end = time.Now()
-		return out
-	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	defer stop()
 	arrivals := make([]time.Duration, 0, len(due))
-	fr := dify.NewFrameReader(resp.Body)
-	for {
-		f, err := fr.Next()
-		now := time.Now()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			out.err = fmt.Errorf("after %d frames: %w", len(arrivals), err)
-			break
-		}
-		out.bytes += int64(len(f.Raw))
-		if f.Empty() {
-			continue
-		}
+	err = sseStream(conn, req, func(now time.Time, size int) {
+		out.bytes += int64(size)
 		if len(arrivals) == 0 {
 			out.ttfe = now.Sub(sent)
 			release()
 			started(now)
-			defer ended()
 		}
 		arrivals = append(arrivals, now.Sub(sent))
+	})
+	if len(arrivals) > 0 {
+		ended()
 	}
 	out.end = time.Now()
+	if err != nil {
+		var st *errStatus
+		if errors.As(err, &st) {
+			out.err = st
+		} else {
+			out.err = fmt.Errorf("after %d frames: %w", len(arrivals), err)
+		}
+	}
 	var anchor time.Duration
 	out.lateness, anchor = frameLateness(arrivals, due)
 	out.start = sent.Add(anchor)

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// The streams client is part of the measurement (a late frame counts
+// whether the server or the client was slow), so it is built to cost as
+// little as the server's side of a stream: a raw TCP connection per stream,
+// the request written once from pre-encoded bytes, the response read with
+// http.ReadResponse on small pooled-size buffers, and frames counted by
+// scanning lines in place. One goroutine per stream; no http.Transport
+// (which adds a read and a write goroutine and 8 KiB of buffers per
+// connection, and at 50,000 streams was a third of the client's CPU).
+
+// sseTarget is where the streams go and how their requests look.
+type sseTarget struct {
+	addr    string // host:port of the server
+	path    string // request path, e.g. /v1/chat-messages
+	headers string // the request's fixed header lines, each ending in \r\n
+	// sources are local addresses to dial from, in turn (nil: the kernel
+	// picks). One source and one server address give at most the
+	// ephemeral port range (about 28,000 on Linux) connections.
+	sources []net.IP
+}
+
+func newSSETarget(endpoint string, header http.Header, sources []net.IP) (*sseTarget, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme != "http" {
+		return nil, fmt.Errorf("%s: the streams client speaks plain http only", endpoint)
+	}
+	host := u.Host
+	if u.Port() == "" {
+		host = net.JoinHostPort(u.Hostname(), "80")
+	}
+	var h bytes.Buffer
+	fmt.Fprintf(&h, "Host: %s\r\n", u.Host)
+	for k, vs := range header {
+		for _, v := range vs {
+			fmt.Fprintf(&h, "%s: %s\r\n", k, v)
+		}
+	}
+	h.WriteString("Connection: close\r\n")
+	return &sseTarget{addr: host, path: u.RequestURI(), headers: h.String(), sources: sources}, nil
+}
+
+// request renders the full request for body.
+func (t *sseTarget) request(body []byte) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "POST %s HTTP/1.1\r\n%sContent-Length: %d\r\n\r\n", t.path, t.headers, len(body))
+	b.Write(body)
+	return b.Bytes()
+}
+
+// dial connects stream i, from its source address if there are several.
+func (t *sseTarget) dial(ctx context.Context, i int) (net.Conn, error) {
+	d := net.Dialer{Timeout: 30 * time.Second}
+	if len(t.sources) > 0 {
+		d.LocalAddr = &net.TCPAddr{IP: t.sources[i%len(t.sources)]}
+	}
+	return d.DialContext(ctx, "tcp", t.addr)
+}
+
+// loopbackSources returns n loopback source addresses starting at
+// 127.0.0.2 (all of 127.0.0.0/8 reaches the loopback interface on Linux;
+// macOS needs `ifconfig lo0 alias 127.0.0.N` for each), or nil for n ≤ 1.
+func loopbackSources(n int) []net.IP {
+	if n <= 1 {
+		return nil
+	}
+	out := make([]net.IP, n)
+	for i := range out {
+		k := i + 2
+		out[i] = net.IPv4(127, byte(k>>16), byte(k>>8), byte(k))
+	}
+	return out
+}
+
+var (
+	headPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 1<<10) }}
+	bodyPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
+)
+
+// errStatus is a response that is not 200.
+type errStatus struct {
+	code int
+	body string
+}
+
+func (e *errStatus) Error() string { return fmt.Sprintf("HTTP %d: %s", e.code, e.body) }
+
+// sseStream sends req on conn and calls frame(now, size) as each complete,
+// non-empty SSE frame arrives (now is taken when the frame's last line was
+// read). It returns nil at a clean end of the body.
+func sseStream(conn net.Conn, req []byte, frame func(now time.Time, size int)) error {
+	if _, err := conn.Write(req); err != nil {
+		return err
+	}
+	br := headPool.Get().(*bufio.Reader)
+	br.Reset(conn)
+	defer func() { br.Reset(nil); headPool.Put(br) }()
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return &errStatus{resp.StatusCode, string(bytes.TrimSpace(msg))}
+	}
+	r := bodyPool.Get().(*bufio.Reader)
+	r.Reset(resp.Body)
+	defer func() { r.Reset(nil); bodyPool.Put(r) }()
+	return scanFrames(r, frame)
+}
+
+// scanFrames reads SSE frames: lines ending in \n (a \r before it is
+// dropped), a blank line ending a frame. A frame with only blank lines is
+// not a frame. Lines longer than the buffer are read in pieces.
+func scanFrames(r *bufio.Reader, frame func(now time.Time, size int)) error {
+	size, content, midLine := 0, false, false
+	for {
+		line, err := r.ReadSlice('\n')
+		size += len(line)
+		if err == bufio.ErrBufferFull {
+			content, midLine = true, true
+			continue
+		}
+		if err != nil {
+			if err == io.EOF {
+				if content || len(line) > 0 {
+					return io.ErrUnexpectedEOF // a frame cut off
+				}
+				return nil
+			}
+			return err
+		}
+		blank := !midLine && (len(line) == 1 || (len(line) == 2 && line[0] == '\r'))
+		midLine = false
+		if !blank {
+			content = true
+			continue
+		}
+		if content {
+			frame(time.Now(), size)
+		}
+		size, content = 0, false
+	}
+}
+
+// parseSources reads --sources: a count of loopback source addresses
+// ("4": 127.0.0.2–127.0.0.5), "auto" (one per 20,000 streams), or a
+// comma-separated list of addresses.
+func parseSources(s string, streams int) ([]net.IP, error) {
+	switch s {
+	case "", "auto":
+		return loopbackSources((streams + 19_999) / 20_000), nil
+	}
+	if n, err := strconv.Atoi(s); err == nil {
+		if n < 0 {
+			return nil, errors.New("--sources: negative count")
+		}
+		return loopbackSources(n), nil
+	}
+	var out []net.IP
+	for _, f := range bytes.Split([]byte(s), []byte(",")) {
+		ip := net.ParseIP(string(bytes.TrimSpace(f)))
+		if ip == nil {
+			return nil, fmt.Errorf("--sources: %q is not an IP address", f)
+		}
+		out = append(out, ip)
+	}
+	return out, nil
+}

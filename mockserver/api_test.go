@@ -34,6 +34,8 @@ func TestAuth(t *testing.T) {
 		{anyKey, "bEaReR app-anything", 200, ""},
 		{keyed, "Bearer app-anything", 401, "Access token is invalid"},
 		{keyed, "Bearer app-two", 200, ""},
+		{keyed, "Bearer \u00a0", 401, "Access token is invalid"},
+		{keyed, "Bearer \u3000\u0085", 401, "Access token is invalid"},
 	}
 	for _, c := range cases {
 		t.Run(c.header, func(t *testing.T) {
@@ -59,6 +61,17 @@ func TestAuth(t *testing.T) {
 	resp, body = anyKey.do(http.MethodGet, "/", nil, "Authorization", "")
 	if resp.StatusCode != 200 || string(body) != testRoot {
 		t.Fatalf("GET /v1/: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestEmptyAPIKeysAreRefused: a configured key that is empty or holds
+// white space is refused at New; "Bearer " followed by a Unicode space used
+// to match an empty key.
+func TestEmptyAPIKeysAreRefused(t *testing.T) {
+	for _, k := range []string{"", " ", "\u00a0", "app-a b", "app-\u0085", "app-\xff"} {
+		if _, err := mockserver.New(mockserver.Config{APIKeys: []string{"app-ok", k}}); err == nil {
+			t.Errorf("APIKeys %q accepted", k)
+		}
 	}
 }
 

@@ -224,6 +224,9 @@ func (s *Server) checkAuth(header string) *apiError {
 		return newError(http.StatusUnauthorized, "unauthorized", msgAuthScheme)
 	}
 	token = strings.TrimSpace(token)
+	if token == "" {
+		return newError(http.StatusUnauthorized, "unauthorized", msgAuthInvalid)
+	}
 	if len(s.cfg.APIKeys) == 0 {
 		if strings.HasPrefix(token, "app-") && len(token) > len("app-") {
 			return nil

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -122,8 +124,31 @@ type task struct {
 	once  sync.Once
 }
 
+// CheckAPIKey refuses a key no client could send as itself: empty, or with
+// white space (Unicode included) or control characters, which the bearer
+// parser trims or a header cannot carry.
+func CheckAPIKey(k string) error {
+	if k == "" {
+		return errors.New("an API key must not be empty")
+	}
+	if !utf8.ValidString(k) {
+		return errors.New("an API key must be UTF-8")
+	}
+	for _, r := range k {
+		if unicode.IsSpace(r) || unicode.IsControl(r) {
+			return errors.New("an API key must not contain white space or control characters")
+		}
+	}
+	return nil
+}
+
 // New validates cfg and builds the server.
 func New(cfg Config) (*Server, error) {
+	for _, k := range cfg.APIKeys {
+		if err := CheckAPIKey(k); err != nil {
+			return nil, err
+		}
+	}
 	if !validSpeed(cfg.Speed) {
 		return nil, fmt.Errorf("speed %v: want 0 (no delays) or a number from %v to %v", cfg.Speed, minSpeed, maxSpeed)
 	}

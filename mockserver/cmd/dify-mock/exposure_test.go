@@ -79,3 +79,21 @@ func TestBannerShowsReachableAddresses(t *testing.T) {
 		t.Errorf("banner for 127.0.0.1:\n%s", b.String())
 	}
 }
+
+// An empty or blank --api-key is refused on every address: it used to count
+// as the remote opt-in ("API keys 1 configured") and, on loopback, to match
+// "Bearer" followed by a Unicode space.
+func TestServeRefusesEmptyAPIKeys(t *testing.T) {
+	for _, args := range [][]string{
+		{"--addr", "0.0.0.0:0", "--api-key", ""},
+		{"--addr", "127.0.0.1:0", "--api-key", ""},
+		{"--addr", "127.0.0.1:0", "--api-key", "app-ok", "--api-key", " "},
+		{"--addr", "127.0.0.1:0", "--api-key", "\u3000"},
+		{"--addr", "127.0.0.1:0", "--admin-token", " "},
+	} {
+		var out, errOut bytes.Buffer
+		if _, err := parseServe(args, func(string) string { return "" }, &out, &errOut); err == nil {
+			t.Errorf("%q accepted", args)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/difyops/terraform-provider-dify/mockserver"
@@ -94,6 +95,16 @@ func parseServe(args []string, getenv func(string) string, stdout, stderr io.Wri
 		if err := checkLoopback(o.pprofAddr); err != nil {
 			return nil, f.usageError(stderr, err.Error())
 		}
+	}
+	for _, k := range o.apiKeys.values {
+		// An empty key would count as the remote opt-in and match a
+		// bearer token that trims to nothing.
+		if err := mockserver.CheckAPIKey(k); err != nil {
+			return nil, f.usageError(stderr, "--api-key: "+err.Error())
+		}
+	}
+	if o.adminToken != "" && strings.TrimSpace(o.adminToken) != o.adminToken {
+		return nil, f.usageError(stderr, "--admin-token: must not be blank or start or end with white space")
 	}
 	if err := checkExposure(o.addr, o.allowRemote, len(o.apiKeys.values)); err != nil {
 		return nil, f.usageError(stderr, err.Error())

@@ -30,6 +30,8 @@ type ControlConfig struct {
 	AllowedHosts []string
 	// JournalSize is how many requests the journal keeps (0 = journal.DefaultSize).
 	JournalSize int
+	// JournalBytes bounds the bytes the journal holds (0 = journal.DefaultBytes).
+	JournalBytes int64
 	// CassetteDir is the folder Config.Cassettes came from: the control API
 	// reloads it and saves new cassettes into it. "" = the built-in set
 	// (neither is available).
@@ -41,7 +43,7 @@ func (s *Server) setupControl() {
 	if s.cfg.Control.Disabled {
 		return
 	}
-	s.journal = journal.New(s.cfg.Control.JournalSize)
+	s.journal = journal.NewBounded(s.cfg.Control.JournalSize, s.cfg.Control.JournalBytes)
 	s.rules = rules.New(func() { s.journal.Publish(control.EventRules, nil) })
 	s.control = s.recoverer(control.New(control.Options{
 		Journal: s.journal, Rules: s.rules, Store: s.store, Backend: controlBackend{s},

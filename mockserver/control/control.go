@@ -281,6 +281,9 @@ func (h *Handler) info(w http.ResponseWriter, _ *http.Request, _ httprouter.Para
 		}
 	}
 	info["journal_size"] = h.opt.Journal.Size()
+	info["journal_bytes"] = h.opt.Journal.Bytes()
+	info["journal_held_bytes"] = h.opt.Journal.Held()
+	info["journal_dropped"] = h.opt.Journal.Dropped()
 	info["rules"] = h.opt.Rules.Len()
 	info["admin_token_required"] = h.opt.AdminToken != ""
 	writeJSON(w, http.StatusOK, info)

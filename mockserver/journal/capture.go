@@ -9,6 +9,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -18,8 +19,11 @@ import (
 // MaxBody is how much of a request body the journal keeps.
 const MaxBody = 64 << 10
 
-// maxField bounds a kept multipart text field.
-const maxField = 4 << 10
+// maxField bounds a kept multipart text field, maxFields all of them.
+const (
+	maxField  = 4 << 10
+	maxFields = 16 << 10
+)
 
 // maxParts bounds the multipart parts the journal looks at; the rest of the
 // body is passed over without parsing (a body of a million tiny parts costs
@@ -30,13 +34,17 @@ const maxParts = 64
 // never kept (they carry API keys); bodies and query strings are redacted.
 func (j *Journal) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := j.Start(r.Method, r.URL.Path, redact(r.URL.RawQuery), r.Header.Get("Origin"))
-		q := r.URL.Query()
+		// Cut before redacting: the redaction's cost is bounded per request.
+		var cut []string
+		query := redact(clip(r.URL.RawQuery, MaxQuery, &cut, "query"))
+		rec := j.Start(r.Method, redactPath(clip(r.URL.Path, MaxPath, &cut, "path")), query, redactID(r.Header.Get("Origin")))
+		q, _ := url.ParseQuery(clip(r.URL.RawQuery, MaxQuery, nil, ""))
 		rec.Update(func(e *Entry) {
-			e.User = q.Get("user")
-			e.Conversation = q.Get("conversation_id")
-			if c := pathConversation(r.URL.Path); c != "" {
-				e.Conversation = c
+			e.Truncated = append(e.Truncated, cut...)
+			e.User = redactID(q.Get("user"))
+			e.Conversation = redactID(q.Get("conversation_id"))
+			if c := pathConversation(e.Path); c != "" {
+				e.Conversation = redactID(c)
 			}
 		})
 		cw := &captureWriter{ResponseWriter: w}
@@ -63,6 +71,24 @@ func pathConversation(p string) string {
 		}
 	}
 	return ""
+}
+
+// redactID is a user, conversation id or origin as the journal keeps it:
+// cut to MaxID bytes, then redacted like a body (a key-shaped user=
+// value is as secret in the user field as in the query).
+func redactID(s string) string {
+	if s == "" {
+		return ""
+	}
+	return string(secrets.Redact([]byte(clip(s, MaxID, nil, ""))))
+}
+
+// redactPath redacts a path's segments (a key pasted into a route).
+func redactPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	return string(secrets.Redact([]byte(p)))
 }
 
 func redact(s string) string {
@@ -110,9 +136,11 @@ type bodyCapture struct {
 	// multipart: the bytes go through a pipe to a parser goroutine.
 	pw      *io.PipeWriter
 	parsed  chan struct{}
-	mu      sync.Mutex
-	uploads []Upload
-	fields  map[string]string
+	mu         sync.Mutex
+	uploads    []Upload
+	fields     map[string]string
+	fieldBytes int
+	fieldsCut  bool
 }
 
 func newBodyCapture(r *http.Request) *bodyCapture {
@@ -172,11 +200,17 @@ func (b *bodyCapture) parseMultipart(mr *multipart.Reader, pr *io.PipeReader) {
 		if secrets.IsCredentialName(name) {
 			val = secrets.Redacted
 		}
+		name = clip(name, maxField, nil, "")
 		b.mu.Lock()
-		if b.fields == nil {
-			b.fields = map[string]string{}
+		if b.fieldBytes+len(name)+len(val) > maxFields {
+			b.fieldsCut = true
+		} else {
+			if b.fields == nil {
+				b.fields = map[string]string{}
+			}
+			b.fields[name] = val
+			b.fieldBytes += len(name) + len(val)
 		}
-		b.fields[name] = val
 		b.mu.Unlock()
 	}
 }
@@ -187,18 +221,33 @@ func (b *bodyCapture) finish(rec *Record) {
 		_ = b.pw.Close()
 		<-b.parsed
 		b.mu.Lock()
-		uploads, fields := b.uploads, b.fields
+		uploads, fields, cost, cut := b.uploads, b.fields, b.fieldBytes, b.fieldsCut
 		b.mu.Unlock()
+		for _, u := range uploads {
+			cost += 128 + len(u.Field) + len(u.Filename) + len(u.ContentType)
+		}
+		if !rec.charge(int64(cost)) {
+			return
+		}
 		rec.Update(func(e *Entry) {
 			e.BodySize, e.Uploads, e.Fields = b.size, uploads, fields
+			if cut {
+				e.Truncated = append(e.Truncated, "fields")
+			}
 			if u := fields["user"]; u != "" && e.User == "" {
-				e.User = u
+				e.User = clip(u, MaxID, nil, "")
 			}
 		})
 		return
 	}
 	data := secrets.Redact(b.kept.Bytes())
+	if !rec.charge(int64(len(data))) {
+		return
+	}
 	rec.Update(func(e *Entry) {
+		if b.truncated {
+			e.Truncated = append(e.Truncated, "body")
+		}
 		e.BodySize, e.BodyTruncated = b.size, b.truncated
 		if len(data) == 0 {
 			return
@@ -211,10 +260,10 @@ func (b *bodyCapture) finish(rec *Record) {
 			}
 			if json.Unmarshal(data, &ids) == nil {
 				if ids.User != nil && *ids.User != "" {
-					e.User = *ids.User
+					e.User = clip(*ids.User, MaxID, nil, "") // data is redacted
 				}
 				if ids.Conversation != nil && *ids.Conversation != "" {
-					e.Conversation = strings.ToLower(*ids.Conversation)
+					e.Conversation = strings.ToLower(clip(*ids.Conversation, MaxID, nil, ""))
 				}
 			}
 			return

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // DefaultSize is how many requests the journal keeps when the size is not
@@ -27,13 +28,32 @@ const DefaultSize = 1000
 // MaxFrames bounds the frames kept per entry; more are counted, not kept.
 const MaxFrames = 5000
 
-// DefaultStreamBudget bounds the stream bytes (frame data, kept so that an
-// entry can be saved as a cassette) held across the whole journal. Once it
-// is spent, new frames keep their timing but not their bytes.
-const DefaultStreamBudget = 64 << 20
+// DefaultBytes bounds the bytes the whole journal holds: every entry's
+// request line, body, fields, frame list and frame data (kept so that an
+// entry can be saved as a cassette). Past it the oldest entries are dropped,
+// as past the entry count; a frame that would not fit even then keeps its
+// timing but not its bytes.
+const DefaultBytes = 64 << 20
 
 // MaxEntryStream bounds the stream bytes kept for one entry.
 const MaxEntryStream = 1 << 20
+
+// Per-entry caps on what a client sends in the request line and headers
+// (the rest is cut, and Entry.Truncated names the field): the redaction of
+// a request costs at most this much work, whatever its size.
+const (
+	MaxPath   = 2 << 10
+	MaxQuery  = 4 << 10
+	MaxOrigin = 512
+	MaxID     = 256 // user and conversation_id
+)
+
+// entryOverhead is the estimated cost of an entry besides its strings
+// (struct, times, slices); frameOverhead the same for one frame.
+const (
+	entryOverhead = 1024 // with user and conversation_id at MaxID each
+	frameOverhead = 96
+)
 
 // Frame is one SSE frame sent in a chat stream.
 type Frame struct {
@@ -97,6 +117,11 @@ type Entry struct {
 	// Outcome is how a stream ended (completed, faulted, stopped, …).
 	Outcome string `json:"outcome,omitempty"`
 
+	// Truncated names the fields that were longer than the journal keeps
+	// ("path", "query", "origin", "user", "conversation_id", "body",
+	// "fields"); what is kept is their start.
+	Truncated []string `json:"truncated,omitempty"`
+
 	Frames        []Frame `json:"frames,omitempty"`
 	FrameCount    int     `json:"frame_count"`
 	FramesDropped int     `json:"frames_dropped,omitempty"`
@@ -113,72 +138,166 @@ type Record struct {
 	e      Entry
 	start  time.Time
 	stream int64 // bytes of frame data held
+	cost   int64 // bytes charged to the journal
+	gone   bool  // evicted: nothing more is kept or charged
 }
 
 // Journal is the ring buffer.
 type Journal struct {
 	size   int
-	budget int64
+	budget int64 // bytes held across entries
 
 	mu      sync.Mutex
-	ring    []*Record // oldest first once full; len <= size
-	head    int       // index of the oldest entry when len(ring) == size
+	ring    []*Record // oldest first; len <= size
 	nextID  int64
-	streams atomic.Int64 // frame bytes held across entries
+	held    atomic.Int64 // bytes charged by the entries in ring
+	streams atomic.Int64 // of which frame data
+	dropped atomic.Int64 // entries dropped for the byte bound
 
 	hub hub
 	now func() time.Time
 }
 
 // New returns a journal keeping the last size entries (size <= 0 means
-// DefaultSize).
+// DefaultSize) within DefaultBytes.
 func New(size int) *Journal {
+	return NewBounded(size, 0)
+}
+
+// NewBounded returns a journal keeping the last size entries within bytes
+// (<= 0 means DefaultSize and DefaultBytes).
+func NewBounded(size int, bytes int64) *Journal {
 	if size <= 0 {
 		size = DefaultSize
 	}
-	return &Journal{size: size, budget: DefaultStreamBudget, now: time.Now}
+	if bytes <= 0 {
+		bytes = DefaultBytes
+	}
+	return &Journal{size: size, budget: bytes, now: time.Now}
 }
 
 // Size is the number of entries kept.
 func (j *Journal) Size() int { return j.size }
 
-// Start journals a new request and returns its live record.
+// Bytes is the byte bound.
+func (j *Journal) Bytes() int64 { return j.budget }
+
+// Held is the bytes the entries hold now (an estimate: string and body
+// bytes plus a fixed overhead per entry and frame).
+func (j *Journal) Held() int64 { return j.held.Load() }
+
+// Dropped counts the entries dropped to stay within the byte bound.
+func (j *Journal) Dropped() int64 { return j.dropped.Load() }
+
+// Start journals a new request and returns its live record. Path, query
+// and origin are cut to MaxPath, MaxQuery and MaxOrigin bytes.
 func (j *Journal) Start(method, path, query, origin string) *Record {
 	rec := &Record{j: j, start: j.now()}
-	rec.e = Entry{Time: rec.start.UTC(), Method: method, Path: path, Query: query, Origin: origin}
+	rec.e = Entry{Time: rec.start.UTC(), Method: clip(method, 32, nil, "")}
+	rec.e.Path = clip(path, MaxPath, &rec.e.Truncated, "path")
+	rec.e.Query = clip(query, MaxQuery, &rec.e.Truncated, "query")
+	rec.e.Origin = clip(origin, MaxOrigin, &rec.e.Truncated, "origin")
+	rec.cost = entryOverhead + int64(len(rec.e.Method)+len(rec.e.Path)+len(rec.e.Query)+len(rec.e.Origin))
 	j.mu.Lock()
 	j.nextID++
 	rec.e.ID = j.nextID
-	if len(j.ring) < j.size {
-		j.ring = append(j.ring, rec)
-	} else {
-		old := j.ring[j.head]
-		j.ring[j.head] = rec
-		j.head = (j.head + 1) % j.size
-		j.release(old)
+	j.ring = append(j.ring, rec)
+	j.held.Add(rec.cost)
+	var old []*Record
+	for len(j.ring) > j.size {
+		old = append(old, j.ring[0])
+		j.ring[0] = nil
+		j.ring = j.ring[1:]
 	}
 	j.mu.Unlock()
+	for _, r := range old {
+		j.release(r)
+	}
+	j.trim(rec)
 	j.hub.publish(Event{Type: EventRequest, ID: rec.e.ID}, func() any { return rec.Summary() })
 	return rec
 }
 
-// release gives an evicted entry's stream bytes back to the budget.
+// clip cuts s to at most n bytes on a rune boundary; when it cuts, it adds
+// name to *truncated.
+func clip(s string, n int, truncated *[]string, name string) string {
+	if len(s) <= n {
+		return s
+	}
+	if truncated != nil {
+		*truncated = append(*truncated, name)
+	}
+	s = s[:n]
+	for len(s) > 0 && !utf8.RuneStart(s[len(s)-1]) {
+		s = s[:len(s)-1]
+	}
+	if len(s) > 0 {
+		if r, size := utf8.DecodeLastRuneInString(s); r == utf8.RuneError && size <= 1 {
+			s = s[:len(s)-1]
+		}
+	}
+	return s
+}
+
+// charge adds n bytes to r's cost and, past the byte bound, drops the
+// oldest other entries. It reports false for an evicted record, which
+// keeps nothing more.
+func (r *Record) charge(n int64) bool {
+	r.mu.Lock()
+	if r.gone {
+		r.mu.Unlock()
+		return false
+	}
+	r.cost += n
+	r.mu.Unlock()
+	r.j.held.Add(n)
+	r.j.trim(r)
+	return true
+}
+
+// trim drops the oldest entries other than keep until the journal is within
+// its byte bound (keep itself is never dropped here: it is being written).
+func (j *Journal) trim(keep *Record) {
+	if j.held.Load() <= j.budget {
+		return
+	}
+	var old []*Record
+	j.mu.Lock()
+	for held := j.held.Load(); held > j.budget && len(j.ring) > 0 && j.ring[0] != keep; {
+		r := j.ring[0]
+		j.ring[0] = nil
+		j.ring = j.ring[1:]
+		old = append(old, r)
+		r.mu.Lock()
+		held -= r.cost
+		r.mu.Unlock()
+	}
+	j.mu.Unlock()
+	for _, r := range old {
+		j.release(r)
+	}
+	j.dropped.Add(int64(len(old)))
+}
+
+// release gives an evicted entry's bytes back to the bound and frees its
+// frame data (a live request may still hold the record).
 func (j *Journal) release(r *Record) {
 	r.mu.Lock()
-	n := r.stream
-	r.stream = 0
+	n, cost := r.stream, r.cost
+	r.stream, r.cost, r.gone = 0, 0, true
 	for i := range r.e.Frames {
 		r.e.Frames[i].Data = ""
 	}
 	r.mu.Unlock()
 	j.streams.Add(-n)
+	j.held.Add(-cost)
 }
 
 // Clear removes every entry. IDs keep counting up.
 func (j *Journal) Clear() {
 	j.mu.Lock()
 	old := j.ring
-	j.ring, j.head = nil, 0
+	j.ring = nil
 	j.mu.Unlock()
 	for _, r := range old {
 		j.release(r)
@@ -190,9 +309,7 @@ func (j *Journal) Clear() {
 func (j *Journal) records() []*Record {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	out := make([]*Record, 0, len(j.ring))
-	out = append(out, j.ring[j.head:]...)
-	return append(out, j.ring[:j.head]...)
+	return append([]*Record(nil), j.ring...)
 }
 
 // Get returns one entry with its frames (and their bytes).
@@ -432,28 +549,49 @@ func (r *Record) Frame(index int, event string, planned, actual time.Duration, d
 	if r == nil {
 		return
 	}
-	f := Frame{Index: index, Event: event, PlannedMS: ms(planned), ActualMS: ms(actual)}
+	f := Frame{Index: index, Event: clip(event, 64, nil, ""), PlannedMS: ms(planned), ActualMS: ms(actual)}
 	r.mu.Lock()
 	r.e.FrameCount++
-	if len(r.e.Frames) >= MaxFrames {
+	if len(r.e.Frames) >= MaxFrames || r.gone {
 		r.e.FramesDropped++
 		r.mu.Unlock()
 		return
 	}
-	if n := int64(len(data)); n > 0 {
-		switch {
-		case r.stream+n > MaxEntryStream:
-			r.e.StreamDataDropped = true
-		case r.j.streams.Add(n) > r.j.budget:
-			r.j.streams.Add(-n)
-			r.e.StreamDataDropped = true
-		default:
-			f.Data = string(data)
-			r.stream += n
+	n := int64(len(data))
+	keep := n > 0 && r.stream+n <= MaxEntryStream
+	r.e.StreamDataDropped = r.e.StreamDataDropped || (n > 0 && !keep)
+	id := r.e.ID
+	r.mu.Unlock()
+	cost := frameOverhead + int64(len(f.Event))
+	if keep {
+		cost += n
+	}
+	if !r.charge(cost) {
+		return
+	}
+	if keep && r.j.held.Load() > r.j.budget {
+		// Even with every older entry gone this frame's bytes do not fit:
+		// keep its timing only.
+		keep = false
+		r.mu.Lock()
+		if !r.gone {
+			r.cost -= n
+			r.j.held.Add(-n)
 		}
+		r.e.StreamDataDropped = true
+		r.mu.Unlock()
+	}
+	r.mu.Lock()
+	if r.gone {
+		r.mu.Unlock()
+		return
+	}
+	if keep {
+		f.Data = string(data)
+		r.stream += n
+		r.j.streams.Add(n)
 	}
 	r.e.Frames = append(r.e.Frames, f)
-	id := r.e.ID
 	r.mu.Unlock()
 	if r.j.hub.active() {
 		f.Data = ""

@@ -31,8 +31,11 @@ func TestRingKeepsTheNewestEntries(t *testing.T) {
 
 func TestStreamBudgetKeepsTimingDropsBytes(t *testing.T) {
 	j := New(10)
-	j.budget = 25
 	r := j.Start("POST", "/v1/chat-messages", "", "")
+	// Room for three frames' timing and 25 bytes of data: the third
+	// frame's bytes do not fit; timing is kept past the bound (an entry
+	// being written is never dropped, and its frame list is capped).
+	j.budget = j.Held() + 3*(frameOverhead+int64(len("agent_message"))) + 25
 	for i := range 4 {
 		r.Frame(i, "agent_message", time.Duration(i)*time.Millisecond, time.Duration(i)*time.Millisecond, []byte("0123456789"))
 	}
@@ -113,5 +116,41 @@ func TestSlowSubscriberIsToldItLagged(t *testing.T) {
 	cancel()
 	if _, ok := <-ch; ok {
 		t.Fatal("channel open after cancel")
+	}
+}
+
+// TestByteBoundDropsOldestEntries: past the byte bound the oldest entries
+// go, the newest stays, and what is held never passes the bound.
+func TestByteBoundDropsOldestEntries(t *testing.T) {
+	j := NewBounded(1000, 256<<10)
+	body := strings.Repeat("q", 60<<10)
+	for i := range 50 {
+		r := j.Start("POST", "/v1/chat-messages", "", "")
+		if !r.charge(int64(len(body))) {
+			t.Fatal("a live entry was refused")
+		}
+		r.Frame(0, "message", 0, 0, []byte(body))
+		r.Finish(200)
+		if h := j.Held(); h > j.Bytes() {
+			t.Fatalf("after %d entries %d bytes held, bound %d", i+1, h, j.Bytes())
+		}
+	}
+	got := j.List(Filter{})
+	if len(got) == 0 || len(got) > 3 || got[len(got)-1].ID != 50 || j.Dropped() != int64(50-len(got)) {
+		t.Fatalf("kept %d entries (last %d), dropped %d", len(got), got[len(got)-1].ID, j.Dropped())
+	}
+	j.Clear()
+	if j.Held() != 0 || j.streams.Load() != 0 {
+		t.Fatalf("after clear %d bytes held (%d stream)", j.Held(), j.streams.Load())
+	}
+}
+
+func TestClipKeepsRunes(t *testing.T) {
+	var cut []string
+	if got := clip("aé", 2, &cut, "x"); got != "a" || len(cut) != 1 {
+		t.Fatalf("%q %v", got, cut)
+	}
+	if got := clip("abc", 3, &cut, "y"); got != "abc" || len(cut) != 1 {
+		t.Fatalf("%q %v", got, cut)
 	}
 }

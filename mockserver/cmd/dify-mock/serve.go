@@ -40,6 +40,7 @@ type serveOptions struct {
 	adminToken     string
 	adminHosts     listFlag
 	journalSize    int
+	journalBytes   int64
 	stateFile      string
 	watchCassettes bool
 }
@@ -69,11 +70,12 @@ func newServeFlags(o *serveOptions) *commandFlags {
 	fs.StringVar(&o.adminToken, "admin-token", "", "token the control API and console require; without it they answer loopback clients only")
 	fs.Var(&o.adminHosts, "admin-allow-host", "host name the control API accepts besides localhost/127.0.0.1/[::1] (repeatable; env: comma-separated)")
 	fs.IntVar(&o.journalSize, "journal-size", journal.DefaultSize, "requests the journal keeps (oldest dropped first)")
+	fs.Int64Var(&o.journalBytes, "journal-bytes", journal.DefaultBytes, "bytes the journal holds across its entries (bodies cut at 64 KiB, frame data included); past it the oldest entries are dropped")
 	fs.StringVar(&o.stateFile, "state-file", "", "load the state (end users, conversations, messages, uploads) from this JSON file at start, if it exists, and save it there on shutdown")
 	fs.BoolVar(&o.watchCassettes, "watch-cassettes", false, "reload the --cassettes folder when its files change (errors are logged and the loaded set is kept)")
 	f.withEnv("addr", "cassettes", "speed", "api-key", "cors-origin", "mode", "default-cassette", "run-timeout",
 		"max-model-requests", "log-level", "fault", "pprof-addr", "allow-remote", "max-state-bytes", "body-timeout",
-		"console", "admin-token", "admin-allow-host", "journal-size", "state-file", "watch-cassettes")
+		"console", "admin-token", "admin-allow-host", "journal-size", "journal-bytes", "state-file", "watch-cassettes")
 	f.footer = fmt.Sprintf("Per request: X-Dify-Mock-Cassette picks a cassette, X-Dify-Mock-Speed sets the speed and\n"+
 		"%s injects a fault (slow headers, HTTP 429/5xx, a broken or stalled stream, …);\n"+
 		"'dify-mock faults' lists them with an example each.", fault.Header)
@@ -108,6 +110,9 @@ func parseServe(args []string, getenv func(string) string, stdout, stderr io.Wri
 	}
 	if err := checkExposure(o.addr, o.allowRemote, len(o.apiKeys.values)); err != nil {
 		return nil, f.usageError(stderr, err.Error())
+	}
+	if o.journalBytes < 1<<20 {
+		return nil, f.usageError(stderr, fmt.Sprintf("--journal-bytes %d: want at least 1048576 (1 MiB)", o.journalBytes))
 	}
 	if o.journalSize < 1 {
 		return nil, f.usageError(stderr, fmt.Sprintf("--journal-size %d: want a positive number of requests", o.journalSize))
@@ -150,7 +155,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		DefaultCassette: o.defaultCassette, RunTimeout: o.runTimeout, MaxModelRequests: o.maxModelRequests,
 		Logger: logger, Fault: o.fault, MaxStateBytes: o.maxStateBytes, BodyReadTimeout: o.bodyTimeout,
 		Control: mockserver.ControlConfig{Disabled: !o.console, AdminToken: o.adminToken, AllowedHosts: o.adminHosts.values,
-			JournalSize: o.journalSize, CassetteDir: o.cassettes},
+			JournalSize: o.journalSize, JournalBytes: o.journalBytes, CassetteDir: o.cassettes},
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "dify-mock serve: %v\n", err)

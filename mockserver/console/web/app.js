@@ -157,6 +157,7 @@ function renderDetail(e) {
   add("Fault", e.fault && e.fault !== "none" ? e.fault : "");
   add("Outcome", e.outcome);
   add("Frames", e.frame_count ? e.frame_count + (e.frames_dropped ? " (" + e.frames_dropped + " not kept)" : "") : "");
+  add("Cut by the journal", (e.truncated || []).join(", ") + (e.stream_data_dropped ? (e.truncated && e.truncated.length ? ", " : "") + "frame bytes" : ""));
   const parts = [el("h2", { text: "Request " + e.id }), facts];
   if (e.uploads && e.uploads.length) {
     parts.push(el("h2", { text: "Uploads" }), el("ul", {}, e.uploads.map((u) => el("li", { text: `${u.filename} (${u.size} bytes, sha256 ${u.sha256.slice(0, 16)}…)` }))));
@@ -166,8 +167,9 @@ function renderDetail(e) {
     parts.push(el("h2", { text: "As a chat UI shows it" }), chatView(e.body && e.body.query, e.frames.map((f) => f.data || "")));
     if (e.done && e.method === "POST" && e.status === 200) parts.push(saveForm(e));
   }
-  if (e.body) parts.push(el("h2", { text: "Request body" }), el("pre", { text: JSON.stringify(e.body, null, 2) }));
-  else if (e.body_text) parts.push(el("h2", { text: "Request body" }), el("pre", { text: e.body_text }));
+  const bodyTitle = e.body_truncated ? `Request body (first 64 KiB of ${e.body_size} bytes: the journal keeps no more)` : "Request body";
+  if (e.body) parts.push(el("h2", { text: bodyTitle }), el("pre", { text: JSON.stringify(e.body, null, 2) }));
+  else if (e.body_text) parts.push(el("h2", { text: bodyTitle }), el("pre", { text: e.body_text }));
   d.replaceChildren(...parts);
 }
 
@@ -466,7 +468,7 @@ async function loadJournal() {
 
 async function loadInfo() {
   const i = await api("GET", "");
-  $("server-info").textContent = `${i.app} · mode ${i.mode} · speed ${i.speed} · journal ${i.journal_size} requests` + (i.fault ? " · --fault " + i.fault : "");
+  $("server-info").textContent = `${i.app} · mode ${i.mode} · speed ${i.speed} · journal ${i.journal_size} requests / ${Math.round(i.journal_bytes / 1048576)} MiB, bodies cut at 64 KiB` + (i.journal_dropped ? ` (${i.journal_dropped} dropped for size)` : "") + (i.fault ? " · --fault " + i.fault : "");
 }
 
 document.addEventListener("DOMContentLoaded", () => {

@@ -1,0 +1,51 @@
+package journal
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// TestMiddlewareCutsAndRedactsEveryField: the request line and Origin are
+// cut to their caps before redaction (a 700 KB query used to be kept whole
+// and cost 150–225 ms of redaction), and a key-shaped value is redacted in
+// every field, the user field included.
+func TestMiddlewareCutsAndRedactsEveryField(t *testing.T) {
+	const key = "app-JournalUserKey0123456789ab"
+	j := New(10)
+	h := j.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
+
+	long := strings.Repeat("x", 700<<10)
+	req := httptest.NewRequest(http.MethodGet, "/v1/conversations?user="+key+"&pad="+long, nil)
+	req.Header.Set("Origin", "http://"+key+"."+strings.Repeat("o", 2000))
+	h.ServeHTTP(httptest.NewRecorder(), req)
+
+	req = httptest.NewRequest(http.MethodPost, "/v1/"+key+"/"+strings.Repeat("p", 5000), strings.NewReader(`{"user":"`+key+`","conversation_id":"`+key+`"}`))
+	req.Header.Set("Content-Type", "application/json")
+	h.ServeHTTP(httptest.NewRecorder(), req)
+
+	es := j.List(Filter{})
+	if len(es) != 2 {
+		t.Fatalf("%d entries", len(es))
+	}
+	for _, e := range es {
+		for name, v := range map[string]string{"path": e.Path, "query": e.Query, "origin": e.Origin, "user": e.User, "conversation_id": e.Conversation, "body": string(e.Body)} {
+			if strings.Contains(v, key) {
+				t.Errorf("entry %d: the key is in %s: %.80q", e.ID, name, v)
+			}
+		}
+		if len(e.Path) > MaxPath || len(e.Query) > MaxQuery || len(e.Origin) > MaxID || len(e.User) > MaxID {
+			t.Errorf("entry %d: path %d, query %d, origin %d, user %d bytes", e.ID, len(e.Path), len(e.Query), len(e.Origin), len(e.User))
+		}
+	}
+	if e := es[0]; !strings.Contains(strings.Join(e.Truncated, ","), "query") || e.User == "" {
+		t.Errorf("first entry: truncated %v, user %q", e.Truncated, e.User)
+	}
+	if e := es[1]; !strings.Contains(strings.Join(e.Truncated, ","), "path") {
+		t.Errorf("second entry: truncated %v", e.Truncated)
+	}
+	if h := j.Held(); h > 64<<10 {
+		t.Errorf("two requests hold %d bytes", h)
+	}
+}

@@ -5,6 +5,9 @@ package mockserver
 
 import (
 	"encoding/json"
+	"regexp"
+	"strings"
+	"unicode"
 
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver/replay"
@@ -44,11 +47,16 @@ func (s *Server) storeTurn(cs *chatStream, rep *replay.Report) {
 		CreatedAt: cs.now.Unix(), Status: "normal", ExtraContents: []json.RawMessage{},
 	}
 	u := res.Usage
-	m.Answer = res.Answer
-	if res.ErrorCode != "" {
+	switch {
+	case res.ErrorCode != "":
 		m.Status = "error"
 		msg := res.ErrorMessage
 		m.Error = &msg
+		u = nil // the row keeps _init_generate_records' zeros
+	case res.Ended:
+		m.Answer = savedAnswer(res.Answer)
+	default:
+		m.Answer = res.Answer
 	}
 	if u == nil {
 		u = replay.ZeroUsage()
@@ -63,7 +71,54 @@ func (s *Server) storeTurn(cs *chatStream, rep *replay.Report) {
 	}
 }
 
-// introduction is a new conversation's introduction.
-func (s *Server) introduction(map[string]any) *string {
-	return s.app.Parameters.OpeningStatement
+// templateVar is PromptTemplateParser's REGEX
+// (core/prompt/utils/prompt_template_parser.py): {{name}} with a name of at
+// most 30 letters, digits and underscores not starting with a digit, or one
+// of the three special variables.
+var templateVar = regexp.MustCompile(`\{\{([a-zA-Z_][a-zA-Z0-9_]{0,29}|#histories#|#query#|#context#)\}\}`)
+
+// removeTemplateVariables is PromptTemplateParser.remove_template_variables:
+// every {{name}} becomes {name}.
+func removeTemplateVariables(s string) string {
+	return templateVar.ReplaceAllString(s, "{$1}")
+}
+
+// savedAnswer is the answer as _save_message stores it:
+// remove_template_variables(answer.strip()), "" for no answer.
+func savedAnswer(answer string) string {
+	return removeTemplateVariables(pyStrip(answer))
+}
+
+// pyStrip is Python's str.strip(): it removes what str.isspace() calls
+// whitespace, which is Go's unicode.IsSpace plus the separators U+001C to
+// U+001F.
+func pyStrip(s string) string {
+	return strings.TrimFunc(s, func(r rune) bool { return unicode.IsSpace(r) || (r >= 0x1c && r <= 0x1f) })
+}
+
+// specialTokens is the `<|…|>` run PromptTemplateParser.format removes after
+// filling the variables (Python's `.` does not match a newline, nor does
+// Go's).
+var specialTokens = regexp.MustCompile(`<\|.*?\|>`)
+
+// introduction is a new conversation's introduction, as
+// MessageBasedAppGenerator._get_conversation_introduction makes it: the
+// app's opening statement with its {{variables}} filled from the turn's
+// inputs by PromptTemplateParser.format (a string value has its own
+// {{variables}} rewritten to {name}; a variable the inputs lack stays as
+// written), then `<|…|>` runs removed; "" when the app has none. A value
+// that is not a string (a number input) makes Dify's re.sub raise a
+// TypeError that the function does not catch; the mock keeps the
+// placeholder instead (docs/mock/api-coverage.md).
+func (s *Server) introduction(inputs map[string]any) *string {
+	out := ""
+	if p := s.app.Parameters.OpeningStatement; p != nil && *p != "" {
+		out = specialTokens.ReplaceAllString(templateVar.ReplaceAllStringFunc(*p, func(m string) string {
+			if v, ok := inputs[templateVar.FindStringSubmatch(m)[1]].(string); ok {
+				return removeTemplateVariables(v)
+			}
+			return m
+		}), "")
+	}
+	return &out
 }

@@ -132,7 +132,9 @@ func TestStop(t *testing.T) {
 	conv := frames[0].str("conversation_id")
 	_, body := e.do(http.MethodGet, "/messages?user=stan&conversation_id="+conv, nil)
 	m := decode[dify.MessagePage](t, body).Data[0]
-	if m.Answer != deltas.String() || m.Status != "normal" {
+	// EasyUIBasedGenerateTaskPipeline._save_message stores a stopped
+	// turn's answer stripped: the batch boundary's trailing space goes.
+	if m.Answer != strings.TrimSpace(deltas.String()) || m.Status != "normal" {
 		t.Errorf("stored stopped message: %q %q", m.Answer, m.Status)
 	}
 

@@ -115,7 +115,7 @@ func TestMatchAnnotationDoesNotHoldTheLock(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for range 20 {
+		for range 5 {
 			s.MatchAnnotation(query)
 		}
 	}()

@@ -14,6 +14,7 @@ import (
 	"github.com/difyops/terraform-provider-dify/mockserver"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 	"github.com/difyops/terraform-provider-dify/mockserver/conformance"
+	"github.com/difyops/terraform-provider-dify/mockserver/fault"
 )
 
 func TestAuth(t *testing.T) {
@@ -162,7 +163,8 @@ func TestCORS(t *testing.T) {
 		t.Fatalf("preflight: %d %v", resp.StatusCode, h)
 	}
 	for _, want := range []string{"Authorization", "Content-Type", "X-Dify-Mock-Cassette", "X-Dify-Mock-Speed", "x-dify-mock-fault"} {
-		if !strings.Contains(h.Get("Access-Control-Allow-Headers"), want) {
+		// Header names are case-insensitive in CORS lists as anywhere.
+		if !strings.Contains(strings.ToLower(h.Get("Access-Control-Allow-Headers")), strings.ToLower(want)) {
 			t.Errorf("Allow-Headers %q lacks %s", h.Get("Access-Control-Allow-Headers"), want)
 		}
 	}
@@ -181,6 +183,63 @@ func TestCORS(t *testing.T) {
 	resp, _ = only.do(http.MethodGet, "/info", nil, "Origin", "http://evil.test")
 	if resp.Header.Get("Access-Control-Allow-Origin") != "" {
 		t.Errorf("unlisted origin allowed: %v", resp.Header)
+	}
+}
+
+// browserCanRead is a browser's rule for a cross-origin answer: a script
+// reads a response header only when it is CORS-safelisted or named in
+// Access-Control-Expose-Headers (and the answer grants the page's origin).
+func browserCanRead(resp *http.Response, origin, name string) bool {
+	if ao := resp.Header.Get("Access-Control-Allow-Origin"); ao != "*" && ao != origin {
+		return false
+	}
+	switch http.CanonicalHeaderKey(name) {
+	case "Cache-Control", "Content-Language", "Content-Length", "Content-Type", "Expires", "Last-Modified", "Pragma":
+		return true
+	}
+	for _, v := range strings.Split(resp.Header.Get("Access-Control-Expose-Headers"), ",") {
+		if v = strings.TrimSpace(v); v == "*" || strings.EqualFold(v, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// A page on another origin reads every X-Dify-Mock-* header the mock sets
+// on /v1 answers: the cassette, turn, fault and annotation headers the docs
+// point frontends to. (X-Dify-Mock-Annotation was missing from
+// Access-Control-Expose-Headers, so a browser hid it; and an origin
+// configured with a trailing "/" was never granted.)
+func TestBrowserOnAnotherOriginReadsEveryMockHeader(t *testing.T) {
+	const origin = "http://app.test"
+	e := newEnv(t, mockserver.Config{CORSOrigin: "http://other.test, " + origin + "/"})
+	a := e.createAnnotation("What are your opening hours?", "9–5, Mon–Fri.")
+	if j := e.replyJob("enable", 0.8, "openai", "text-embedding-3-small"); j.JobStatus != "completed" {
+		t.Fatalf("enable = %+v", j)
+	}
+	annotated, _ := e.chat(chatBody("What are your opening hours?", "u1"), "Origin", origin)
+	replayed, _ := e.chat(chatBody("Hello", "u1"), "Origin", origin, fault.Header, "error-after:1")
+	faulted, _ := e.do(http.MethodGet, "/meta", nil, "Origin", origin, fault.Header, "status:429")
+	if annotated.Header.Get(mockserver.HeaderAnnotation) != a.ID || replayed.Header.Get(mockserver.HeaderTurn) == "" || faulted.Header.Get(fault.Header) == "" {
+		t.Fatalf("the answers lack the headers under test: %v / %v / %v", annotated.Header, replayed.Header, faulted.Header)
+	}
+	seen := map[string]bool{}
+	for _, resp := range []*http.Response{annotated, replayed, faulted} {
+		for name := range resp.Header {
+			if !strings.HasPrefix(name, "X-Dify-Mock-") {
+				continue
+			}
+			seen[name] = true
+			if !browserCanRead(resp, origin, name) {
+				t.Errorf("%s %s: a page on %s cannot read %s (Allow-Origin %q, Expose-Headers %q)", resp.Request.Method, resp.Request.URL.Path,
+					origin, name, resp.Header.Get("Access-Control-Allow-Origin"), resp.Header.Get("Access-Control-Expose-Headers"))
+			}
+		}
+	}
+	for _, want := range []string{mockserver.HeaderCassette, mockserver.HeaderTurn, mockserver.HeaderAnnotation, fault.Header} {
+		if !seen[want] {
+			t.Errorf("no answer carried %s", want)
+		}
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/difyops/terraform-provider-dify/mockserver/netguard"
 	"github.com/difyops/terraform-provider-dify/mockserver/secrets"
 )
 
@@ -115,26 +116,17 @@ func errorReason(body []byte) []any {
 	return []any{"code", e.Code, "message", string(secrets.Redact([]byte(e.Message)))}
 }
 
-// Headers a browser may send and read (CORS).
-const (
-	corsAllowHeaders  = "Authorization, Content-Type, X-Dify-Mock-Cassette, X-Dify-Mock-Speed, X-Trace-Id, X-Trace-Session-Id"
-	corsExposeHeaders = "X-Dify-Mock-Cassette, X-Dify-Mock-Turn, X-Dify-Mock-Fault, WWW-Authenticate, Content-Disposition, Retry-After"
-	corsAllowMethods  = "GET, POST, DELETE, OPTIONS"
-)
+// corsAllowMethods are the methods a preflight grants when the route's own
+// are unknown.
+const corsAllowMethods = "GET, POST, DELETE, OPTIONS"
 
-// allowedOrigin returns the Access-Control-Allow-Origin value for a request
-// origin, "" when the origin is not allowed.
-func (s *Server) allowedOrigin(origin string) string {
-	o := strings.TrimSpace(s.cfg.CORSOrigin)
-	if o == "" || o == "*" {
-		return "*"
+// corsOrigins reads Config.CORSOrigin: "" grants every origin, as "*" does.
+func corsOrigins(v string) netguard.Origins {
+	o := netguard.ParseOrigins(v)
+	if o.Empty() {
+		return netguard.ParseOrigins("*")
 	}
-	for _, allowed := range strings.Split(o, ",") {
-		if allowed = strings.TrimSpace(allowed); allowed != "" && strings.EqualFold(allowed, origin) {
-			return origin
-		}
-	}
-	return ""
+	return o
 }
 
 // cors is the layer routes() puts in front of the router for /v1: CORS
@@ -163,7 +155,7 @@ func (s *Server) corsHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/v1") {
 			h := w.Header()
-			ao := s.allowedOrigin(r.Header.Get("Origin"))
+			ao := s.origins.Grant(r.Header.Get("Origin"))
 			if ao != "" {
 				h.Set("Access-Control-Allow-Origin", ao)
 				h.Set("Access-Control-Expose-Headers", corsExposeHeaders)
@@ -189,15 +181,7 @@ func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
 			methods = corsAllowMethods
 		}
 		h.Set("Access-Control-Allow-Methods", methods)
-		allow := corsAllowHeaders
-		// Headers added later (fault injection etc.) share the prefix.
-		for _, name := range strings.Split(r.Header.Get("Access-Control-Request-Headers"), ",") {
-			name = strings.TrimSpace(name)
-			if len(name) > len("x-dify-mock-") && strings.EqualFold(name[:len("x-dify-mock-")], "x-dify-mock-") && !strings.Contains(strings.ToLower(allow), strings.ToLower(name)) {
-				allow += ", " + name
-			}
-		}
-		h.Set("Access-Control-Allow-Headers", allow)
+		h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
 		h.Set("Access-Control-Max-Age", "600")
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -24,6 +24,7 @@ import (
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 	"github.com/difyops/terraform-provider-dify/mockserver/fault"
 	"github.com/difyops/terraform-provider-dify/mockserver/journal"
+	"github.com/difyops/terraform-provider-dify/mockserver/netguard"
 	"github.com/difyops/terraform-provider-dify/mockserver/replay"
 	"github.com/difyops/terraform-provider-dify/mockserver/rules"
 	"github.com/difyops/terraform-provider-dify/mockserver/store"
@@ -37,14 +38,6 @@ const (
 
 	DefaultRunTimeout       = time.Hour
 	DefaultMaxModelRequests = 500
-)
-
-// Request headers that steer the mock per request.
-const (
-	HeaderCassette = "X-Dify-Mock-Cassette"
-	HeaderSpeed    = "X-Dify-Mock-Speed"
-	// HeaderTurn is set on chat responses: the replayed turn's index (from 0).
-	HeaderTurn = "X-Dify-Mock-Turn"
 )
 
 // Config configures a Server. The zero value serves the built-in cassettes
@@ -84,12 +77,13 @@ type Config struct {
 
 // Server is the mock. It is an http.Handler.
 type Server struct {
-	cfg  Config
-	log  *slog.Logger
-	app  *cassette.App
-	mode string
-	info []byte // /info body (mode patched when Config.Mode overrides it)
-	form []formField
+	cfg     Config
+	origins netguard.Origins // Config.CORSOrigin (CORS grants)
+	log     *slog.Logger
+	app     *cassette.App
+	mode    string
+	info    []byte // /info body (mode patched when Config.Mode overrides it)
+	form    []formField
 	// catalog is the loaded chat cassettes (catalog.go); a reload swaps it.
 	catalog       atomic.Pointer[catalog]
 	reloadMu      sync.Mutex
@@ -202,7 +196,7 @@ func New(cfg Config) (*Server, error) {
 		app = builtin.App
 	}
 	s := &Server{
-		cfg: cfg, log: log, app: app,
+		cfg: cfg, log: log, app: app, origins: corsOrigins(cfg.CORSOrigin),
 		closing: make(chan struct{}), tasks: map[string]*task{},
 		tenantID: replay.NewUUID(), appID: replay.NewUUID(), ownerAccountID: replay.NewUUID(),
 		fault: serverFault,

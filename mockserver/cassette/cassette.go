@@ -39,6 +39,13 @@ const (
 	ModelRequestsHeader = "X-Dify-Mock-Model-Requests"
 )
 
+// NameHeader names a cassette on the wire: a request to dify-mock serve
+// picks the cassette to replay with it, a request to dify-mock record the
+// cassette to record into, and both set it on chat responses to say which
+// cassette the turn came from or went to (mockserver.HeaderCassette is the
+// same header).
+const NameHeader = "X-Dify-Mock-Cassette"
+
 // Kinds of cassette.
 const (
 	KindChat = "chat" // chat turns (and any other interactions of that session)

@@ -649,6 +649,9 @@ func TestGuardHostOriginTokenAndCORS(t *testing.T) {
 	wantErrCode(t, e.api(http.MethodGet, "/__mock/api", "", 403, nil, "Host", "127.0.0.1.evil.example"), "forbidden_host")
 	wantErrCode(t, e.api(http.MethodGet, "/__mock/api", "", 403, nil, "Origin", "http://evil.example"), "forbidden_origin")
 	wantErrCode(t, e.api(http.MethodGet, "/__mock/api", "", 403, nil, "Origin", "null"), "forbidden_origin")
+	// Only an http(s) page is one of this machine's pages (the same rule as
+	// the recorder's; any scheme used to pass).
+	wantErrCode(t, e.api(http.MethodGet, "/__mock/api", "", 403, nil, "Origin", "chrome-extension://localhost"), "forbidden_origin")
 	e.api(http.MethodGet, "/__mock/api", "", 200, nil, "Origin", "http://localhost:3000")
 	status, h, _ := e.do(http.MethodOptions, "/__mock/api/rules", "", "", "Origin", "http://localhost:3000", "Access-Control-Request-Method", "POST")
 	if status != 403 || h.Get("Access-Control-Allow-Origin") != "" {

@@ -5,8 +5,9 @@ import (
 	"mime"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
+
+	"github.com/difyops/terraform-provider-dify/mockserver/netguard"
 )
 
 // Where the admin token may come from. Browsers get the cookie by opening
@@ -16,17 +17,6 @@ const (
 	tokenCookie = "dify_mock_admin"
 	tokenQuery  = "token"
 )
-
-// isLoopbackHost reports whether host (no port) names this machine:
-// "localhost", a name under ".localhost", or a loopback IP.
-func isLoopbackHost(host string) bool {
-	host = strings.TrimSuffix(strings.ToLower(host), ".")
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
-}
 
 // arrivedOnLoopback reports whether the request's connection was accepted
 // on a loopback address. A server listening beyond loopback (0.0.0.0, a LAN
@@ -44,33 +34,12 @@ func arrivedOnLoopback(r *http.Request) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// hostOnly strips the port from a Host header value.
-func hostOnly(hostport string) string {
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		return h
-	}
-	return strings.Trim(hostport, "[]")
-}
-
-// allowedHost reports whether a Host (or Origin host) may reach the
-// control API: loopback names always, others only when configured. This
-// is what defeats DNS rebinding: a page on evil.example that resolves to
-// 127.0.0.1 still sends Host: evil.example.
-func (h *Handler) allowedHost(hostport string) bool {
-	host := strings.ToLower(hostOnly(hostport))
-	if host == "" {
-		return false
-	}
-	if isLoopbackHost(host) {
-		return true
-	}
-	for _, a := range h.opt.AllowedHosts {
-		if strings.EqualFold(strings.TrimSpace(a), host) {
-			return true
-		}
-	}
-	return false
-}
+// access is the control API's Host/Origin policy: loopback names and the
+// configured names, no IP literals beyond loopback (a listener beyond
+// loopback needs the admin token anyway; --admin-allow-host adds an
+// address). This is what defeats DNS rebinding: a page on evil.example that
+// resolves to 127.0.0.1 still sends Host: evil.example.
+func (h *Handler) access() netguard.Policy { return netguard.Policy{Hosts: h.opt.AllowedHosts} }
 
 // guard rejects requests that must not reach the control API: a Host or
 // Origin that is not allowed, a missing or wrong admin token, a state
@@ -82,13 +51,12 @@ func (h *Handler) guard(next http.Handler) http.Handler {
 			writeErr(w, http.StatusForbidden, "admin_token_required", "This request reached dify-mock on a non-loopback address: the control API then needs an admin token (dify-mock serve --admin-token).")
 			return
 		}
-		if !h.allowedHost(r.Host) {
+		if !h.access().AllowsHost(r.Host) {
 			writeErr(w, http.StatusForbidden, "forbidden_host", "The control API answers only requests addressed to a loopback host (localhost, 127.0.0.1, [::1]); start dify-mock with --admin-allow-host to add names.")
 			return
 		}
 		if o := r.Header.Get("Origin"); o != "" {
-			u, err := url.Parse(o)
-			if err != nil || u.Host == "" || !h.allowedHost(u.Host) {
+			if !h.access().AllowsOrigin(o) {
 				writeErr(w, http.StatusForbidden, "forbidden_origin", "The control API does not answer pages of other sites.")
 				return
 			}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 	"github.com/difyops/terraform-provider-dify/mockserver/record"
 )
 
@@ -103,7 +104,7 @@ func TestRecorderRefusesOtherSitesBeforeTheUpstream(t *testing.T) {
 func TestRecorderCORSOnlyForConfiguredOrigins(t *testing.T) {
 	up := newFakeDify(t, agentTurn("Hello", " there."))
 	rec, err := record.New(t.Context(), record.Config{Upstream: up.URL(), UpstreamKey: upstreamKey, Dir: t.TempDir(),
-		CORSOrigins: []string{"http://localhost:5173"}, AllowedHosts: []string{"devbox.lan"}})
+		CORSOrigins: []string{"http://localhost:5173/"}, AllowedHosts: []string{"devbox.lan"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,6 +117,16 @@ func TestRecorderCORSOnlyForConfiguredOrigins(t *testing.T) {
 	resp, data := rawRequest(t, addr, http.MethodGet, "/v1/conversations?user=tester", "devbox.lan", map[string]string{"Authorization": "Bearer " + clientKey, "Origin": "http://localhost:5173"}, "")
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Access-Control-Allow-Origin") != "http://localhost:5173" {
 		t.Errorf("configured origin and host: %d %s %v", resp.StatusCode, data, resp.Header)
+	}
+	// A page on an --allow-host name is the owner's too (as for the control
+	// API): answered, without a CORS grant.
+	resp, data = rawRequest(t, addr, http.MethodGet, "/v1/conversations?user=tester", "devbox.lan", map[string]string{"Authorization": "Bearer " + clientKey, "Origin": "http://devbox.lan:3000"}, "")
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("page on an allowed host: %d %s %v", resp.StatusCode, data, resp.Header)
+	}
+	// "*" would hand the key to every site.
+	if _, err := record.New(t.Context(), record.Config{Upstream: up.URL(), UpstreamKey: upstreamKey, Dir: t.TempDir(), CORSOrigins: []string{"http://a.test,*"}}); err == nil {
+		t.Error(`CORS origin "*" accepted`)
 	}
 }
 
@@ -133,7 +144,7 @@ func TestRecordRefusesSecretCassetteNames(t *testing.T) {
 	up := newFakeDify(t, agentTurn("a", "b"))
 	_, srv, dir, _ := recorderFor(t, up, "")
 	for _, name := range []string{"app-k3yf0rt3stsonlyzq8wx2vb7", upstreamKey, "api_key"} {
-		h := http.Header{record.CassetteHeader: {name}, "Content-Type": {"application/json"}, "Authorization": {"Bearer " + clientKey}}
+		h := http.Header{cassette.NameHeader: {name}, "Content-Type": {"application/json"}, "Authorization": {"Bearer " + clientKey}}
 		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/conversations?user=tester", nil)
 		req.Header = h
 		resp, err := http.DefaultClient.Do(req)

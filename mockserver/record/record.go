@@ -36,13 +36,10 @@ import (
 	"github.com/dnaeon/go-vcr/v2/recorder"
 
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/netguard"
 	"github.com/difyops/terraform-provider-dify/mockserver/secrets"
 	"github.com/difyops/terraform-provider-dify/mockserver/upstream"
 )
-
-// CassetteHeader names the cassette a request records into. The recorder
-// also sets it on chat responses to say which cassette the turn went to.
-const CassetteHeader = "X-Dify-Mock-Cassette"
 
 // Request body limits: chat bodies are small JSON; uploads go up to Dify's
 // largest per-type limit (video, 100 MB; docs/api §9.1).
@@ -70,8 +67,9 @@ type Config struct {
 	// Logf receives one line per notable event; nil discards. Lines never
 	// contain the upstream key.
 	Logf func(format string, args ...any)
-	// CORSOrigins are the browser origins that get CORS grants; none by
-	// default (guard.go).
+	// CORSOrigins are the browser origins that get CORS grants, in
+	// --cors-origin's form (netguard.ParseOrigins; "*" is refused: the
+	// recorder spends a real key); none by default (guard.go).
 	CORSOrigins []string
 	// AllowedHosts are Host names accepted besides loopback names and IP
 	// literals (guard.go).
@@ -102,12 +100,13 @@ type Recorder struct {
 	logf      func(string, ...any)
 	mode      string // app mode from GET /info
 
-	corsOrigins, allowedHosts []string
-	keepUploads               bool
-	maxTurns                  int   // Config.MaxTurns
-	skipRecorded              bool  // Config.SkipRecordedQueries
-	savedTurns                int   // turns Forward saved (under mu)
-	maxUpload                 int64 // streamed upload body limit (maxOtherBody; lowered by tests)
+	cors         netguard.Origins // Config.CORSOrigins
+	access       netguard.Policy  // Host and Origin policy (guard.go)
+	keepUploads  bool
+	maxTurns     int   // Config.MaxTurns
+	skipRecorded bool  // Config.SkipRecordedQueries
+	savedTurns   int   // turns Forward saved (under mu)
+	maxUpload    int64 // streamed upload body limit (maxOtherBody; lowered by tests)
 
 	mu             sync.Mutex
 	closed         bool
@@ -142,6 +141,10 @@ func New(ctx context.Context, cfg Config) (*Recorder, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("cassette folder: %w", err)
 	}
+	cors := netguard.ParseOrigins(cfg.CORSOrigins...)
+	if cors.Any() {
+		return nil, errors.New(`CORS origin "*" refused: the recorder spends a real key, so name the origins that may use it`)
+	}
 	logf := cfg.Logf
 	if logf == nil {
 		logf = func(string, ...any) {}
@@ -162,8 +165,8 @@ func New(ctx context.Context, cfg Config) (*Recorder, error) {
 		lastByUser:     map[string]*session{},
 		pending:        map[string][]*vcr.Interaction{},
 		written:        map[string]bool{},
-		corsOrigins:    cfg.CORSOrigins,
-		allowedHosts:   cfg.AllowedHosts,
+		cors:           cors,
+		access:         netguard.Policy{Hosts: cfg.AllowedHosts, IPLiterals: true},
 		keepUploads:    cfg.KeepUploadContents,
 		maxTurns:       cfg.MaxTurns,
 		skipRecorded:   cfg.SkipRecordedQueries,
@@ -504,7 +507,7 @@ func (r *Recorder) Written() []string {
 // X-Dify-Mock-Cassette header ("" when none); an unusable name is answered
 // with 400 and ok=false.
 func requestedName(w http.ResponseWriter, req *http.Request) (name string, ok bool) {
-	name = strings.TrimSuffix(req.Header.Get(CassetteHeader), ".yaml")
+	name = strings.TrimSuffix(req.Header.Get(cassette.NameHeader), ".yaml")
 	if name != "" {
 		if err := checkRequestedName(name); err != nil {
 			writeError(w, http.StatusBadRequest, "invalid_param", err.Error())

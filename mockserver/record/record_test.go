@@ -50,7 +50,7 @@ func TestRecordThenReplay(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
-	if name := resp.Header.Get(record.CassetteHeader); name != "plan-a-weekend-in-seoul" {
+	if name := resp.Header.Get(cassette.NameHeader); name != "plan-a-weekend-in-seoul" {
 		t.Errorf("cassette header %q, want the slug of the query", name)
 	}
 	if len(got) != len(up.turns[0]) {
@@ -322,11 +322,11 @@ func TestRecordNeverOverwrites(t *testing.T) {
 	}
 	rec, srv, _, logs := recorderFor(t, up, dir)
 	resp, _ := chat(t, srv.URL, nil, chatBody("Hello", ""))
-	if got := resp.Header.Get(record.CassetteHeader); got != "hello-2" {
+	if got := resp.Header.Get(cassette.NameHeader); got != "hello-2" {
 		t.Errorf("first session recorded into %q, want hello-2", got)
 	}
-	resp, _ = chat(t, srv.URL, http.Header{record.CassetteHeader: {"hello"}}, chatBody("Hello again", ""))
-	if got := resp.Header.Get(record.CassetteHeader); got != "hello-3" {
+	resp, _ = chat(t, srv.URL, http.Header{cassette.NameHeader: {"hello"}}, chatBody("Hello again", ""))
+	if got := resp.Header.Get(cassette.NameHeader); got != "hello-3" {
 		t.Errorf("named session recorded into %q, want hello-3", got)
 	}
 	// A follow-up turn (the fake reuses one conversation id, last learned
@@ -365,7 +365,7 @@ func TestRecordNeverOverwrites(t *testing.T) {
 func TestRecordDoesNotReplaceAnEditedFile(t *testing.T) {
 	up := newFakeDify(t, agentTurn("Hi ", "there."))
 	rec, srv, dir, logs := recorderFor(t, up, "")
-	chat(t, srv.URL, http.Header{record.CassetteHeader: {"edit-me"}}, chatBody("Hello", ""))
+	chat(t, srv.URL, http.Header{cassette.NameHeader: {"edit-me"}}, chatBody("Hello", ""))
 	edited := []byte("# edited by hand\n")
 	if err := os.WriteFile(filepath.Join(dir, "edit-me.yaml"), edited, 0o644); err != nil {
 		t.Fatal(err)
@@ -504,7 +504,7 @@ func TestRecordRejectsBadCassetteHeader(t *testing.T) {
 	up := newFakeDify(t, agentTurn("a", "b"))
 	_, srv, _, _ := recorderFor(t, up, "")
 	for _, name := range []string{"../escape", "app", "UPPER"} {
-		resp, _ := chat(t, srv.URL, http.Header{record.CassetteHeader: {name}}, chatBody("x", ""))
+		resp, _ := chat(t, srv.URL, http.Header{cassette.NameHeader: {name}}, chatBody("x", ""))
 		if resp.StatusCode != 400 {
 			t.Errorf("%q: status %d", name, resp.StatusCode)
 		}

@@ -51,13 +51,13 @@ func checkRequestedName(name string) error {
 	// name check below would quote it):
 	// a key pasted into the header must not end up there.
 	if len(secrets.Scan([]byte(name))) > 0 || secrets.IsCredentialName(name) {
-		return fmt.Errorf("%s: the name looks like a secret (an API key or token); choose a descriptive name", CassetteHeader)
+		return fmt.Errorf("%s: the name looks like a secret (an API key or token); choose a descriptive name", cassette.NameHeader)
 	}
 	if err := cassette.ValidName(name); err != nil {
-		return fmt.Errorf("%s: %v", CassetteHeader, err)
+		return fmt.Errorf("%s: %v", cassette.NameHeader, err)
 	}
 	if name == cassette.AppName {
-		return fmt.Errorf("%s: %q is reserved for the app description", CassetteHeader, name)
+		return fmt.Errorf("%s: %q is reserved for the app description", cassette.NameHeader, name)
 	}
 	return nil
 }

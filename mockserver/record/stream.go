@@ -76,7 +76,7 @@ func (r *Recorder) serveChat(w http.ResponseWriter, req *http.Request, p string)
 	defer resp.Body.Close()
 	headersAt := time.Since(start)
 	copyResponseHeader(w.Header(), resp.Header)
-	w.Header().Set(CassetteHeader, name)
+	w.Header().Set(cassette.NameHeader, name)
 	w.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(w)
 

@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"net"
 	"sort"
-	"strings"
+
+	"github.com/difyops/terraform-provider-dify/mockserver/netguard"
 )
 
 // A mock reachable from other machines lets anyone who reaches it use it
@@ -12,23 +13,12 @@ import (
 // therefore needs a decision: --allow-remote, or --api-key so that only key
 // holders get in (docs/security.md).
 
-// loopbackHost reports that host (from host:port) names this machine only.
-// "" and unspecified addresses (0.0.0.0, ::) listen on every interface.
-func loopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 // checkExposure refuses a non-loopback --addr without an explicit opt-in.
 func checkExposure(addr string, allowRemote bool, apiKeys int) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return fmt.Errorf("--addr %q: %v", addr, err)
 	}
-	if loopbackHost(host) || allowRemote || apiKeys > 0 {
+	if netguard.IsLoopbackAddr(addr) || allowRemote || apiKeys > 0 {
 		return nil
 	}
 	return fmt.Errorf("--addr %s listens beyond this machine: anyone who can reach it could use the mock and read every conversation stored in it.\n"+

@@ -67,7 +67,7 @@ func TestBannerShowsReachableAddresses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := &serveOptions{speed: 1, cors: "*", allowRemote: true, maxStateBytes: mockserver.DefaultMaxStateBytes}
+	o := &serveOptions{speed: 1, cors: listFlag{values: []string{"*"}}, allowRemote: true, maxStateBytes: mockserver.DefaultMaxStateBytes}
 	var b bytes.Buffer
 	printBanner(&b, srv, "built-in cassettes", &net.TCPAddr{IP: net.IPv4zero, Port: 5001}, nil, o)
 	if !strings.Contains(b.String(), "WARNING") || !strings.Contains(b.String(), "read its conversations") {

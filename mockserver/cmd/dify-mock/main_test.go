@@ -68,7 +68,7 @@ func TestServeFlagsAndEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.speed != 2.5 || strings.Join(o.apiKeys.values, ",") != "app-a,app-b" || o.runTimeout != 90*time.Second ||
-		o.maxModelRequests != 7 || o.mode != "agent" || o.cors != "http://localhost:3000" || o.addr != "127.0.0.1:5001" {
+		o.maxModelRequests != 7 || o.mode != "agent" || strings.Join(o.cors.values, ",") != "http://localhost:3000" || o.addr != "127.0.0.1:5001" {
 		t.Errorf("%+v", o)
 	}
 	// Keys on the command line replace the environment's.

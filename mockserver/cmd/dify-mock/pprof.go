@@ -6,8 +6,9 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"runtime"
-	"strings"
 	"time"
+
+	"github.com/difyops/terraform-provider-dify/mockserver/netguard"
 )
 
 // The profiling listener (serve --pprof-addr) is opt-in and separate from
@@ -20,14 +21,10 @@ import (
 // checkLoopback accepts host:port when host is a loopback IP or
 // "localhost"; an empty host (every interface) or any other name is refused.
 func checkLoopback(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return fmt.Errorf("--pprof-addr %q: %v", addr, err)
 	}
-	if strings.EqualFold(host, "localhost") {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+	if netguard.IsLoopbackAddr(addr) {
 		return nil
 	}
 	return fmt.Errorf("--pprof-addr %q: profiles are served on a loopback address only (e.g. 127.0.0.1:6060)", addr)
@@ -67,13 +64,7 @@ func pprofHandler() http.Handler {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host := r.Host
-		if h, _, err := net.SplitHostPort(host); err == nil {
-			host = h
-		}
-		host = strings.Trim(host, "[]")
-		ip := net.ParseIP(host)
-		if !strings.EqualFold(host, "localhost") && (ip == nil || !ip.IsLoopback()) {
+		if !(netguard.Policy{}).AllowsHost(r.Host) {
 			http.Error(w, "forbidden: the profiling listener answers loopback hosts only", http.StatusForbidden)
 			return
 		}

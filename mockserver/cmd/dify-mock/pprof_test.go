@@ -89,6 +89,11 @@ func TestPprofListener(t *testing.T) {
 	if resp, _ := get(dbg+"/debug/goroutines", "Host", "attacker.example"); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("foreign Host: %d", resp.StatusCode)
 	}
+	// The loopback names of the other guards (a *.localhost name resolves to
+	// loopback in browsers) count here too.
+	if resp, _ := get(dbg+"/debug/goroutines", "Host", "app.localhost"); resp.StatusCode != http.StatusOK {
+		t.Errorf("Host app.localhost: %d", resp.StatusCode)
+	}
 	// The API port has no profiles.
 	for _, p := range []string{"/debug/pprof/", "/debug/goroutines", "/v1/debug/pprof/"} {
 		if resp, _ := get(api+p, "Authorization", "Bearer app-secret-key"); resp.StatusCode != 404 {

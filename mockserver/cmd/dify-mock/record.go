@@ -4,13 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/difyops/terraform-provider-dify/mockserver/netguard"
 	"github.com/difyops/terraform-provider-dify/mockserver/record"
 )
 
@@ -40,7 +39,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.Var(&redactFiles, "redact-file", "`FILE` of redaction rules, one per line (# comments); repeatable")
 	allowRemote := fs.Bool("allow-remote", false, "allow --addr on a non-loopback interface (anyone who reaches it spends your key)")
 	var corsOrigins, allowHosts listFlag
-	fs.Var(&corsOrigins, "cors-origin", "browser `ORIGIN` (e.g. http://localhost:5173) allowed to call the recorder with CORS; repeatable; default none")
+	fs.Var(&corsOrigins, "cors-origin", "browser `ORIGIN` (e.g. http://localhost:5173) allowed to call the recorder with CORS; repeatable or comma-separated; default none")
 	fs.Var(&allowHosts, "allow-host", "Host `NAME` accepted besides localhost and IP addresses (e.g. the machine's name with --allow-remote); repeatable")
 	keepUploads := fs.Bool("keep-upload-contents", false, "store uploaded files and audio byte for byte in the cassettes (each held in memory while recorded); by default only each file's name, size, content type and sha256 are kept")
 	f.withEnv("upstream-key")
@@ -75,7 +74,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		rules = append(rules, rs...)
 	}
-	if !*allowRemote && !isLoopback(*addr) {
+	if !*allowRemote && !netguard.IsLoopbackAddr(*addr) {
 		return fail(2, "--addr %s is not a loopback address; the recorder adds your API key to every request it forwards, so pass --allow-remote only if every host that can reach it may use that key", *addr)
 	}
 
@@ -122,17 +121,4 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return fail(1, "some recordings were not saved:\n%v", refused)
 	}
 	return 0
-}
-
-// isLoopback reports whether host:port names a loopback IP or "localhost".
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

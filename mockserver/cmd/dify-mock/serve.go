@@ -16,6 +16,7 @@ import (
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 	"github.com/difyops/terraform-provider-dify/mockserver/fault"
 	"github.com/difyops/terraform-provider-dify/mockserver/journal"
+	"github.com/difyops/terraform-provider-dify/mockserver/netguard"
 )
 
 // shutdownGrace bounds how long in-flight streams and connections get to end
@@ -25,12 +26,12 @@ const shutdownGrace = 5 * time.Second
 // serveOptions are the serve flags after the environment and the command
 // line.
 type serveOptions struct {
-	addr, cassettes, cors, mode, defaultCassette, logLevel, fault string
-	pprofAddr                                                     string
-	speed                                                         float64
-	apiKeys                                                       listFlag
-	runTimeout                                                    time.Duration
-	maxModelRequests                                              int
+	addr, cassettes, mode, defaultCassette, logLevel, fault string
+	pprofAddr                                               string
+	speed                                                   float64
+	apiKeys, cors                                           listFlag
+	runTimeout                                              time.Duration
+	maxModelRequests                                        int
 	// Exposure and bounds (docs/security.md).
 	allowRemote   bool
 	maxStateBytes int64
@@ -55,7 +56,7 @@ func newServeFlags(o *serveOptions) *commandFlags {
 	fs.StringVar(&o.cassettes, "cassettes", "", "load the cassettes in this folder instead of the built-in set")
 	fs.Float64Var(&o.speed, "speed", 1, "replay speed: 1 = recorded timing, 2 = twice as fast, 0 = no delays")
 	fs.Var(&o.apiKeys, "api-key", "accepted API key (repeatable; env: comma-separated); without any, every \"Bearer app-…\" key is accepted")
-	fs.StringVar(&o.cors, "cors-origin", "*", "allowed CORS origin(s), comma-separated; * = any origin")
+	fs.Var(&o.cors, "cors-origin", "browser `ORIGIN` (e.g. http://localhost:5173) allowed to call the mock with CORS; repeatable or comma-separated; * = any origin; default *")
 	fs.StringVar(&o.mode, "mode", "", "app mode to impersonate: agent or agent-chat (default: the app description's mode)")
 	fs.StringVar(&o.defaultCassette, "default-cassette", "", "cassette served when no header or query match picks one (default: the set's default)")
 	fs.DurationVar(&o.runTimeout, "run-timeout", mockserver.DefaultRunTimeout, "agent run deadline in recorded time; longer turns end with agent_run_limit_exceeded")
@@ -151,7 +152,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		source = o.cassettes
 	}
 	srv, err := mockserver.New(mockserver.Config{
-		Cassettes: set, Speed: o.speed, APIKeys: o.apiKeys.values, CORSOrigin: o.cors, Mode: o.mode,
+		Cassettes: set, Speed: o.speed, APIKeys: o.apiKeys.values, CORSOrigin: strings.Join(o.cors.values, ","), Mode: o.mode,
 		DefaultCassette: o.defaultCassette, RunTimeout: o.runTimeout, MaxModelRequests: o.maxModelRequests,
 		Logger: logger, Fault: o.fault, MaxStateBytes: o.maxStateBytes, BodyReadTimeout: o.bodyTimeout,
 		Control: mockserver.ControlConfig{Disabled: !o.console, AdminToken: o.adminToken, AllowedHosts: o.adminHosts.values,
@@ -256,8 +257,8 @@ func printBanner(w io.Writer, srv *mockserver.Server, source string, addr, pprof
 		speed += " (recorded timing)"
 	}
 	fmt.Fprintf(w, "  speed         %s\n", speed)
-	cors := o.cors
-	if cors == "" || cors == "*" {
+	cors := strings.Join(o.cors.values, ", ")
+	if origins := netguard.ParseOrigins(o.cors.values...); origins.Any() || origins.Empty() {
 		cors = "any origin"
 	}
 	fmt.Fprintf(w, "  CORS          %s\n", cors)

@@ -7,7 +7,9 @@
 #   1. N concurrent SSE replays of a built-in cassette at speed 1, a fresh
 #      server per N: per-frame lateness, time to first event, server RSS,
 #      goroutines and threads at peak, bytes/s;
-#   2. non-streaming endpoints at concurrency 50: requests/s, p50/p99;
+#   2. non-streaming endpoints at concurrency 50: requests/s, p50/p99; then
+#      annotation reply with 20,000 annotations: a 100 KB query's latency, and
+#      another user's GET /conversations while such queries run;
 #   3. CPU profiles of the streaming and the non-streaming hot paths;
 #   4. `terraform plan` (refresh) with 1, 10, 100, 1000 conversations: wall time
 #      and requests (counted by a proxy in the load generator);
@@ -159,6 +161,15 @@ if want http; then
 		"${LOADGEN[@]}" http --url "$MOCK_URL" --debug-url "$DEBUG_URL" --pid "$MOCK_PID" --endpoint "$ep" \
 			--concurrency "$HTTP_CONCURRENCY" --duration "$HTTP_DURATION" --out "$RESULTS_JSON"
 	done
+	stop_mock
+	# Annotation reply at scale (docs/mock/annotations.md "Cost"): 20,000
+	# annotations, one 100 KB query at a time, then another user's listing
+	# while such queries run.
+	start_mock 0
+	"${LOADGEN[@]}" http --url "$MOCK_URL" --debug-url "$DEBUG_URL" --pid "$MOCK_PID" --endpoint annotation-chat \
+		--concurrency 1 --duration "$HTTP_DURATION" --out "$RESULTS_JSON"
+	"${LOADGEN[@]}" http --url "$MOCK_URL" --debug-url "$DEBUG_URL" --pid "$MOCK_PID" --endpoint conversations-during-annotation \
+		--concurrency 10 --duration "$HTTP_DURATION" --out "$RESULTS_JSON"
 	stop_mock
 fi
 

@@ -138,15 +138,22 @@ func (ix *Index) Len() int { return len(ix.norms) }
 // a threshold of 0 or less every document reaches it, so the later of the
 // best-scoring ones answers even with no word in common.
 func (ix *Index) Best(q Vector, threshold float64) (doc int, score float64, ok bool) {
-	dots := map[int32]int64{} // only the documents that share a word
+	// dots[d] accumulates the dot product of the query and document d;
+	// touched lists the documents that share a word, so the scan below
+	// costs what the query's postings cost, not the collection's size.
+	dots := make([]int64, len(ix.norms))
+	var touched []int32
 	for w, n := range q.words {
 		for _, p := range ix.words[w] {
+			if dots[p.doc] == 0 {
+				touched = append(touched, p.doc)
+			}
 			dots[p.doc] += int64(n) * int64(p.count)
 		}
 	}
 	doc = -1
-	for d, dot := range dots {
-		s := cosine(dot, q.norm2, ix.norms[d])
+	for _, d := range touched {
+		s := cosine(dots[d], q.norm2, ix.norms[d])
 		if s < threshold {
 			continue
 		}

@@ -37,6 +37,9 @@ type httpResult struct {
 type httpEndpoint struct {
 	route string
 	want  int
+	// firstByte measures the time to the response's first body byte (a
+	// stream's first frame) instead of to its end.
+	firstByte bool
 	// setup prepares state and returns the request maker (called by many
 	// workers at once; n is a global request number).
 	setup func(ctx context.Context, c *http.Client, base, user string) (func(n int64) (*http.Request, error), error)
@@ -201,7 +204,7 @@ func runHTTP(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("http", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	url := fs.String("url", "", "mock API base URL, e.g. http://127.0.0.1:5001/v1 (required)")
-	name := fs.String("endpoint", "", "parameters, conversations, conversations-crowded, rename or upload (required)")
+	name := fs.String("endpoint", "", "parameters, conversations, conversations-crowded, rename, upload, annotation-chat or conversations-during-annotation (required)")
 	conc := fs.Int("concurrency", 50, "requests in flight (closed loop: each worker sends its next request when the last one is answered)")
 	warmup := fs.Duration("warmup", time.Second, "unmeasured run first (connections, caches)")
 	dur := fs.Duration("duration", 5*time.Second, "measured run")
@@ -214,7 +217,7 @@ func runHTTP(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	ep, ok := httpEndpoints[*name]
 	if *url == "" || !ok || *conc < 1 {
-		return errors.New("--url and --endpoint (parameters, conversations, conversations-crowded, rename, upload) are required; --concurrency must be positive")
+		return errors.New("--url and --endpoint (parameters, conversations, conversations-crowded, rename, upload, annotation-chat, conversations-during-annotation) are required; --concurrency must be positive")
 	}
 	if *profile != "" && *debugURL == "" {
 		return errors.New("--profile needs --debug-url")
@@ -270,12 +273,21 @@ func runHTTP(ctx context.Context, args []string, stderr io.Writer) error {
 				t0 := time.Now()
 				resp, err := client.Do(req)
 				var status int
+				var d time.Duration
 				if err == nil {
-					_, err = io.Copy(io.Discard, resp.Body)
+					if ep.firstByte {
+						_, err = resp.Body.Read(make([]byte, 1))
+						d = time.Since(t0)
+					}
+					if _, cerr := io.Copy(io.Discard, resp.Body); err == nil || err == io.EOF {
+						err = cerr
+					}
 					resp.Body.Close()
 					status = resp.StatusCode
 				}
-				d := time.Since(t0)
+				if !ep.firstByte || d == 0 {
+					d = time.Since(t0)
+				}
 				if !measuring.Load() {
 					continue
 				}

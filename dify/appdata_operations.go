@@ -307,7 +307,7 @@ func (c *Client) ListConversationVariables(ctx context.Context, conversationID s
 	return &out, nil
 }
 
-// UpdateConversationVariable sets a conversation variable's value (API
+// UpdateConversationVariable sets a conversation variable's value (docs/api
 // §31.2); the value must match the variable's type (400 bad_request
 // otherwise). An empty user falls back to the client's default user.
 func (c *Client) UpdateConversationVariable(ctx context.Context, conversationID, variableID string, value any, user string) (*ConversationVariable, error) {

@@ -42,7 +42,7 @@
 //
 // # Feedback, annotations, files, variables
 //
-// SendFeedback and ListAppFeedbacks rate answers and list ratings (API
+// SendFeedback and ListAppFeedbacks rate answers and list ratings (docs/api
 // §25–§26). CreateAnnotation, ListAnnotations, UpdateAnnotation and
 // DeleteAnnotation manage annotations (docs/api §27); StartAnnotationReply and
 // WaitAnnotationReply switch annotation reply on or off through Dify's

@@ -47,8 +47,11 @@ func (p *difyProvider) Metadata(_ context.Context, _ provider.MetadataRequest, r
 func (p *difyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "The Dify provider works with one Dify **Agent app** through its Service API " +
-			"(the API keyed by an app API key, `app-...`). It reads the app's settings and manages the runtime objects " +
-			"the API offers: conversations (started by a first chat message) and uploaded files.\n\n" +
+			"(the API keyed by an app API key, `app-...`). It reads the app's settings, its conversations and messages, " +
+			"end users, feedback and annotations, and manages the runtime objects the API offers: conversations " +
+			"(started by a first chat message), uploaded files, message feedback, annotations and the annotation reply " +
+			"setting. With Terraform >= 1.14 it also lists conversations and annotations for `terraform query` and " +
+			"sends chat messages as an action.\n\n" +
 			"Every setting is optional and resolved as *configuration > environment variable > default*.",
 		Attributes: map[string]schema.Attribute{
 			"base_url": schema.StringAttribute{

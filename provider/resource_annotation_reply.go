@@ -35,7 +35,7 @@ const annotationReplyID = "annotation-reply"
 // job. Enabling embeds every annotation, which takes a while for many.
 const DefaultAnnotationReplyTimeout = 10 * time.Minute
 
-// annotationReplyPollInterval is how often a job's status is read (API
+// annotationReplyPollInterval is how often a job's status is read (docs/api
 // §28.3 suggests every 1–2 s).
 var annotationReplyPollInterval = time.Second
 

@@ -52,7 +52,6 @@ RESULTS="${BENCH_RESULTS-bench/results.md}"
 SKIP=" ${BENCH_SKIP:-} "
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/tf-dify-bench.XXXXXX")"
-MOCK_PID=""
 PEER_PIDS=()
 section_notes=()
 # stop_peers: ends WireMock and the bare handler of the peers section.
@@ -84,6 +83,7 @@ if [[ -n "${BENCH_NICE:-}" ]]; then
 	# check that it did.
 	if [[ "$(nice -n "$BENCH_NICE" nice 2>/dev/null)" == "$(($(nice) + BENCH_NICE))" ]]; then
 		NICE=(nice -n "$BENCH_NICE")
+		MOCK_PREFIX=("${NICE[@]}") # start_mock (lib.sh) runs the server with it
 		priority="nice $BENCH_NICE (server and load generator)"
 	else
 		warn "BENCH_NICE=$BENCH_NICE: cannot change the niceness (negative values need root); running at the default priority"
@@ -115,38 +115,24 @@ RESULTS_JSON="$WORK/results.jsonl"
 : >"$RESULTS_JSON"
 loadavg_start="$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
 
-# start_mock SPEED [SERVE FLAGS...]: starts dify-mock on a free loopback port;
-# sets MOCK_PID, MOCK_URL (API base) and DEBUG_URL (its profiling listener,
-# --pprof-addr).
-start_mock() {
-	local speed="$1" i
-	rm -f "$WORK/mock.out"
-	"${NICE[@]}" "$WORK/dify-mock" serve --addr 127.0.0.1:0 --pprof-addr 127.0.0.1:0 --speed "$speed" "${@:2}" \
-		>"$WORK/mock.out" 2>>"$WORK/mock.log" &
-	MOCK_PID=$!
-	for ((i = 0; i < 100; i++)); do
-		MOCK_URL="$(grep -o 'http://127\.0\.0\.1:[0-9]*/v1' "$WORK/mock.out" 2>/dev/null | head -n1 || true)"
-		DEBUG_URL="$(sed -n 's|^  pprof *\(http://127\.0\.0\.1:[0-9]*\)/debug/pprof/.*|\1|p' "$WORK/mock.out" 2>/dev/null | head -n1)"
-		[[ -n "$MOCK_URL" && -n "$DEBUG_URL" ]] && return 0
-		kill -0 "$MOCK_PID" 2>/dev/null || break
+# bench_mock SPEED [SERVE FLAGS...]: start_mock (lib.sh) with the profiling
+# listener; sets MOCK_PID, MOCK_URL (API base) and DEBUG_URL (--pprof-addr).
+bench_mock() {
+	local i
+	start_mock "$WORK/dify-mock" "$WORK/mock.log" --pprof-addr 127.0.0.1:0 --speed "$1" "${@:2}"
+	for ((i = 0; i < 100; i++)); do # the pprof line follows the URL in the banner
+		DEBUG_URL="$(tail -c +"$MOCK_LOG_FROM" "$WORK/mock.log" | sed -n 's|^  pprof *\(http://127\.0\.0\.1:[0-9]*\)/debug/pprof/.*|\1|p' | head -n1)"
+		[[ -n "$DEBUG_URL" ]] && return 0
 		sleep 0.1
 	done
-	cat "$WORK/mock.out" "$WORK/mock.log" >&2
-	die "dify-mock did not start"
-}
-
-stop_mock() {
-	[[ -n "$MOCK_PID" ]] || return 0
-	kill -TERM "$MOCK_PID" 2>/dev/null || true
-	wait "$MOCK_PID" 2>/dev/null || true
-	MOCK_PID=""
+	die "dify-mock printed no pprof address; see $WORK/mock.log"
 }
 
 # The server logs at its default level (info: one line per request), as
 # users run it; a panic or error line fails the run below.
 if want streams; then
 	for n in "${STREAMS[@]}"; do
-		start_mock 1
+		bench_mock 1
 		log "streams: $n x $CASSETTE at speed 1"
 		"${LOADGEN[@]}" streams --url "$MOCK_URL" --debug-url "$DEBUG_URL" --pid "$MOCK_PID" \
 			--streams "$n" --cassette "$CASSETTE" --speed 1 --out "$RESULTS_JSON"
@@ -155,7 +141,7 @@ if want streams; then
 fi
 
 if want http; then
-	start_mock 1
+	bench_mock 1
 	# conversations-crowded last: it fills the store with 10,000 conversations.
 	for ep in parameters conversations rename upload conversations-crowded; do
 		"${LOADGEN[@]}" http --url "$MOCK_URL" --debug-url "$DEBUG_URL" --pid "$MOCK_PID" --endpoint "$ep" \
@@ -176,12 +162,12 @@ fi
 declare -a profile_args=()
 if want profile; then
 	# Separate runs, so profiling does not skew the measured rows above.
-	start_mock 1
+	bench_mock 1
 	log "profiling: 5000 streams"
 	"${LOADGEN[@]}" streams --url "$MOCK_URL" --debug-url "$DEBUG_URL" --streams 5000 --cassette "$CASSETTE" \
 		--profile "$WORK/streams.pprof" --profile-seconds 10s --out "$WORK/profile-runs.jsonl"
 	stop_mock
-	start_mock 1
+	bench_mock 1
 	log "profiling: GET /conversations, then with 10,000 other conversations stored"
 	"${LOADGEN[@]}" http --url "$MOCK_URL" --debug-url "$DEBUG_URL" --endpoint conversations --concurrency "$HTTP_CONCURRENCY" \
 		--duration 5s --profile "$WORK/http.pprof" --out "$WORK/profile-runs.jsonl"
@@ -203,7 +189,7 @@ if want provider; then
 	if tf_out="$("$REPO_ROOT/scripts/ensure-terraform.sh")"; then
 		tf="$(tail -n1 <<<"$tf_out")"
 		# Creating the conversations is set-up, not what is measured.
-		start_mock 0
+		bench_mock 0
 		: >"$WORK/terraformrc-empty"
 		# A failure here (Terraform's own output above says why) must not
 		# lose the other sections: results.md says it failed.
@@ -263,7 +249,7 @@ peer_notes=()
 if want peers; then
 	log "peers: dify-mock, WireMock $WIREMOCK_VERSION and a bare httprouter handler"
 	"$WORK/loadgen" peers-setup --dir "$WORK/peers"
-	start_mock 1 --cassettes "$WORK/peers/cassettes"
+	bench_mock 1 --cassettes "$WORK/peers/cassettes"
 	peer_args=(--dify-mock "$MOCK_URL" --dify-mock-pid "$MOCK_PID")
 
 	"${NICE[@]}" "$WORK/loadgen" bare --dir "$WORK/peers" >"$WORK/bare.out" 2>&1 &

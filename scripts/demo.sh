@@ -36,12 +36,10 @@ cd "$REPO_ROOT"
 
 DEMO_SPEED="${DEMO_SPEED:-1}"
 readonly TOTAL_STEPS=8
-readonly READY_TIMEOUT=30    # seconds for the mock to answer GET /v1/
-readonly MOCK_STOP_TIMEOUT=10 # seconds for the mock to exit after SIGTERM
+readonly READY_TIMEOUT=30 # seconds for the mock to answer GET /v1/ (start and stop: lib.sh)
 
 WORK_DIR="$(mktemp -d "${TMPDIR:-/tmp}/dify-demo.XXXXXX")"
 MOCK_LOG="$WORK_DIR/dify-mock.log"
-MOCK_PID=""
 TICKER_PID=""
 STEP="starting"
 STEP_NO=0
@@ -86,24 +84,6 @@ stop_ticker() {
 		wait "$TICKER_PID" 2>/dev/null || true
 		TICKER_PID=""
 	fi
-}
-
-stop_mock() {
-	[[ -n "$MOCK_PID" ]] || return 0
-	if kill -0 "$MOCK_PID" 2>/dev/null; then
-		kill -TERM "$MOCK_PID" 2>/dev/null || true
-		local waited=0
-		while kill -0 "$MOCK_PID" 2>/dev/null && ((waited < MOCK_STOP_TIMEOUT * 10)); do
-			sleep 0.1
-			waited=$((waited + 1))
-		done
-		if kill -0 "$MOCK_PID" 2>/dev/null; then
-			warn "dify-mock (pid $MOCK_PID) did not stop within ${MOCK_STOP_TIMEOUT}s; killing it"
-			kill -KILL "$MOCK_PID" 2>/dev/null || true
-		fi
-	fi
-	wait "$MOCK_PID" 2>/dev/null || true
-	MOCK_PID=""
 }
 
 # stop_providers: a Terraform that was interrupted or died may leave its
@@ -279,34 +259,18 @@ TF_VERSION="$(TF_CLI_CONFIG_FILE=/dev/null "$TERRAFORM" version 2>/dev/null | he
 step_done
 
 step "start dify-mock on a free loopback port"
-# Port 0: the kernel picks a free port and the banner prints it, so there is
-# no race with another process taking a port we probed. In its own session
-# (setsid), so a Ctrl-C in the terminal reaches Terraform but not the mock:
-# Terraform can then stop its run cleanly against a live mock, and the EXIT
-# trap stops the mock afterwards. DIFY_MOCK_* variables of the caller are
-# cleared (an --api-key from them would reject the demo's key).
+# start_mock (lib.sh) runs it in its own session, so a Ctrl-C in the terminal
+# reaches Terraform but not the mock: Terraform can then stop its run
+# cleanly against a live mock, and the EXIT trap stops the mock afterwards.
 : >"$MOCK_LOG"
-detach=()
-command -v setsid >/dev/null 2>&1 && detach=(setsid)
-# shellcheck disable=SC2046 # one "-u NAME" pair per variable
-env $(compgen -e | grep '^DIFY_MOCK_' | sed 's/^/-u /') ${detach[@]+"${detach[@]}"} \
-	"$WORK_DIR/bin/dify-mock" serve --addr 127.0.0.1:0 --speed "$DEMO_SPEED" --log-level info \
-	>"$MOCK_LOG" 2>&1 </dev/null &
-MOCK_PID=$!
-BASE_URL=""
+start_mock "$WORK_DIR/bin/dify-mock" "$MOCK_LOG" --speed "$DEMO_SPEED" --log-level info
+BASE_URL="$MOCK_URL"
 deadline=$((SECONDS + READY_TIMEOUT))
-while ((SECONDS < deadline)); do
+until http_get "$BASE_URL/" >"$WORK_DIR/server-info.json" 2>/dev/null; do
 	kill -0 "$MOCK_PID" 2>/dev/null || die "dify-mock exited before it was ready; see $MOCK_LOG"
-	if [[ -z "$BASE_URL" ]]; then
-		BASE_URL="$(sed -n 's/^[[:space:]]*API base URL[[:space:]]*\(http[^[:space:]]*\).*/\1/p' "$MOCK_LOG" | head -n1)"
-	fi
-	if [[ -n "$BASE_URL" ]] && http_get "$BASE_URL/" >"$WORK_DIR/server-info.json" 2>/dev/null; then
-		break
-	fi
+	((SECONDS < deadline)) || die "dify-mock did not answer GET $BASE_URL/ within ${READY_TIMEOUT}s; see $MOCK_LOG"
 	sleep 0.2
 done
-[[ -n "$BASE_URL" && -s "$WORK_DIR/server-info.json" ]] ||
-	die "dify-mock did not answer GET ${BASE_URL:-<no address printed yet>}/ within ${READY_TIMEOUT}s; see $MOCK_LOG"
 sed -n '1,/cassettes/p' "$MOCK_LOG" | sed 's/^/    /' >&2
 log "ready: GET $BASE_URL/ -> $(cat "$WORK_DIR/server-info.json")"
 step_done

@@ -76,3 +76,60 @@ elapsed() {
 	local s=$((SECONDS - $1))
 	printf '%dm%02ds' $((s / 60)) $((s % 60))
 }
+
+# The one way the scripts run a dify-mock of their own (demo.sh, bench.sh).
+MOCK_PID=""
+MOCK_URL=""
+MOCK_READY_TIMEOUT="${MOCK_READY_TIMEOUT:-30}" # seconds for the banner's API base URL
+MOCK_STOP_TIMEOUT="${MOCK_STOP_TIMEOUT:-10}"   # seconds for the mock to exit after SIGTERM
+
+# start_mock BIN LOG [SERVE FLAGS...]: runs `BIN serve --addr 127.0.0.1:0
+# FLAGS...` in the background, stdout and stderr appended to LOG, and waits
+# for its banner. Port 0: the kernel picks a free port and the banner prints
+# it, so no other process can take a probed port first. The mock runs in its
+# own session (setsid), so a Ctrl-C in the terminal reaches the caller's
+# foreground job (Terraform) but not the mock, and without the caller's
+# DIFY_MOCK_* variables (an --api-key from them would reject the script's
+# key). MOCK_PREFIX (an array, e.g. nice -n 5) runs in front of BIN. Sets
+# MOCK_PID, MOCK_URL (the API base URL) and MOCK_LOG_FROM (the byte of LOG
+# where this run's output starts); dies when the mock exits or prints no URL
+# within MOCK_READY_TIMEOUT seconds.
+start_mock() {
+	local bin="$1" out="$2" detach=() i from
+	shift 2
+	# Only this run's banner counts: LOG may hold earlier runs'.
+	from=$(($(wc -c <"$out" 2>/dev/null || echo 0) + 1))
+	command -v setsid >/dev/null 2>&1 && detach=(setsid)
+	# shellcheck disable=SC2046 # one "-u NAME" pair per variable
+	env $(compgen -e | grep '^DIFY_MOCK_' | sed 's/^/-u /') ${detach[@]+"${detach[@]}"} \
+		${MOCK_PREFIX[@]+"${MOCK_PREFIX[@]}"} "$bin" serve --addr 127.0.0.1:0 "$@" >>"$out" 2>&1 </dev/null &
+	MOCK_PID=$!
+	MOCK_URL=""
+	for ((i = 0; i < MOCK_READY_TIMEOUT * 10; i++)); do
+		kill -0 "$MOCK_PID" 2>/dev/null || die "dify-mock exited before it was ready; see $out"
+		MOCK_URL="$(tail -c +"$from" "$out" 2>/dev/null | sed -n 's/^[[:space:]]*API base URL[[:space:]]*\(http[^[:space:]]*\).*/\1/p' | head -n1)"
+		[[ -n "$MOCK_URL" ]] && MOCK_LOG_FROM="$from" && return 0
+		sleep 0.1
+	done
+	die "dify-mock printed no API base URL within ${MOCK_READY_TIMEOUT}s; see $out"
+}
+
+# stop_mock: SIGTERM to the mock start_mock started, then SIGKILL when it
+# has not exited within MOCK_STOP_TIMEOUT seconds. Safe to call twice.
+stop_mock() {
+	[[ -n "$MOCK_PID" ]] || return 0
+	if kill -0 "$MOCK_PID" 2>/dev/null; then
+		kill -TERM "$MOCK_PID" 2>/dev/null || true
+		local waited=0
+		while kill -0 "$MOCK_PID" 2>/dev/null && ((waited < MOCK_STOP_TIMEOUT * 10)); do
+			sleep 0.1
+			waited=$((waited + 1))
+		done
+		if kill -0 "$MOCK_PID" 2>/dev/null; then
+			warn "dify-mock (pid $MOCK_PID) did not stop within ${MOCK_STOP_TIMEOUT}s; killing it"
+			kill -KILL "$MOCK_PID" 2>/dev/null || true
+		fi
+	fi
+	wait "$MOCK_PID" 2>/dev/null || true
+	MOCK_PID=""
+}

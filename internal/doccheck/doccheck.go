@@ -1,8 +1,9 @@
 // Package doccheck keeps the project's citations of its own API reference
 // (docs/api/README.md) followable: comments and docs cite a section as
-// "docs/api §2.5" (older code says "API §2.5"), and every such number must
-// be a section heading of the reference. The package only parses; the test
-// next to it walks the repository.
+// "docs/api §2.5", and every such number must be a section heading of the
+// reference. The bare form "API §2.5" (the project's older spelling) is
+// found too, and refused: it names no file a reader can open. The package
+// only parses; the test next to it walks the repository.
 package doccheck
 
 import (
@@ -54,17 +55,20 @@ func Sections(doc []byte) (map[string]int, error) {
 type Citation struct {
 	Line    int    // 1-based
 	Section string // e.g. "2.5"
-	Text    string // the whole citation as written, e.g. "API §2.5–2.6"
+	Text    string // the whole citation as written, e.g. "docs/api §2.5–2.6"
+	// Bare is true for the refused form "API §n", which names no file.
+	Bare bool
 }
 
-// citation matches a citation of the reference in either form, with the
-// lists and ranges the code uses: "API §2.5", "docs/api §13–§16",
-// "docs/api/README.md §9.1",
-// "API §2.5–2.6", "API §2.5, §18", "API §7 and §8". After a comma or "and"
-// the next number must carry its own "§", so "API §11, 30 MB" cites §11
-// only.
+// citation matches a citation of the reference, with the lists and ranges
+// the code uses: "docs/api §2.5", "docs/api §13–§16",
+// "docs/api/README.md §9.1", "docs/api §2.5–2.6", "docs/api §2.5, §18",
+// "docs/api §7 and §8", and the same after the bare word "API". After a
+// comma or "and" the next number must carry its own "§", so
+// "docs/api §11, 30 MB" cites §11 only. A comment may break the line between
+// the word and "§" ("docs/api" at a line's end, "// §2.5" on the next).
 var citation = regexp.MustCompile(
-	`(?:\bAPI|\bdocs/api(?:/README\.md)?)\s+§\d+(?:\.\d+)*` +
+	`(?:\bAPI|\bdocs/api(?:/README\.md)?)(?:\s|//|#)+§\d+(?:\.\d+)*` +
 		`(?:\s*[–—-]\s*§?\d+(?:\.\d+)*|\s*(?:,|and|&)\s*§\d+(?:\.\d+)*)*`)
 
 var sectionNumber = regexp.MustCompile(`\d+(?:\.\d+)*`)
@@ -82,8 +86,9 @@ func Citations(text []byte) []Citation {
 		// Skip the "API"/"docs/api" word itself: it holds no digits, but
 		// the numbers come after the first "§".
 		nums := whole[strings.Index(whole, "§"):]
+		bare := strings.HasPrefix(whole, "API")
 		for _, n := range sectionNumber.FindAllString(nums, -1) {
-			out = append(out, Citation{Line: line, Section: n, Text: whole})
+			out = append(out, Citation{Line: line, Section: n, Text: whole, Bare: bare})
 		}
 	}
 	return out

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -200,14 +199,4 @@ func createTemp(dir, prefix, suffix string) (*os.File, error) {
 		return f, err
 	}
 	return nil, fmt.Errorf("%s: no free temporary file name", dir)
-}
-
-// SafeJoin resolves a user-supplied cassette name inside dir, rejecting any
-// name that is not a ValidName.
-func SafeJoin(dir, name string) (string, error) {
-	name = strings.TrimSuffix(name, ".yaml")
-	if err := ValidName(name); err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, path.Clean(name)+".yaml"), nil
 }

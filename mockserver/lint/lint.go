@@ -4,7 +4,9 @@
 // every event needs (docs/api §2.5), ids that stay consistent within a turn, and
 // secrets that must never be stored. Every problem names its file, YAML
 // line, interaction and frame; all problems are reported, not just the
-// first. `dify-mock lint` is the command-line front end (Main).
+// first. Paths checks files and folders, Bytes one file's contents;
+// `dify-mock lint` (mockserver/cmd/dify-mock/lint.go) is the command-line
+// front end.
 package lint
 
 import (

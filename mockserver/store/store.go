@@ -1,5 +1,5 @@
 // Package store is dify-mock's in-memory state: end users, uploaded files,
-// conversations and messages, scoped per end user as Dify scopes them (API
+// conversations and messages, scoped per end user as Dify scopes them (docs/api
 // §1.3). Every method is safe for concurrent use; values handed out are
 // copies, so callers never share memory with the store.
 package store

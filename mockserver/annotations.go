@@ -99,7 +99,12 @@ func (s *Server) createAnnotation(w http.ResponseWriter, r *http.Request, _ http
 		writeError(w, e)
 		return
 	}
-	writeJSON(w, http.StatusCreated, annotationJSON(s.store.AddAnnotation(question, answer)))
+	a, err := s.store.AddAnnotation(question, answer)
+	if err != nil {
+		writeError(w, errStateFull)
+		return
+	}
+	writeJSON(w, http.StatusCreated, annotationJSON(a))
 }
 
 // updateAnnotation is PUT /apps/annotations/:annotation_id (docs/api §27.5):
@@ -115,7 +120,11 @@ func (s *Server) updateAnnotation(w http.ResponseWriter, r *http.Request, ps htt
 		return
 	}
 	a, err := s.store.UpdateAnnotation(id, question, answer)
-	if err != nil {
+	switch {
+	case errors.Is(err, store.ErrStateFull):
+		writeError(w, errStateFull)
+		return
+	case err != nil:
 		writeError(w, errAnnotationNotFound)
 		return
 	}

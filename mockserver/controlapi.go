@@ -116,6 +116,7 @@ func (b controlBackend) Info() map[string]any {
 		"cassette_dir":      s.cfg.Control.CassetteDir,
 		"last_reload_error": s.lastReloadErr.Load(),
 		"api_base":          "/v1",
+		"state_evicted":     s.evictions.evicted(),
 	}
 }
 

@@ -52,8 +52,11 @@ var (
 	errMethodNotAllowed = newError(http.StatusMethodNotAllowed, "method_not_allowed", msgMethodNotAllowed)
 	errInternal         = newError(http.StatusInternalServerError, "internal_server_error", msgInternal)
 	errTooLarge         = newError(http.StatusRequestEntityTooLarge, "request_entity_too_large", msgTooLarge)
-	errInvalidJSON      = newError(http.StatusBadRequest, "bad_request", msgBadRequest)
-	errNotJSON          = newError(http.StatusUnsupportedMediaType, "unsupported_media_type", msgNotJSON)
+	// errStateFull is the mock's own refusal (Dify has no such bound): the
+	// annotations alone would pass --max-state-bytes.
+	errStateFull   = newError(http.StatusRequestEntityTooLarge, "request_entity_too_large", "dify-mock: the annotations would pass the state bound (--max-state-bytes); delete some or raise the bound.")
+	errInvalidJSON = newError(http.StatusBadRequest, "bad_request", msgBadRequest)
+	errNotJSON     = newError(http.StatusUnsupportedMediaType, "unsupported_media_type", msgNotJSON)
 	// errUnhandled is libs/external_api.py handle_general_exception's body
 	// for an exception Dify does not map (e.g. a JSON body that is not an
 	// object reaching request.get_json().get("user")).

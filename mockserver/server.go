@@ -109,6 +109,8 @@ type Server struct {
 	closing chan struct{}
 	streams sync.WaitGroup
 	tasks   map[string]*task
+	// evictions sums the state bound's evictions into summary log lines.
+	evictions *evictionLog
 }
 
 // task is a live stream that POST /chat-messages/:task_id/stop can end.
@@ -206,9 +208,8 @@ func New(cfg Config) (*Server, error) {
 		cfg.MaxStateBytes = DefaultMaxStateBytes
 		s.cfg.MaxStateBytes = cfg.MaxStateBytes
 	}
-	s.store.SetMaxBytes(cfg.MaxStateBytes, func(ev store.Eviction) {
-		log.Info("state bound reached: evicted the least recently changed "+ev.Kind, "id", ev.ID, "bytes", ev.Bytes, "state_bytes", ev.Total, "max_state_bytes", ev.Max)
-	})
+	s.evictions = newEvictionLog(log)
+	s.store.SetMaxBytes(cfg.MaxStateBytes, s.evictions.add)
 	s.mode = cfg.Mode
 	if s.mode == "" {
 		s.mode = app.Info.Mode
@@ -278,6 +279,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		close(s.closing)
 	}
 	s.mu.Unlock()
+	s.evictions.flush()
 	done := make(chan struct{})
 	go func() {
 		s.streams.Wait()

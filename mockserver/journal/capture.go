@@ -134,8 +134,8 @@ type bodyCapture struct {
 	ctype     string
 
 	// multipart: the bytes go through a pipe to a parser goroutine.
-	pw      *io.PipeWriter
-	parsed  chan struct{}
+	pw         *io.PipeWriter
+	parsed     chan struct{}
 	mu         sync.Mutex
 	uploads    []Upload
 	fields     map[string]string

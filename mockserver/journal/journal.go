@@ -193,10 +193,13 @@ func (j *Journal) Dropped() int64 { return j.dropped.Load() }
 // and origin are cut to MaxPath, MaxQuery and MaxOrigin bytes.
 func (j *Journal) Start(method, path, query, origin string) *Record {
 	rec := &Record{j: j, start: j.now()}
-	rec.e = Entry{Time: rec.start.UTC(), Method: clip(method, 32, nil, "")}
-	rec.e.Path = clip(path, MaxPath, &rec.e.Truncated, "path")
-	rec.e.Query = clip(query, MaxQuery, &rec.e.Truncated, "query")
-	rec.e.Origin = clip(origin, MaxOrigin, &rec.e.Truncated, "origin")
+	// Copies: net/http's method, path and query are slices of the request
+	// line, which an entry would otherwise keep alive whole (a 700 KB line
+	// per entry).
+	rec.e = Entry{Time: rec.start.UTC(), Method: strings.Clone(clip(method, 32, nil, ""))}
+	rec.e.Path = strings.Clone(clip(path, MaxPath, &rec.e.Truncated, "path"))
+	rec.e.Query = strings.Clone(clip(query, MaxQuery, &rec.e.Truncated, "query"))
+	rec.e.Origin = strings.Clone(clip(origin, MaxOrigin, &rec.e.Truncated, "origin"))
 	rec.cost = entryOverhead + int64(len(rec.e.Method)+len(rec.e.Path)+len(rec.e.Query)+len(rec.e.Origin))
 	j.mu.Lock()
 	j.nextID++

@@ -64,6 +64,9 @@ type annotationState struct {
 	rows    []*Annotation // creation order
 	setting *AnnotationSetting
 	jobs    []*AnnotationJob // creation order, so due jobs run in order
+	// bytes is the rows' estimated size, part of the store's account
+	// (bound.go).
+	bytes int64
 	// gen names this version of rows: every change takes a new one from
 	// annotationGens, so an index built for another version (or for the
 	// state a snapshot import replaced) is never mistaken for this one.
@@ -91,14 +94,21 @@ type annotationIndex struct {
 }
 
 // AddAnnotation creates an annotation with hit_count 0 (docs/api §27.4).
-func (s *Store) AddAnnotation(question, answer string) Annotation {
+// It fails with ErrStateFull when the annotations would pass the state
+// bound (bound.go).
+func (s *Store) AddAnnotation(question, answer string) (Annotation, error) {
 	vec := similar.Parse(question) // before the lock: a question may be long
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	n := annotationSize(question, answer)
+	if !s.fitAnnotations(n) {
+		return Annotation{}, ErrStateFull
+	}
 	a := &Annotation{ID: s.newID(), Question: question, Answer: answer, CreatedAt: s.now(), vec: vec}
 	s.ann.rows = append(s.ann.rows, a)
 	s.ann.changed()
-	return *a
+	s.chargeAnnotations(n)
+	return *a, nil
 }
 
 func (s *Store) annotation(id string) (int, *Annotation) {
@@ -120,8 +130,13 @@ func (s *Store) UpdateAnnotation(id, question, answer string) (Annotation, error
 	if a == nil {
 		return Annotation{}, ErrAnnotationNotFound
 	}
+	delta := annotationSize(question, answer) - annotationSize(a.Question, a.Answer)
+	if !s.fitAnnotations(delta) {
+		return Annotation{}, ErrStateFull
+	}
 	a.Question, a.Answer, a.vec = question, answer, vec
 	s.ann.changed()
+	s.chargeAnnotations(delta)
 	return *a, nil
 }
 
@@ -129,12 +144,13 @@ func (s *Store) UpdateAnnotation(id, question, answer string) (Annotation, error
 func (s *Store) DeleteAnnotation(id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	i, _ := s.annotation(id)
+	i, a := s.annotation(id)
 	if i < 0 {
 		return ErrAnnotationNotFound
 	}
 	s.ann.rows = append(s.ann.rows[:i], s.ann.rows[i+1:]...)
 	s.ann.changed()
+	s.chargeAnnotations(-annotationSize(a.Question, a.Answer))
 	return nil
 }
 

@@ -15,8 +15,8 @@ func TestSnapshotRoundTripWithAnnotations(t *testing.T) {
 	ids := func() string { n++; return "id-" + strings.Repeat("x", n) }
 	clock := time.Unix(1700000000, 0)
 	s := New(func() time.Time { clock = clock.Add(time.Second); return clock }, ids)
-	a := s.AddAnnotation("What are your opening hours?", "9 to 5.")
-	s.AddAnnotation("Where?", "Berlin.")
+	a, _ := s.AddAnnotation("What are your opening hours?", "9 to 5.")
+	_, _ = s.AddAnnotation("Where?", "Berlin.")
 	s.StartAnnotationJob(ActionEnable, AnnotationSetting{ScoreThreshold: 0.8, EmbeddingProviderName: "openai", EmbeddingModelName: "m"}, 0)
 	if _, _, ok := s.MatchAnnotation(a.Question); !ok {
 		t.Fatal("no match while enabled")
@@ -62,7 +62,7 @@ func TestMatchAnnotationFollowsChanges(t *testing.T) {
 	if _, _, ok := s.MatchAnnotation("opening hours"); ok {
 		t.Fatal("match with no annotations")
 	}
-	a := s.AddAnnotation("What are your opening hours?", "9 to 5.")
+	a, _ := s.AddAnnotation("What are your opening hours?", "9 to 5.")
 	if got, sc, ok := s.MatchAnnotation("what are YOUR opening hours"); !ok || got.ID != a.ID || sc != 1 || got.HitCount != 1 {
 		t.Fatalf("after add: %+v %v %v", got, sc, ok)
 	}
@@ -75,7 +75,7 @@ func TestMatchAnnotationFollowsChanges(t *testing.T) {
 	if got, _, ok := s.MatchAnnotation("where is the office"); !ok || got.HitCount != 2 || got.Answer != "Berlin." {
 		t.Fatalf("after update: %+v %v", got, ok)
 	}
-	b := s.AddAnnotation("Where is the office?", "Lisbon.")
+	b, _ := s.AddAnnotation("Where is the office?", "Lisbon.")
 	if got, _, _ := s.MatchAnnotation("where is the office"); got.ID != b.ID {
 		t.Fatalf("a tie went to %s, want the newest %s", got.ID, b.ID)
 	}
@@ -86,7 +86,7 @@ func TestMatchAnnotationFollowsChanges(t *testing.T) {
 		t.Fatalf("after delete: %s, want %s", got.ID, a.ID)
 	}
 	s.Reset()
-	s.AddAnnotation("Where is the office?", "Porto.")
+	_, _ = s.AddAnnotation("Where is the office?", "Porto.")
 	if _, _, ok := s.MatchAnnotation("where is the office"); ok {
 		t.Fatal("matched after Reset disabled reply")
 	}
@@ -100,7 +100,7 @@ func TestMatchAnnotationDoesNotHoldTheLock(t *testing.T) {
 	n := 0
 	s.newID = func() string { n++; return strings.Repeat("0", 8) + string(rune('a'+n%26)) + strings.Repeat("x", n/26) }
 	for i := range 20000 {
-		s.AddAnnotation("what are the opening hours of shop "+strings.Repeat("z", i%50+1), "9 to 5.")
+		_, _ = s.AddAnnotation("what are the opening hours of shop "+strings.Repeat("z", i%50+1), "9 to 5.")
 	}
 	s.StartAnnotationJob(ActionEnable, AnnotationSetting{ScoreThreshold: 0.5, EmbeddingProviderName: "p", EmbeddingModelName: "m"}, 0)
 	query := strings.Repeat("what are the opening hours of shop z ", 2800) // ≈ 100 KB

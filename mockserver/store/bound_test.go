@@ -38,12 +38,12 @@ func TestEvictionOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	used, _ := s.Usage()
-	s.SetMaxBytes(used-1, func(ev Eviction) { evicted = append(evicted, ev.ID) })
+	s.SetMaxBytes(used-1, func(ev Eviction) { evicted = append(evicted, ev.IDs...) })
 	if len(evicted) != 1 || evicted[0] != b.ID {
 		t.Fatalf("evicted %v, want the deleted %s first", evicted, b.ID)
 	}
 	used, _ = s.Usage()
-	s.SetMaxBytes(used, func(ev Eviction) { evicted = append(evicted, ev.ID) })
+	s.SetMaxBytes(used, func(ev Eviction) { evicted = append(evicted, ev.IDs...) })
 	add(a, big) // a is now the most recently changed; c the least
 	if len(evicted) != 2 || evicted[1] != c.ID {
 		t.Fatalf("evicted %v, want %s (least recently changed) next", evicted, c.ID)
@@ -94,5 +94,68 @@ func TestUsageFollowsSnapshots(t *testing.T) {
 	s.Reset()
 	if zero, _ := s.Usage(); zero != 0 {
 		t.Errorf("usage %d after Reset", zero)
+	}
+}
+
+// An import far larger than the bound is cut down before the store's lock
+// is taken, in linear time, and reported as one summary: 10^6 conversations
+// used to be evicted one by one under the lock (~550/s, each shifting the
+// owner's index, each logged).
+func TestLargeImportNeverStallsTheStore(t *testing.T) {
+	const n = 60_000
+	snap := Snapshot{Version: SnapshotVersion, EndUsers: []SnapUser{{ID: "u1", Session: "alice", CreatedAt: time.Unix(1700000000, 0)}}}
+	for i := range n {
+		snap.Conversations = append(snap.Conversations, SnapConvers{
+			Conversation: dify.Conversation{ID: fmt.Sprintf("c-%06d", i), Name: "x", CreatedAt: 1700000000 + int64(i), UpdatedAt: 1700000000 + int64(i) + 2*int64(n-i)},
+			OwnerID:      "u1",
+		})
+	}
+	s := boundTestStore()
+	var passes, evicted int
+	s.SetMaxBytes(256<<10, func(ev Eviction) { passes++; evicted += ev.Count() })
+
+	// A reader measures the longest wait for the store's lock meanwhile.
+	stop := make(chan struct{})
+	worst := make(chan time.Duration)
+	go func() {
+		var w time.Duration
+		for {
+			select {
+			case <-stop:
+				worst <- w
+				return
+			default:
+			}
+			t0 := time.Now()
+			s.Usage()
+			w = max(w, time.Since(t0))
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	start := time.Now()
+	if err := s.Import(snap); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	close(stop)
+	w := <-worst
+	t.Logf("import of %d conversations into a 256 KiB bound: %s, longest lock wait %s, %d evicted in %d pass(es)", n, took, w, evicted, passes)
+	if used, maxBytes := s.Usage(); used > maxBytes {
+		t.Errorf("after the import %d bytes of %d", used, maxBytes)
+	}
+	if passes != 1 || evicted < n/2 {
+		t.Errorf("%d eviction passes, %d evicted; want one summary of most of %d", passes, evicted, n)
+	}
+	if w > time.Second {
+		t.Errorf("a reader waited %s for the lock during the import", w)
+	}
+	rows, _, err := s.ListConversations("u1", "", 100, "-updated_at")
+	if err != nil || len(rows) == 0 {
+		t.Fatalf("listing after the import: %d rows, %v", len(rows), err)
+	}
+	for i := 1; i < len(rows); i++ {
+		if rows[i].UpdatedAt > rows[i-1].UpdatedAt {
+			t.Fatalf("listing out of order at %d", i)
+		}
 	}
 }

@@ -39,9 +39,19 @@ func (s *Store) SetFeedback(messageID, ownerID, rating string, content *string) 
 	if !ok || sm.ownerID != ownerID {
 		return ErrMessageNotFound
 	}
-	if c, ok := s.convs[sm.msg.ConversationID]; !ok || c.deleted {
+	c, ok := s.convs[sm.msg.ConversationID]
+	if !ok || c.deleted {
 		return ErrMessageNotFound
 	}
+	// The feedback row counts against the state bound with its
+	// conversation (a comment may be megabytes long).
+	before := feedbackSize(sm.feedback)
+	defer func() {
+		if delta := feedbackSize(sm.feedback) - before; delta != 0 {
+			s.grow(c.elem, delta)
+			s.evict(c.elem)
+		}
+	}()
 	if content != nil {
 		v := *content
 		content = &v

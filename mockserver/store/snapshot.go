@@ -237,9 +237,17 @@ func (s *Store) Import(snap Snapshot) error {
 		fresh.seq++
 		c.updated = key{t: time.Unix(max(sc.UpdatedAt, sc.CreatedAt), 0), seq: fresh.seq}
 		fresh.convs[c.ID] = c
-		o := fresh.owner(c.OwnerID)
-		o.byCreated = insertSorted(o.byCreated, createdKey, c)
-		o.byUpdated = insertSorted(o.byUpdated, updatedKey, c)
+		if !c.deleted {
+			o := fresh.owner(c.OwnerID)
+			o.byCreated = append(o.byCreated, c)
+			o.byUpdated = append(o.byUpdated, c)
+		}
+	}
+	// Sorted once per owner: inserting each row in order would cost a
+	// shift per row (quadratic for a million conversations of one user).
+	for _, o := range fresh.owners {
+		sort.Slice(o.byCreated, func(a, b int) bool { return o.byCreated[a].created.less(o.byCreated[b].created) })
+		sort.Slice(o.byUpdated, func(a, b int) bool { return o.byUpdated[a].updated.less(o.byUpdated[b].updated) })
 	}
 	seen := map[string]bool{}
 	for i, a := range snap.Annotations {
@@ -267,10 +275,22 @@ func (s *Store) Import(snap Snapshot) error {
 	sort.SliceStable(feedbacks, func(a, b int) bool { return feedbacks[a].CreatedAt.Before(feedbacks[b].CreatedAt) })
 	fresh.feedbacks = feedbacks
 	fresh.account()
+	// Evict down to the bound before taking the lock: an import larger
+	// than the bound never stalls other requests while it shrinks.
+	_, maxBytes := s.Usage()
+	if maxBytes > 0 && fresh.ann.bytes > maxBytes {
+		return fmt.Errorf("annotations: %d bytes (estimated) would pass the state bound of %d bytes", fresh.ann.bytes, maxBytes)
+	}
+	var evicted Eviction
+	fresh.maxBytes, fresh.onEvict = maxBytes, func(ev Eviction) { evicted = ev }
+	fresh.evict(nil)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.replace(fresh)
 	s.seq = max(s.seq, fresh.seq)
+	if evicted.Count() > 0 && s.onEvict != nil {
+		s.onEvict(evicted)
+	}
 	return nil
 }
 
@@ -332,6 +352,7 @@ func (s *Store) ResetUser(session string) error {
 	clear(s.feedbacks[len(kept):])
 	s.feedbacks = kept
 	delete(s.owners, u.ID)
+	s.untrack(u.elem)
 	delete(s.users, session)
 	delete(s.usersID, u.ID)
 	return nil

@@ -37,6 +37,7 @@ type EndUser struct {
 	Session   string
 	Anonymous bool
 	CreatedAt time.Time
+	elem      *list.Element // in the store's least-recently-changed list
 }
 
 // File is an uploaded file (docs/api §9.1).
@@ -66,6 +67,7 @@ type Conversation struct {
 	created  key
 	updated  key
 	deleted  bool
+	evicted  bool // removed by the bound; its index rows go in the same pass
 	messages []*storedMessage
 	elem     *list.Element // in the store's least-recently-changed list
 }
@@ -222,9 +224,14 @@ func (s *Store) EndUser(session string) EndUser {
 	if u, ok := s.users[session]; ok {
 		return *u
 	}
+	// A copy: session is often a slice of the request line (a query
+	// parameter), which it would otherwise keep alive whole.
+	session = strings.Clone(session)
 	u = &EndUser{ID: s.newID(), Session: session, Anonymous: anon || session == DefaultUser, CreatedAt: s.now()}
 	s.users[session] = u
 	s.usersID[u.ID] = u
+	u.elem = s.track(&unit{user: u, bytes: endUserSize(u)})
+	s.evict(u.elem)
 	return *u
 }
 

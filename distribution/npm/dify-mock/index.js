@@ -63,7 +63,9 @@ function startDifyMock(options = {}) {
     speed, cassettes, fault, port = 0, host = '127.0.0.1', apiKeys, args = [], env,
     startTimeoutMs = 15000, stdio = 'ignore',
   } = options;
-  const argv = ['serve', '--addr', `${host.includes(':') ? `[${host}]` : host}:${port}`];
+  // --exit-with-parent: the server ends with this process however it ends
+  // (a runner killed by SIGTERM or SIGKILL on a CI timeout runs no exit hook).
+  const argv = ['serve', '--addr', `${host.includes(':') ? `[${host}]` : host}:${port}`, '--exit-with-parent'];
   if (speed !== undefined) argv.push('--speed', String(speed));
   if (cassettes) argv.push('--cassettes', path.resolve(cassettes));
   if (fault) argv.push('--fault', fault);
@@ -133,8 +135,9 @@ function startDifyMock(options = {}) {
   });
 }
 
-// Children still running when Node exits are killed, so a test runner that
-// forgets stop() leaves no server behind.
+// Children still running when Node exits normally are killed at once, so a
+// test runner that forgets stop() leaves no server behind; when Node is
+// killed instead, --exit-with-parent ends them.
 const children = new Set();
 let exitHook = false;
 function registerChild(child) {

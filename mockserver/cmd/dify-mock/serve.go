@@ -44,6 +44,8 @@ type serveOptions struct {
 	journalBytes   int64
 	stateFile      string
 	watchCassettes bool
+	// Lifecycle: exit when the process that started the mock is gone.
+	exitWithParent bool
 }
 
 // newServeFlags declares the serve flags on o. A new flag is one line here
@@ -74,9 +76,11 @@ func newServeFlags(o *serveOptions) *commandFlags {
 	fs.Int64Var(&o.journalBytes, "journal-bytes", journal.DefaultBytes, "bytes the journal holds across its entries (bodies cut at 64 KiB, frame data included); past it the oldest entries are dropped")
 	fs.StringVar(&o.stateFile, "state-file", "", "load the state (end users, conversations, messages, uploads) from this JSON file at start, if it exists, and save it there on shutdown")
 	fs.BoolVar(&o.watchCassettes, "watch-cassettes", false, "reload the --cassettes folder when its files change (errors are logged and the loaded set is kept)")
+	fs.BoolVar(&o.exitWithParent, "exit-with-parent", false, "shut down when the process that started this one exits, however it ends (for test runners and wrappers)")
 	f.withEnv("addr", "cassettes", "speed", "api-key", "cors-origin", "mode", "default-cassette", "run-timeout",
 		"max-model-requests", "log-level", "fault", "pprof-addr", "allow-remote", "max-state-bytes", "body-timeout",
-		"console", "admin-token", "admin-allow-host", "journal-size", "journal-bytes", "state-file", "watch-cassettes")
+		"console", "admin-token", "admin-allow-host", "journal-size", "journal-bytes", "state-file", "watch-cassettes",
+		"exit-with-parent")
 	f.footer = fmt.Sprintf("Per request: X-Dify-Mock-Cassette picks a cassette, X-Dify-Mock-Speed sets the speed and\n"+
 		"%s injects a fault (slow headers, HTTP 429/5xx, a broken or stalled stream, …);\n"+
 		"'dify-mock faults' lists them with an example each.", fault.Header)
@@ -141,6 +145,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 2
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if o.exitWithParent {
+		ctx = exitWithParent(ctx, logger)
+	}
 
 	source := "built-in cassettes"
 	var set *cassette.Set

@@ -47,22 +47,34 @@ docs: ## Regenerate docs/ (go generate ./..., tfplugindocs; needs a Terraform, f
 	 PATH="$$(dirname "$$tf"):$$PATH" go generate ./...
 
 .PHONY: release-check
-release-check: ## goreleaser check + an offline snapshot build for this machine into ./dist, then dify-mock's image and npm packages from it
+release-check: ## goreleaser check + an offline snapshot build for this machine into ./dist, then dify-mock's image and npm packages from it, the image run in Podman
 	@gr="$$(scripts/ensure-goreleaser.sh | tail -n1)"; \
 	 "$$gr" check; \
 	 "$$gr" build --snapshot --clean --single-target; \
-	 scripts/dist-packages.sh dist
+	 scripts/dist-packages.sh dist; \
+	 tar="$$(ls -t dist/dify-mock-image_*.tar 2>/dev/null | head -n1)"; \
+	 if [[ -n "$$tar" ]]; then scripts/container-test.sh --image "$$tar" || [[ $$? == 3 ]]; fi
 
 .PHONY: image
-image: ## Build dify-mock's container image without a container daemon (OCI layout + tar in ./dist/image)
+image: ## Build dify-mock's container image without a container daemon: ./dist/image (OCI layout) and ./dist/dify-mock-image_<version>.tar
 	@for arch in amd64 arm64; do \
 	   CGO_ENABLED=0 GOOS=linux GOARCH=$$arch go build -trimpath -ldflags '-s -w $(LDFLAGS)' \
-	     -o dist/image/linux_$$arch/dify-mock ./mockserver/cmd/dify-mock; \
+	     -o dist/image-binaries/linux_$$arch/dify-mock ./mockserver/cmd/dify-mock; \
 	 done
 	SOURCE_DATE_EPOCH="$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || echo 0)}" \
 	go run ./distribution/image --version '$(VERSION)' --revision '$(COMMIT)' \
-	  --binary linux/amd64=dist/image/linux_amd64/dify-mock --binary linux/arm64/v8=dist/image/linux_arm64/dify-mock \
-	  --out dist/image/oci --tar dist/image/dify-mock-image.tar
+	  --binary linux/amd64=dist/image-binaries/linux_amd64/dify-mock --binary linux/arm64/v8=dist/image-binaries/linux_arm64/dify-mock \
+	  --out dist/image --tar dist/dify-mock-image_$(VERSION).tar
+
+.PHONY: container-test
+container-test: ## Run the image and its examples (compose, GitHub Actions, docs) in Podman, installed from Debian if missing
+	@scripts/container-test.sh
+
+.PHONY: npm
+npm: ## Build the npm packages for this machine into ./dist/npm, packed into dist/npm/tarballs (NPM_PLATFORMS=linux-x64,darwin-arm64 for others)
+	@v='$(VERSION)'; [[ "$$v" =~ ^[0-9]+\.[0-9]+\.[0-9]+ ]] || v='0.0.0-dev.g$(COMMIT)'; \
+	 node distribution/npm/build.js --version "$$v" --commit '$(COMMIT)' --out dist/npm --go-build --pack $(if $(NPM_PLATFORMS),--platforms '$(NPM_PLATFORMS)'); \
+	 echo "built the npm packages $$v: $$(cd dist/npm/tarballs && echo *.tgz) in dist/npm/tarballs"
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each (default 60s)
@@ -89,9 +101,10 @@ terraform: ## Find or build Terraform >= 1.5 and print its path
 	@scripts/ensure-terraform.sh
 
 .PHONY: tofu-test
-tofu-test: ## Acceptance tests against OpenTofu 1.10.6 (built from source the first time, ~8 min)
+tofu-test: ## Only the acceptance tests, against OpenTofu 1.10.6 (built from source the first time, ~8 min; make test runs them too)
 	@tofu="$$(scripts/ensure-tofu.sh | tail -n1)"; \
-	 TF_ACC_TERRAFORM_PATH="$$tofu" TF_ACC_PROVIDER_NAMESPACE=hashicorp scripts/test.sh acceptance
+	 TF_ACC=1 TF_ACC_TERRAFORM_PATH="$$tofu" TF_ACC_PROVIDER_NAMESPACE=hashicorp TF_CLI_CONFIG_FILE=/dev/null CHECKPOINT_DISABLE=1 \
+	   go test -count=1 -timeout 30m ./provider/... -run '^TestAcc'
 
 .PHONY: clean
 clean: ## Remove build output (./bin, ./dist); the tool cache is kept

@@ -10,14 +10,17 @@
 #     unit         go test -race ./...
 #     browser      the web console in headless Chromium (scripts/ensure-chromium.sh finds or installs it)
 #     terraform    find Terraform >= 1.5 or build v1.5.7 (scripts/ensure-terraform.sh)
-#     acceptance   TF_ACC=1 go test ./provider/... -run '^TestAcc', on that Terraform
-#                  and again on Terraform >= 1.14 (scripts/ensure-terraform-1.14.sh),
-#                  where the identity, list-resource and action tests do not skip
+#     acceptance   TF_ACC=1 go test ./provider/... -run '^TestAcc', on that Terraform,
+#                  again on Terraform >= 1.14 (scripts/ensure-terraform-1.14.sh),
+#                  where the identity, list-resource and action tests do not skip,
+#                  and on OpenTofu 1.10.6 (scripts/ensure-tofu.sh)
 #     docs         go generate ./... leaves docs/ unchanged
 #     docs-validate  tfplugindocs validate
 #     examples     terraform validate in every examples/ folder
 #     goreleaser   goreleaser check (.goreleaser.yml)
 #     npm          the npm packages install offline from tarballs and work (scripts/npm-test.sh)
+#     container    the image `make image` builds, run in Podman as the examples and docs run it
+#                  (scripts/container-test.sh; Podman installed from the distribution if missing)
 #     fuzz         every Fuzz target for FUZZ_SHORT_TIME
 #     reliability  scripts/reliability.sh, when present
 #   Every stage runs even after a failure (so one run shows every problem),
@@ -28,7 +31,7 @@
 #   FAIL_FAST=1                  stop at the first failing stage
 #   VERBOSE=1                    show every line of `go test -v` output
 #   UNIT_TIMEOUT (20m), ACC_TIMEOUT (30m), FUZZ_SHORT_TIME (5s)
-#   PREFETCH=0                   do not prepare Terraform/GoReleaser in the
+#   PREFETCH=0                   do not prepare Terraform/OpenTofu/GoReleaser/the image in the
 #                                background while the first stages run
 #   TF_ACC_TERRAFORM_PATH, TF_FORCE_BUILD  see scripts/ensure-terraform.sh
 #   TF_ACC_TERRAFORM_1_14_PATH  see scripts/ensure-terraform-1.14.sh
@@ -43,7 +46,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_ROOT"
 
-ALL_STAGES=(fmt vet tidy lint unit browser terraform acceptance docs docs-validate examples goreleaser npm fuzz reliability)
+ALL_STAGES=(fmt vet tidy lint unit browser terraform acceptance docs docs-validate examples goreleaser npm container fuzz reliability)
 
 UNIT_TIMEOUT="${UNIT_TIMEOUT:-20m}"
 ACC_TIMEOUT="${ACC_TIMEOUT:-30m}"
@@ -130,11 +133,12 @@ skip() {
 # CPU, while the earlier stages run; their stages wait for them and then find
 # them in the cache. PREFETCH=0 turns this off.
 prefetch() {
-	local name="$1" script="$2"
+	local name="$1"
+	shift
 	[[ "${PREFETCH:-1}" == 1 ]] || return 0
 	command -v setsid >/dev/null 2>&1 || return 0
 	# Its own process group, so cleanup can stop the whole build.
-	setsid nice -n 19 "$script" >"$WORK_DIR/prefetch-$name.out" 2>"$WORK_DIR/prefetch-$name.log" </dev/null &
+	setsid nice -n 19 "$@" >"$WORK_DIR/prefetch-$name.out" 2>"$WORK_DIR/prefetch-$name.log" </dev/null &
 	PREFETCH_PID[$name]=$!
 }
 
@@ -153,7 +157,11 @@ await_prefetch() {
 	unset "PREFETCH_PID[$name]"
 	# The stage's own run prints the "using ..." line; show what the build said.
 	grep -v -e '^go: downloading' -e '^==> using ' "$WORK_DIR/prefetch-$name.log" >&2 || true
-	((rc == 0)) || warn "background preparation of $name exited $rc; retrying in the foreground"
+	if ((rc == 0)); then
+		: >"$WORK_DIR/prefetch-$name.ok"
+	else
+		warn "background preparation of $name exited $rc; retrying in the foreground"
+	fi
 }
 
 # ---------------------------------------------------------------------------
@@ -236,6 +244,16 @@ stage_acceptance() {
 		log "again on $("$tf14" version | head -n1): TF_ACC_TERRAFORM_PATH=$tf14"
 		TF_ACC=1 TF_ACC_TERRAFORM_PATH="$tf14" go_test_detail_on_failure ./provider/... -run '^TestAcc' -timeout "$ACC_TIMEOUT" || rc=$?
 	fi
+	# And on OpenTofu, so supporting it is a fact, not a claim. The test
+	# framework names providers registry.terraform.io/<namespace>/dify; with
+	# OpenTofu it must be told the namespace its built provider answers to.
+	local out tofu
+	out="$("$REPO_ROOT/scripts/ensure-tofu.sh")" || die "no OpenTofu (scripts/ensure-tofu.sh)"
+	tofu="$(tail -n1 <<<"$out")"
+	[[ "$tofu" == /* && -x "$tofu" ]] || die "ensure-tofu.sh returned '$tofu', not an absolute path"
+	log "again on $("$tofu" version | head -n1): TF_ACC_TERRAFORM_PATH=$tofu TF_ACC_PROVIDER_NAMESPACE=hashicorp"
+	TF_ACC=1 TF_ACC_TERRAFORM_PATH="$tofu" TF_ACC_PROVIDER_NAMESPACE=hashicorp \
+		go_test_detail_on_failure ./provider/... -run '^TestAcc' -timeout "$ACC_TIMEOUT" || rc=$?
 	return "$rc"
 }
 
@@ -360,6 +378,20 @@ stage_npm() {
 	return "$rc"
 }
 
+# --- the container image run as the examples run it, in Podman (installed
+# from the distribution where missing). The image was built in the
+# background (container-test.sh --prepare) when that succeeded. Skipped
+# with a warning where no container runtime can be installed.
+stage_container() {
+	local rc=0 args=()
+	if [[ -f "$WORK_DIR/prefetch-container.ok" ]]; then
+		args=(--image "$(ls -t dist/dify-mock-image_*.tar | head -n1)")
+	fi
+	scripts/container-test.sh "${args[@]}" || rc=$?
+	((rc != 3)) || skip "no container runtime here (scripts/ensure-podman.sh needs apt-get as root)"
+	return "$rc"
+}
+
 # --- hook: a short run of every fuzz target (seed corpora already run in the
 # unit stage). FUZZ_SHORT_TIME=0 skips it; `make fuzz` runs them longer.
 stage_fuzz() {
@@ -382,7 +414,11 @@ run_stage() {
 	local name="$1" idx="$2" total="$3" start=$SECONDS rc=0
 	printf '\n%s==> [%d/%d] %s%s  (%s)\n' "$_c_bold" "$idx" "$total" "$name" "$_c_reset" "$(date +%H:%M:%S)" >&2
 	rm -f "$WORK_DIR/skip-reason"
-	await_prefetch "$name"
+	# The stage's background jobs: NAME and NAME-* (acceptance-tofu).
+	local job
+	for job in "${!PREFETCH_PID[@]}"; do
+		if [[ "$job" == "$name" || "$job" == "$name"-* ]]; then await_prefetch "$job"; fi
+	done
 	# A subshell outside any `if`, so `set -e` really applies inside the stage.
 	set +e
 	(
@@ -437,9 +473,13 @@ main() {
 		[[ " ${TEST_SKIP:-} " == *" $s "* ]] && continue
 		case "$s" in
 		terraform) prefetch terraform "$REPO_ROOT/scripts/ensure-terraform.sh" ;;
-		acceptance) prefetch acceptance "$REPO_ROOT/scripts/ensure-terraform-1.14.sh" ;;
+		acceptance)
+			prefetch acceptance "$REPO_ROOT/scripts/ensure-terraform-1.14.sh"
+			prefetch acceptance-tofu "$REPO_ROOT/scripts/ensure-tofu.sh"
+			;;
 		goreleaser) prefetch goreleaser "$REPO_ROOT/scripts/ensure-goreleaser.sh" ;;
 		lint) prefetch lint "$REPO_ROOT/scripts/ensure-staticcheck.sh" ;;
+		container) prefetch container "$REPO_ROOT/scripts/container-test.sh" --prepare ;;
 		esac
 	done
 	for s in "${stages[@]}"; do

@@ -92,9 +92,10 @@ type manifest struct {
 }
 
 // imageConfig is the OCI image configuration. Healthcheck is Docker's
-// extension of it (the OCI spec has no field for it): Docker and Podman
-// (Docker format) honour it; elsewhere the compose file or the CI service
-// names the same command.
+// extension of it (the OCI spec has no field for it): Docker uses it, and
+// fills the fields a container leaves unset from it (so a CI service that
+// sets only --health-interval still runs this exec-form check); Podman
+// ignores it in OCI images, so the compose example names the same command.
 type imageConfig struct {
 	Created      string       `json:"created"`
 	Architecture string       `json:"architecture"`

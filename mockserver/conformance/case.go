@@ -42,6 +42,7 @@ const (
 	ClassAuth        = "auth"         // the Authorization header
 	ClassState       = "state"        // ownership and existence of what an id names
 	ClassFeature     = "feature"      // an app feature switched off
+	ClassStored      = "stored"       // the values Dify's code stores, whatever the model answered
 )
 
 // Fixture is something a case needs to exist before it runs. The runner
@@ -147,6 +148,11 @@ type Expect struct {
 	// must not be present.
 	Fields map[string]string
 	Absent []string
+	// Values are JSON paths whose every value must be this compact JSON
+	// (`"normal"`, `0`, `null`): what Dify's code stores there whatever the
+	// model answered, e.g. parent_message_id = UUID_NIL. Only values that
+	// do not depend on the run (ids, times, model text) belong here.
+	Values map[string]string
 	// Location is the redirect target's path (with query), for 3xx.
 	Location string
 	// BodyContains is a substring of the raw body (HTML pages).

@@ -504,6 +504,9 @@ func Cases() []Case {
 	// --- Annotations, annotation reply, file preview (cases_appdata.go). ---
 	add(appDataCases()...)
 
+	// --- Stored values (docs/mock/api-coverage.md "Stored values"). ---
+	add(storedValueCases()...)
+
 	// --- Destructive cases last: they delete the fixture conversation. ---
 	add(
 		Case{Name: "valid/delete-conversation-204", Route: "DELETE /conversations/{id}", Class: ClassValid, Source: srcDelete,

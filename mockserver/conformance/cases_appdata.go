@@ -218,3 +218,58 @@ func appDataCases() []Case {
 			Expect:  Expect{Status: 405, ContentType: "application/json", Code: "method_not_allowed", Message: MsgMethodNotAllowed}},
 	}
 }
+
+// storedValueCases check values that Dify's code writes the same way
+// whatever the model answered or the run's ids are: what the store phase
+// of the mock must reproduce (docs/mock/api-coverage.md "Stored values").
+func storedValueCases() []Case {
+	const (
+		srcInitRecords   = "api/core/app/apps/message_based_app_generator.py MessageBasedAppGenerator._init_generate_records"
+		srcIntroduction  = "api/core/app/apps/message_based_app_generator.py MessageBasedAppGenerator._get_conversation_introduction"
+		srcSaveMessage   = "api/core/app/task_pipeline/easy_ui_based_generate_task_pipeline.py EasyUIBasedGenerateTaskPipeline._save_message"
+		srcUploadService = "api/services/file_service.py FileService.upload_file"
+	)
+	return []Case{
+		{Name: "stored/message-as-dify-saves-it", Route: "GET /messages", Class: ClassStored,
+			Source:  srcInitRecords + " (parent_message_id UUID_NIL for SERVICE_API, status normal); " + srcSaveMessage + " (answer stripped, error untouched)",
+			Request: Request{Method: "GET", Path: "/messages?user={user}&conversation_id={conversation_id}"},
+			Needs:   []Fixture{FixtureConversation},
+			Expect: Expect{Status: 200, ContentType: "application/json",
+				Fields: map[string]string{"$.data[].answer": "string", "$.data[].inputs": "object"},
+				Values: map[string]string{
+					"$.data[].parent_message_id": `"00000000-0000-0000-0000-000000000000"`,
+					"$.data[].status":            `"normal"`,
+					"$.data[].error":             `null`,
+				}}},
+		{Name: "stored/conversation-as-dify-creates-it", Route: "GET /conversations", Class: ClassStored,
+			Source:  srcInitRecords + " (status normal); " + srcIntroduction + " (`introduction or \"\"`: a string, never null)",
+			Request: Request{Method: "GET", Path: "/conversations?user={user}&limit=100"},
+			Needs:   []Fixture{FixtureConversation},
+			Expect: Expect{Status: 200, ContentType: "application/json",
+				Fields: map[string]string{"$.data[].introduction": "string", "$.data[].name": "string", "$.data[].updated_at": "number"},
+				Values: map[string]string{"$.data[].status": `"normal"`}}},
+		{Name: "stored/renamed-conversation-name", Route: "POST /conversations/{id}/name", Class: ClassStored,
+			Source:  srcRename + "; api/services/conversation_service.py ConversationService.rename (the name as given)",
+			Request: Request{Method: "POST", Path: "/conversations/{conversation_id}/name", Header: jsonCT, Body: `{"name":"  stored values  ","user":"{user}"}`},
+			Needs:   []Fixture{FixtureConversation},
+			Expect: Expect{Status: 200, ContentType: "application/json",
+				Values: map[string]string{"$.name": `"  stored values  "`, "$.status": `"normal"`}}},
+		{Name: "stored/upload-as-file-service-saves-it", Route: "POST /files/upload", Class: ClassStored,
+			Source:  srcUpload + "; " + srcUploadService + " (name, size, extension without the dot, the part's mimetype)",
+			Request: Request{Method: "POST", Path: "/files/upload", Multipart: []Part{{Field: "user", Data: "{user}"}, {Field: "file", Filename: "Stored.Values.TXT", ContentType: "text/plain", Data: "hello"}}},
+			Expect: Expect{Status: 201, ContentType: "application/json",
+				Values: map[string]string{"$.name": `"Stored.Values.TXT"`, "$.size": `5`, "$.extension": `"txt"`, "$.mime_type": `"text/plain"`}}},
+		{Name: "stored/end-user-as-service-api-creates-it", Route: "GET /end-users/{id}", Class: ClassStored,
+			Source:  srcEndUser + "; api/services/end_user_service.py EndUserService.get_or_create_end_user_by_type (type InvokeFrom.SERVICE_API = service-api, is_anonymous only for the default user)",
+			Request: Request{Method: "GET", Path: "/end-users/{end_user_id}"},
+			Needs:   []Fixture{FixtureEndUser},
+			Expect: Expect{Status: 200, ContentType: "application/json",
+				Values: map[string]string{"$.type": `"service-api"`, "$.is_anonymous": `false`}}},
+		{Name: "stored/annotation-hits-start-at-zero", Route: "GET /apps/annotations", Class: ClassStored,
+			Source:  srcAnnotationCreate + "; api/services/annotation_service.py AppAnnotationService.insert_app_annotation_directly (MessageAnnotation.hit_count defaults to 0)",
+			Request: Request{Method: "GET", Path: "/apps/annotations?keyword=CONFORMANCE%20FIXTURE%20ANNOTATION&limit=100"},
+			Needs:   []Fixture{FixtureAnnotation},
+			Expect: Expect{Status: 200, ContentType: "application/json",
+				Values: map[string]string{"$.data[].hit_count": `0`}}},
+	}
+}

@@ -324,3 +324,26 @@ func TestDiffShapesIgnoresAppData(t *testing.T) {
 		}
 	}
 }
+
+// Expect.Values compares every value at a path with one JSON value, and a
+// value that differs between two observations is a Difference.
+func TestValuesAreChecked(t *testing.T) {
+	body := []byte(`{"data":[{"parent_message_id":"00000000-0000-0000-0000-000000000000","n":1},{"parent_message_id":null,"n":1}]}`)
+	want := map[string]string{"$.data[].parent_message_id": `"00000000-0000-0000-0000-000000000000"`, "$.data[].n": `1`, "$.gone": `0`}
+	got := conformance.ValuesAt(body, want)
+	if got["$.data[].parent_message_id"] != `"00000000-0000-0000-0000-000000000000"|null` || got["$.data[].n"] != "1" {
+		t.Fatalf("ValuesAt = %v", got)
+	}
+	if _, ok := got["$.gone"]; ok {
+		t.Fatal("a path with no value was reported")
+	}
+	c := conformance.Case{Name: "x", Expect: conformance.Expect{Values: want}}
+	msgs := conformance.Check(c, conformance.Observed{Values: got})
+	if len(msgs) != 2 || !strings.Contains(msgs[0], "$.data[].parent_message_id") || !strings.Contains(msgs[1], "$.gone") {
+		t.Fatalf("Check = %q", msgs)
+	}
+	d := conformance.Diff(conformance.Observed{Values: got}, conformance.Observed{Values: map[string]string{"$.data[].n": "2"}})
+	if len(d) != 1 || d[0].Aspect != "value" || d[0].Path != "$.data[].n" {
+		t.Fatalf("Diff = %+v", d)
+	}
+}

@@ -23,6 +23,9 @@ type Observed struct {
 	Envelope *Envelope `json:"envelope,omitempty"`
 	// Shape is the JSON body's shape (nil when the body is not JSON).
 	Shape Shape `json:"shape,omitempty"`
+	// Values holds, for the paths the case's Expect.Values names, the
+	// values found there (ValuesAt).
+	Values map[string]string `json:"values,omitempty"`
 	// Location is the redirect target (3xx): its path and query when it
 	// stays on the server asked, the whole URL when it leads elsewhere.
 	Location string `json:"location,omitempty"`
@@ -106,6 +109,54 @@ func (s Shape) merge(path, kind string) {
 	s[path] = strings.Join(kinds, "|")
 }
 
+// ValuesAt returns, for each path of want (Shape notation), the distinct
+// values the JSON document has there, each as compact JSON, sorted and
+// joined with "|"; a path with no value is left out. Only the paths asked
+// for are read, so a report holds no other content of the body.
+func ValuesAt(data []byte, want map[string]string) map[string]string {
+	if len(want) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return nil
+	}
+	found := map[string]map[string]bool{}
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		if _, ok := want[path]; ok {
+			b, _ := json.Marshal(v)
+			if found[path] == nil {
+				found[path] = map[string]bool{}
+			}
+			found[path][string(b)] = true
+		}
+		switch t := v.(type) {
+		case map[string]any:
+			for k, child := range t {
+				walk(path+"."+k, child)
+			}
+		case []any:
+			for _, child := range t {
+				walk(path+"[]", child)
+			}
+		}
+	}
+	walk("$", v)
+	out := map[string]string{}
+	for p, set := range found {
+		vals := make([]string, 0, len(set))
+		for s := range set {
+			vals = append(vals, s)
+		}
+		sort.Strings(vals)
+		out[p] = strings.Join(vals, "|")
+	}
+	return out
+}
+
 // Paths returns the shape's paths, sorted.
 func (s Shape) Paths() []string {
 	out := make([]string, 0, len(s))
@@ -172,6 +223,15 @@ func Check(c Case, o Observed) []string {
 			bad("field %s is %s, want %s", p, kind, e.Fields[p])
 		}
 	}
+	for _, p := range sortedKeys(e.Values) {
+		got, ok := o.Values[p]
+		switch {
+		case !ok:
+			bad("value at %s missing, want %s", p, e.Values[p])
+		case got != e.Values[p]:
+			bad("value at %s is %s, want %s", p, got, e.Values[p])
+		}
+	}
 	for _, p := range e.Absent {
 		if _, ok := o.Shape[p]; ok {
 			bad("field %s present, want absent", p)
@@ -236,6 +296,11 @@ func Diff(a, b Observed) []Difference {
 	add("params", "", ap, bp)
 	for _, d := range DiffShapes(a.Shape, b.Shape) {
 		add("field", d.Path, d.A, d.B)
+	}
+	for _, p := range sortedKeys(a.Values) {
+		if bv, ok := b.Values[p]; ok {
+			add("value", p, a.Values[p], bv)
+		}
 	}
 	add("location", "", a.Location, b.Location)
 	add("events", "", strings.Join(a.Events, ","), strings.Join(b.Events, ","))

@@ -274,7 +274,7 @@ func (r *Runner) RunCase(ctx context.Context, c Case) Observed {
 		return o
 	}
 	defer resp.Body.Close()
-	r.observe(resp, &o)
+	r.observe(resp, &o, c.Expect.Values)
 	return o
 }
 
@@ -389,7 +389,7 @@ func (zeroReader) Read(p []byte) (int, error) {
 // observe reads an answer into o. Streams are read to their end (or
 // Timeout) for the event sequence; conversations they create are
 // remembered for cleanup.
-func (r *Runner) observe(resp *http.Response, o *Observed) {
+func (r *Runner) observe(resp *http.Response, o *Observed, values map[string]string) {
 	o.Status = resp.StatusCode
 	o.ContentType, _, _ = mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if loc := resp.Header.Get("Location"); loc != "" {
@@ -407,6 +407,7 @@ func (r *Runner) observe(resp *http.Response, o *Observed) {
 		return
 	}
 	o.Shape = ShapeOf(data)
+	o.Values = ValuesAt(data, values)
 	var env struct {
 		Code    *string         `json:"code"`
 		Message *string         `json:"message"`

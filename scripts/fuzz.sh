@@ -46,13 +46,45 @@ if ((${#targets[@]} == 0)); then
 	exit 0
 fi
 
+# fuzz_one PKG NAME: one fuzz run. Go 1.26's fuzz coordinator can report a
+# bare "context deadline exceeded" when -fuzztime ends while a starved worker
+# is mid-call (golang/go#75804, fixed in Go 1.27): no input failed and none
+# was written. Such a run is tried once more; a run that wrote a failing
+# input, panicked or failed any other way fails at once, and a second bare
+# deadline failure is reported as a warning, not as a found bug.
+fuzz_one() {
+	local pkg="$1" name="$2" out attempt rc
+	out="$(mktemp)"
+	for attempt in 1 2; do
+		rc=0
+		go test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "$pkg" 2>&1 | tee "$out" || rc=$?
+		((rc == 0)) && { rm -f "$out"; return 0; }
+		if ! deadline_flake "$out"; then
+			rm -f "$out"
+			return "$rc"
+		fi
+		warn "$name: the fuzz coordinator's deadline race (golang/go#75804), no failing input; attempt $attempt of 2"
+	done
+	rm -f "$out"
+	warn "$name: twice the coordinator's deadline race and no failing input: not counted as a failure"
+	return 0
+}
+
+# deadline_flake LOG: the log's only failure is the coordinator's bare
+# "context deadline exceeded" (no input written, no panic, no test error).
+deadline_flake() {
+	local log="$1"
+	grep -q '^    context deadline exceeded$' "$log" || return 1
+	! grep -qE 'Failing input written|panic:|_test\.go:[0-9]+:|fuzzing process hung|deadlock' "$log"
+}
+
 log "${#targets[@]} fuzz target(s), $FUZZTIME each"
 failed=()
 for t in "${targets[@]}"; do
 	read -r pkg name <<<"$t"
 	start=$SECONDS
 	log "fuzzing $pkg $name for $FUZZTIME"
-	if go test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "$pkg"; then
+	if fuzz_one "$pkg" "$name"; then
 		ok "$name ($(elapsed "$start"))"
 	else
 		warn "$name FAILED; the failing input is under $(go list -f '{{.Dir}}' "$pkg")/testdata/fuzz/$name/"

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/difyops/terraform-provider-dify/dify"
 )
 
 // Dify's Service API validates request bodies and query strings with
@@ -153,9 +155,9 @@ func pyRepr(v any) string {
 		if err != nil {
 			return string(t)
 		}
-		return pyFloat(f)
+		return dify.PythonFloat(f)
 	case float64:
-		return pyFloat(t)
+		return dify.PythonFloat(t)
 	case int:
 		return strconv.Itoa(t)
 	case []any:
@@ -185,35 +187,6 @@ func pyRepr(v any) string {
 		return "{" + strings.Join(parts, ", ") + "}"
 	}
 	return fmt.Sprint(v)
-}
-
-// pyFloat is Python's float repr: shortest round-trip digits, scientific
-// outside 1e-4 ≤ |f| < 1e16, and always a ".0" on integral values.
-func pyFloat(f float64) string {
-	switch {
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	case math.IsNaN(f):
-		return "nan"
-	}
-	abs := math.Abs(f)
-	if abs != 0 && (abs < 1e-4 || abs >= 1e16) {
-		s := strconv.FormatFloat(f, 'e', -1, 64) // e.g. 1e+20, 1.5e-05
-		mant, exp, _ := strings.Cut(s, "e")
-		sign := exp[0]
-		digits := strings.TrimLeft(exp[1:], "0")
-		if len(digits) < 2 {
-			digits = strings.Repeat("0", 2-len(digits)) + digits
-		}
-		return mant + "e" + string(sign) + digits
-	}
-	s := strconv.FormatFloat(f, 'f', -1, 64)
-	if !strings.Contains(s, ".") {
-		s += ".0"
-	}
-	return s
 }
 
 // pyStr is Python's str repr: single quotes unless the text holds a single

@@ -181,7 +181,7 @@ type providerData struct {
 	conversations *conversationIndex
 	feedbacks     *feedbackIndex
 	annotations   *annotationIndex
-	limits        *uploadLimits
+	params        *appParameters
 }
 
 func newProviderData(s settings, userAgent string) (*providerData, error) {
@@ -206,7 +206,7 @@ func newProviderData(s settings, userAgent string) (*providerData, error) {
 		conversations: newConversationIndex(client, defaultListingPageBudget),
 		feedbacks:     newFeedbackIndex(client),
 		annotations:   newAnnotationIndex(client),
-		limits:        newUploadLimits(client),
+		params:        newAppParameters(client),
 	}, nil
 }
 

@@ -18,7 +18,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
@@ -119,9 +118,8 @@ func (r *conversationResource) Schema(ctx context.Context, _ resource.SchemaRequ
 				MarkdownDescription: "Values for the app's input variables, keyed by `variable` from `dify_app_parameters.user_input_form`. " +
 					"Defaults to none (`{}` is sent). Changing it forces a new conversation. Read back on import (numbers and booleans " +
 					"Dify converted come back in their canonical spelling, e.g. `\"3\"` for `\"3.0\"`).",
-				PlanModifiers: []planmodifier.Map{mapplanmodifier.RequiresReplaceIf(replaceUnlessImportedMap,
-					replaceUnlessImportedText,
-					replaceUnlessImportedText)},
+				// Whether a change replaces the conversation is decided in
+				// ModifyPlan, by what Dify stores (planInputs).
 			},
 			"files": schema.ListAttribute{
 				ElementType: types.StringType,
@@ -214,10 +212,6 @@ func replaceUnlessImportedList(_ context.Context, req planmodifier.ListRequest, 
 	resp.RequiresReplace = !req.StateValue.IsNull()
 }
 
-func replaceUnlessImportedMap(_ context.Context, req planmodifier.MapRequest, resp *mapplanmodifier.RequiresReplaceIfFuncResponse) {
-	resp.RequiresReplace = !req.StateValue.IsNull()
-}
-
 func replaceUnlessImportedBool(_ context.Context, req planmodifier.BoolRequest, resp *boolplanmodifier.RequiresReplaceIfFuncResponse) {
 	resp.RequiresReplace = !req.StateValue.IsNull()
 }
@@ -247,9 +241,59 @@ func (r *conversationResource) ModifyPlan(ctx context.Context, req resource.Modi
 		plan.AutoGenerateName = types.BoolValue(cfg.Name.IsNull())
 		changed = true
 	}
+	if !req.State.Raw.IsNull() {
+		var state conversationModel
+		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+		r.planInputs(ctx, cfg.Inputs, state, resp)
+	}
 	if changed {
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 	}
+}
+
+// planInputs decides whether a change of inputs replaces the conversation by
+// what Dify stores for each side (storedInputs), not by their spelling: a
+// configuration that stores the same values (an explicit default, "3.0" for
+// 3, a variable the form does not have) keeps the conversation and only
+// records the configured spelling; one that stores other values is
+// reported variable by variable before the replacement.
+func (r *conversationResource) planInputs(ctx context.Context, cfgInputs types.Map, state conversationModel, resp *resource.ModifyPlanResponse) {
+	if cfgInputs.Equal(state.Inputs) {
+		return
+	}
+	replace := func() { resp.RequiresReplace = append(resp.RequiresReplace, path.Root("inputs")) }
+	if cfgInputs.IsUnknown() || r.data == nil {
+		replace()
+		return
+	}
+	cfg, prior := map[string]string{}, map[string]string{}
+	resp.Diagnostics.Append(cfgInputs.ElementsAs(ctx, &cfg, false)...)
+	resp.Diagnostics.Append(state.Inputs.ElementsAs(ctx, &prior, false)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	params, err := r.data.params.get(ctx)
+	if err != nil {
+		replace()
+		resp.Diagnostics.AddAttributeWarning(path.Root("inputs"), "Cannot compare inputs with the app's form",
+			r.data.redact.clean(fmt.Sprintf("Reading the app's input form (GET /parameters) failed (%v), so any change of inputs replaces the conversation.", err)))
+		return
+	}
+	form := params.UserInputForm
+	id := state.ID.ValueString()
+	if diff := inputsDifference(form, cfg, prior); diff != "" {
+		replace()
+		resp.Diagnostics.AddAttributeWarning(path.Root("inputs"), "Changed inputs replace the conversation",
+			fmt.Sprintf("The configured inputs make Dify store other values than conversation %s has:\n%s\n\n"+
+				"A conversation's inputs cannot be changed, so applying this plan deletes conversation %s in Dify and starts a new one. "+
+				"To keep it, write the inputs it was created with.", id, diff, id))
+		return
+	}
+	detail := fmt.Sprintf("The configured inputs make Dify store the same values conversation %s has (Dify fills each form variable left out with its default and converts numbers and checkboxes), so the conversation is kept; applying only records the configured spelling in Terraform state.", id)
+	if extra := notInForm(form, cfg); len(extra) > 0 {
+		detail += fmt.Sprintf(" The app's form has no variable %s: Dify ignores it.", strings.Join(extra, ", "))
+	}
+	resp.Diagnostics.AddAttributeWarning(path.Root("inputs"), "Inputs spelled differently from what Dify stored", detail)
 }
 
 // firstMessage is the chat request that creates the conversation: the
@@ -503,7 +547,13 @@ func (r *conversationResource) readFirstMessage(ctx context.Context, state *conv
 		return diags
 	}
 	state.Query = types.StringValue(first.Query)
-	state.Inputs = inputsFromHistory(first.Inputs)
+	var form []dify.UserInputFormItem
+	if params, err := r.data.params.get(ctx); err == nil {
+		form = params.UserInputForm
+	} else {
+		tflog.Warn(ctx, "could not read the app's input form; inputs are read back as Dify stored them", map[string]any{"error": r.data.redact.clean(err.Error())})
+	}
+	state.Inputs = inputsFromHistory(first.Inputs, form)
 	state.Files = filesFromHistory(first.MessageFiles)
 	state.MessageID = types.StringValue(first.ID)
 	state.Answer = types.StringValue(first.Answer)

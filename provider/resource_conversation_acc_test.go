@@ -108,13 +108,14 @@ func TestAccConversationResource(t *testing.T) {
 				ImportStateIdFunc: func(*terraform.State) (string, error) { return "acc-user/" + id, nil },
 				ImportStateVerify: true,
 				// Dify stores the form's defaults for inputs the first turn left
-				// out (BaseAppGenerator._prepare_user_inputs), so the import reads
-				// back the built-in app's defaults where the configuration has none.
-				ImportStateVerifyIgnore: []string{"auto_generate_name", "usage", "timeouts", "inputs"},
+				// out (BaseAppGenerator._prepare_user_inputs); the import leaves
+				// out what leaving them out stores, so inputs read back as the
+				// configuration has them: unset.
+				ImportStateVerifyIgnore: []string{"auto_generate_name", "usage", "timeouts"},
 				ImportStateCheck: func(states []*terraform.InstanceState) error {
 					a := states[0].Attributes
-					if a["inputs.%"] != "2" || a["inputs.budget"] != "medium" || a["inputs.home_city"] != "" {
-						return fmt.Errorf("imported inputs %q/%q/%q, want the form defaults budget=medium, home_city=\"\"", a["inputs.%"], a["inputs.budget"], a["inputs.home_city"])
+					if n := a["inputs.%"]; n != "" && n != "0" {
+						return fmt.Errorf("imported %s inputs (budget %q, home_city %q), want none: the form's defaults are what an unset inputs stores", n, a["inputs.budget"], a["inputs.home_city"])
 					}
 					if a["usage.total_tokens"] != fmt.Sprint(folded.Usage.TotalTokens) {
 						return fmt.Errorf("imported usage.total_tokens = %q, want %d", a["usage.total_tokens"], folded.Usage.TotalTokens)
@@ -131,7 +132,7 @@ func TestAccConversationResource(t *testing.T) {
 				ImportState:             true,
 				ImportStateIdFunc:       func(*terraform.State) (string, error) { return id, nil },
 				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: []string{"auto_generate_name", "usage", "timeouts", "inputs"},
+				ImportStateVerifyIgnore: []string{"auto_generate_name", "usage", "timeouts"},
 			},
 			{
 				ResourceName:  convAddr,
@@ -357,5 +358,73 @@ func (expectNoResources) CheckState(_ context.Context, req statecheck.CheckState
 	}
 	if len(names) > 0 {
 		resp.Error = fmt.Errorf("state holds %s", strings.Join(names, ", "))
+	}
+}
+
+// TestAccConversationResource_importThenPlan imports conversations made
+// outside Terraform and plans with the configuration that made them: Dify
+// stored every form variable (the given value, else the default), yet the
+// plan is empty with and without inputs. Inputs that store the same values
+// (an explicit default, a variable the form lacks) update in place; inputs
+// that store other values replace the conversation.
+func TestAccConversationResource_importThenPlan(t *testing.T) {
+	env := newMockEnv(t, mockserver.Config{})
+	start := func(inputs map[string]any) string {
+		stream, err := env.client().SendChatMessage(context.Background(), dify.ChatRequest{Query: "Hello", User: "acc-user", Inputs: inputs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reply, err := dify.Collect(stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return reply.ConversationID
+	}
+	bare := start(map[string]any{})
+	withInputs := start(map[string]any{"home_city": "Lyon", "budget": "low"})
+	config := func(a, b string) string {
+		return env.providerBlock() + `
+resource "dify_conversation" "bare" {
+  query = "Hello"
+  ` + a + `
+}
+
+resource "dify_conversation" "with_inputs" {
+  query  = "Hello"
+  ` + b + `
+}
+`
+	}
+	initial := config("", `inputs = { home_city = "Lyon", budget = "low" }`)
+	var replacedID string
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: env.factories(),
+		Steps: []resource.TestStep{
+			{Config: initial, ResourceName: "dify_conversation.bare", ImportState: true, ImportStatePersist: true, ImportStateId: bare},
+			{Config: initial, ResourceName: "dify_conversation.with_inputs", ImportState: true, ImportStatePersist: true, ImportStateId: "acc-user/" + withInputs},
+			{Config: initial, PlanOnly: true}, // an empty plan, or the step fails
+			{
+				Config: config(`inputs = { budget = "medium" }`, `inputs = { home_city = "Lyon", budget = "low", not_in_form = "x" }`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("dify_conversation.bare", plancheck.ResourceActionUpdate),
+					plancheck.ExpectResourceAction("dify_conversation.with_inputs", plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("dify_conversation.bare", tfjsonpath.New("id"), knownvalue.StringExact(bare)),
+					statecheck.ExpectKnownValue("dify_conversation.with_inputs", tfjsonpath.New("id"), knownvalue.StringExact(withInputs)),
+				},
+			},
+			{
+				Config: config(`inputs = { budget = "medium" }`, `inputs = { home_city = "Lyon", budget = "high" }`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("dify_conversation.bare", plancheck.ResourceActionNoop),
+					plancheck.ExpectResourceAction("dify_conversation.with_inputs", plancheck.ResourceActionDestroyBeforeCreate),
+				}},
+				Check: stateAttr("dify_conversation.with_inputs", "id", &replacedID),
+			},
+		},
+	})
+	if replacedID == "" || replacedID == withInputs {
+		t.Errorf("with_inputs was not replaced: %q", replacedID)
 	}
 }

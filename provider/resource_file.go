@@ -280,7 +280,7 @@ func (r *fileResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 	if p.filename != "" {
 		var limits dify.SystemParameters
 		if r.data != nil {
-			limits = r.data.limits.get(ctx)
+			limits = r.data.params.limits(ctx)
 		} else {
 			limits = defaultSystemParameters
 		}
@@ -333,7 +333,7 @@ func (r *fileResource) Create(ctx context.Context, req resource.CreateRequest, r
 		resp.Diagnostics.AddAttributeError(path.Root("filename"), "Unable to upload file", "No filename is known for the upload; set filename.")
 		return
 	}
-	if err := checkUploadSize(p.filename, p.size, r.data.limits.get(ctx)); err != nil {
+	if err := checkUploadSize(p.filename, p.size, r.data.params.limits(ctx)); err != nil {
 		resp.Diagnostics.AddError("Unable to upload file", err.Error()+".")
 		return
 	}

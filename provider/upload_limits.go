@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -80,30 +81,35 @@ func humanSize(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// uploadLimits fetches /parameters once per provider lifetime to learn the
-// server's limits, falling back to the documented defaults.
-type uploadLimits struct {
+// appParameters fetches /parameters once per provider lifetime (one plan or
+// apply): the server's upload limits and the app's input form, which
+// dify_conversation compares configured inputs against.
+type appParameters struct {
 	client interface {
 		AppParameters(ctx context.Context) (*dify.AppParameters, error)
 	}
 	once   sync.Once
-	params dify.SystemParameters
+	params *dify.AppParameters
+	err    error
 }
 
-func newUploadLimits(c *dify.Client) *uploadLimits { return &uploadLimits{client: c} }
+func newAppParameters(c *dify.Client) *appParameters { return &appParameters{client: c} }
 
-func (u *uploadLimits) get(ctx context.Context) dify.SystemParameters {
-	if u == nil {
+func (a *appParameters) get(ctx context.Context) (*dify.AppParameters, error) {
+	if a == nil {
+		return nil, errors.New("the provider is not configured")
+	}
+	a.once.Do(func() { a.params, a.err = a.client.AppParameters(ctx) })
+	return a.params, a.err
+}
+
+// limits are the server's upload limits, falling back to the documented
+// defaults.
+func (a *appParameters) limits(ctx context.Context) dify.SystemParameters {
+	p, err := a.get(ctx)
+	if err != nil {
+		tflog.Warn(ctx, "could not read upload limits from /parameters; using Dify's defaults", map[string]any{"error": err.Error()})
 		return defaultSystemParameters
 	}
-	u.once.Do(func() {
-		u.params = defaultSystemParameters
-		p, err := u.client.AppParameters(ctx)
-		if err != nil {
-			tflog.Warn(ctx, "could not read upload limits from /parameters; using Dify's defaults", map[string]any{"error": err.Error()})
-			return
-		}
-		u.params = p.SystemParameters
-	})
-	return u.params
+	return p.SystemParameters
 }

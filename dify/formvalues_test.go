@@ -1,4 +1,4 @@
-package mockserver
+package dify
 
 import (
 	"encoding/json"
@@ -52,16 +52,16 @@ func TestPyNumberFollowsValidateInputs(t *testing.T) {
 		{[]any{}, ""},
 		{map[string]any{}, ""},
 	} {
-		got, ok := pyNumber(c.in)
+		got, ok := FormNumber(c.in)
 		if c.want == "" {
 			if ok {
-				t.Errorf("pyNumber(%#v) = %v, want refused", c.in, got)
+				t.Errorf("FormNumber(%#v) = %v, want refused", c.in, got)
 			}
 			continue
 		}
 		b, err := json.Marshal(got)
 		if !ok || err != nil || string(b) != c.want {
-			t.Errorf("pyNumber(%#v) = %s (ok %v, err %v), want %s", c.in, b, ok, err, c.want)
+			t.Errorf("FormNumber(%#v) = %s (ok %v, err %v), want %s", c.in, b, ok, err, c.want)
 		}
 	}
 }
@@ -77,8 +77,8 @@ func TestPyCheckboxFollowsValidateInputs(t *testing.T) {
 		{json.Number("1"), true}, {json.Number("0.0"), false}, {json.Number("2"), json.Number("2")},
 		{"maybe", "maybe"}, {true, true},
 	} {
-		if got := pyCheckbox(c.in); got != c.want {
-			t.Errorf("pyCheckbox(%#v) = %#v, want %#v", c.in, got, c.want)
+		if got := FormCheckbox(c.in); got != c.want {
+			t.Errorf("FormCheckbox(%#v) = %#v, want %#v", c.in, got, c.want)
 		}
 	}
 }
@@ -91,29 +91,29 @@ func FuzzPyNumber(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		v, ok := pyNumber(s)
+		v, ok := FormNumber(s)
 		if !ok || v == nil {
 			return
 		}
 		b, err := json.Marshal(v)
 		if err != nil {
-			t.Fatalf("pyNumber(%q) = %#v, not JSON: %v", s, v, err)
+			t.Fatalf("FormNumber(%q) = %#v, not JSON: %v", s, v, err)
 		}
 		lit := strings.ReplaceAll(strings.TrimSpace(s), "_", "")
 		if !strings.Contains(s, ".") { // int(): exact, however long
 			want, okInt := new(big.Int).SetString(lit, 10)
 			if got, okGot := new(big.Int).SetString(string(b), 10); !okInt || !okGot || got.Cmp(want) != 0 {
-				t.Fatalf("pyNumber(%q) = %s, want the integer %v", s, b, want)
+				t.Fatalf("FormNumber(%q) = %s, want the integer %v", s, b, want)
 			}
 			return
 		}
 		var back float64
 		if err := json.Unmarshal(b, &back); err != nil {
-			t.Fatalf("pyNumber(%q) wrote %s: %v", s, b, err)
+			t.Fatalf("FormNumber(%q) wrote %s: %v", s, b, err)
 		}
 		want, err := strconv.ParseFloat(lit, 64)
 		if err != nil || back != want {
-			t.Fatalf("pyNumber(%q) = %s, Go reads %v (%v)", s, b, want, err)
+			t.Fatalf("FormNumber(%q) = %s, Go reads %v (%v)", s, b, want, err)
 		}
 	})
 }

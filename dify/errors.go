@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -128,9 +129,51 @@ func newAPIError(status int, header http.Header, body []byte, secret string) *AP
 		e.Params = redact(rawText(env.Params), secret)
 	}
 	if e.Code == "" && e.Message == "" {
-		e.Message = snippet(redact(string(body), secret))
+		if page, ok := htmlSummary(header.Get("Content-Type"), body); ok {
+			e.Message = snippet(redact(page, secret))
+		} else {
+			e.Message = snippet(redact(string(body), secret))
+		}
 	}
 	return e
+}
+
+var (
+	htmlHidden = regexp.MustCompile(`(?is)<(script|style|head)\b.*?</(script|style|head)\s*>`)
+	htmlTitle  = regexp.MustCompile(`(?is)<title\b[^>]*>(.*?)</title\s*>`)
+	htmlTag    = regexp.MustCompile(`(?s)<[^>]*>`)
+)
+
+// htmlSummary turns a web page that came instead of Dify's JSON error (a
+// Werkzeug 404 page for a base URL that misses /v1, a proxy's 502 page)
+// into one line: "HTML page: <title>: <its text>", without markup. ok is
+// false for bodies that are not HTML.
+func htmlSummary(contentType string, body []byte) (string, bool) {
+	mt := strings.ToLower(strings.TrimSpace(strings.SplitN(contentType, ";", 2)[0]))
+	head := strings.ToLower(strings.TrimSpace(string(body[:min(len(body), 512)])))
+	if mt != "text/html" && mt != "application/xhtml+xml" && !strings.HasPrefix(head, "<!doctype html") && !strings.HasPrefix(head, "<html") {
+		return "", false
+	}
+	page := string(body)
+	title := ""
+	if m := htmlTitle.FindStringSubmatch(page); m != nil {
+		title = strings.Join(strings.Fields(html.UnescapeString(htmlTag.ReplaceAllString(m[1], " "))), " ")
+		page = strings.Replace(page, m[0], " ", 1)
+	}
+	text := strings.Join(strings.Fields(html.UnescapeString(htmlTag.ReplaceAllString(htmlHidden.ReplaceAllString(page, " "), " "))), " ")
+	// Werkzeug repeats the title as the page's first heading.
+	if title != "" {
+		if rest, ok := strings.CutPrefix(text, strings.TrimLeft(title, "0123456789 ")); ok {
+			text = strings.TrimSpace(rest)
+		}
+	}
+	parts := []string{"HTML page"}
+	for _, p := range []string{title, text} {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, ": "), true
 }
 
 // rawText renders a JSON value as text: strings unquoted, null as "", and

@@ -140,4 +140,3 @@ func PythonFloat(f float64) string {
 	}
 	return s
 }
-

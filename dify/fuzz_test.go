@@ -2,10 +2,13 @@ package dify
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -152,4 +155,31 @@ func endsWithBlankLine(raw []byte) bool {
 	}
 	// A frame whose only line is blank after a BOM.
 	return string(raw) == "\ufeff\n" || string(raw) == "\ufeff\r\n"
+}
+
+// FuzzErrorBody: any error body gives an APIError whose message is bounded
+// and holds no key; a web page is summarised as one.
+func FuzzErrorBody(f *testing.F) {
+	for _, s := range []string{
+		`{"code":"not_found","message":"Conversation Not Exists.","status":404}`,
+		"<!doctype html>\n<html lang=en>\n<title>404 Not Found</title>\n<h1>Not Found</h1>\n<p>The requested URL was not found.</p>\n",
+		"<html><head><title>x</title><script>alert(1)</script></head><body>Bearer app-secret</body></html>",
+		"<title>unterminated", "plain text", "",
+	} {
+		f.Add(s, "text/html")
+		f.Add(s, "")
+	}
+	const key = "app-fuzz-secret-key"
+	f.Fuzz(func(t *testing.T, body, ctype string) {
+		e := newAPIError(404, http.Header{"Content-Type": {ctype}}, []byte(body), key)
+		if len(e.Message) > maxErrorSnippet+len("…") {
+			t.Fatalf("message of %d bytes", len(e.Message))
+		}
+		if strings.Contains(e.Message, key) {
+			t.Fatalf("key in message %q", e.Message)
+		}
+		if _, ok := htmlSummary(ctype, []byte(body)); ok && !json.Valid([]byte(body)) && !strings.HasPrefix(e.Message, "HTML page") {
+			t.Fatalf("a web page summarised as %q", e.Message)
+		}
+	})
 }

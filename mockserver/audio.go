@@ -149,7 +149,7 @@ func (s *Server) textToAudio(w http.ResponseWriter, r *http.Request, _ httproute
 		return
 	}
 	if msgID = strings.ToLower(strings.TrimSpace(msgID)); msgID != "" {
-		if !validUUID(msgID) {
+		if !dify.IsUUID(msgID) {
 			writeError(w, invalidParam("message_id: Input should be a valid UUID"))
 			return
 		}

@@ -186,7 +186,7 @@ func (s *Server) checkFiles(files []dify.InputFile, ownerID string) ([]dify.Mess
 				TransferMethod: dify.TransferRemoteURL, BelongsTo: &user,
 			})
 		case dify.TransferLocalFile:
-			if !validUUID(f.UploadFileID) {
+			if !dify.IsUUID(f.UploadFileID) {
 				return nil, nil, invalidParam("Invalid upload file")
 			}
 			up, ok := s.store.File(f.UploadFileID, ownerID)

@@ -153,7 +153,7 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, _ httprout
 // else a routing 404 (docs/api §4, §7, §8, §10).
 func pathUUID(w http.ResponseWriter, ps httprouter.Params, name string) (string, bool) {
 	v := ps.ByName(name)
-	if !validUUID(v) {
+	if !dify.IsUUID(v) {
 		writeNotFoundPage(w)
 		return "", false
 	}

@@ -97,4 +97,3 @@ func (f formField) defaultValue() any {
 	}
 	return f.Default
 }
-

@@ -45,21 +45,6 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	}
 }
 
-func TestValidUUID(t *testing.T) {
-	for s, want := range map[string]bool{
-		"c0000000-0000-4000-8000-000000000001": true,
-		"C0000000-0000-4000-8000-00000000000A": true,
-		"c0000000000040008000000000000001":     false,
-		"c0000000-0000-4000-8000-00000000000g": false,
-		"":                                     false,
-		"c0000000-0000-4000-8000_000000000001": false,
-	} {
-		if validUUID(s) != want {
-			t.Errorf("validUUID(%q) = %v", s, !want)
-		}
-	}
-}
-
 // TestRequestLogSaysWhatAnsweredAndWhy: the access log names the cassette
 // and turn that answered a chat message, and the code and message of a
 // refused request (without secrets).

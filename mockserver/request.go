@@ -118,25 +118,3 @@ func pyFalsy(v any) bool {
 	}
 	return false
 }
-
-// validUUID accepts the canonical 8-4-4-4-12 hex form (any case), as
-// Python's uuid.UUID does for the strings clients send.
-func validUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < 36; i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-				return false
-			}
-		}
-	}
-	return true
-}

@@ -76,7 +76,7 @@ func (a *chatAction) Schema(_ context.Context, _ action.SchemaRequest, resp *act
 				Optional: true,
 				MarkdownDescription: "Continue this existing conversation (for example `dify_conversation.x.id`) instead of starting " +
 					"a new one. Defaults to a new conversation. An existing conversation is never deleted by the action.",
-				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
+				Validators: []validator.String{isUUID("conversation")},
 			},
 			"inputs": schema.MapAttribute{
 				ElementType: types.StringType,

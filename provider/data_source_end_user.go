@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
@@ -44,7 +43,7 @@ func (d *endUserDataSource) Schema(_ context.Context, _ datasource.SchemaRequest
 			"`created_by` of a `dify_file`. Newer Dify servers only (the endpoint appeared around 1.13).",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{Required: true, MarkdownDescription: "The end user's Dify id (a UUID), not the `user` string you chose.",
-				Validators: []validator.String{stringvalidator.LengthAtLeast(1)}},
+				Validators: []validator.String{isUUID("end user")}},
 			"tenant_id":        str("Workspace id."),
 			"app_id":           str("App id (null for end users not bound to an app)."),
 			"type":             str("End-user type; `service-api` for users created through this API."),

@@ -89,8 +89,8 @@ func (d *messagesDataSource) Schema(_ context.Context, _ datasource.SchemaReques
 		MarkdownDescription: "The message history of one conversation, oldest first, with each turn's agent thoughts " +
 			"(`GET /messages`). Reads at most 10 000 messages.",
 		Attributes: map[string]schema.Attribute{
-			"conversation_id": schema.StringAttribute{Required: true, MarkdownDescription: "Conversation to read, e.g. `dify_conversation.example.id`.",
-				Validators: []validator.String{stringvalidator.LengthAtLeast(1)}},
+			"conversation_id": schema.StringAttribute{Required: true, MarkdownDescription: "Conversation to read (a UUID), e.g. `dify_conversation.example.id`.",
+				Validators: []validator.String{isUUID("conversation")}},
 			"user": schema.StringAttribute{Optional: true, Computed: true,
 				MarkdownDescription: "End user who owns the conversation (Dify answers 404 for anyone else). Defaults to the provider's `user` (`" + EnvUser + "`, then `" + DefaultUser + "`).",
 				Validators:          []validator.String{stringvalidator.LengthAtLeast(1)}},

@@ -107,21 +107,31 @@ func TestResolvePayload(t *testing.T) {
 }
 
 func TestParseConversationImportID(t *testing.T) {
+	const id = "c0000000-0000-4000-8000-000000000001"
 	cases := []struct{ in, user, id string }{
-		{"abc", "", "abc"},
-		{"alice/abc", "alice", "abc"},
-		{"team/alice/abc", "team/alice", "abc"},
-		{" alice/abc ", "alice", "abc"},
+		{id, "", id},
+		{"alice/" + id, "alice", id},
+		{"team/alice/" + id, "team/alice", id},
+		{" alice/" + id + " ", "alice", id},
 	}
 	for _, tc := range cases {
-		user, id, err := parseConversationImportID(tc.in)
-		if err != nil || user != tc.user || id != tc.id {
-			t.Errorf("%q: got %q %q %v", tc.in, user, id, err)
+		user, got, err := parseConversationImportID(tc.in)
+		if err != nil || user != tc.user || got != tc.id {
+			t.Errorf("%q: got %q %q %v", tc.in, user, got, err)
 		}
 	}
-	for _, bad := range []string{"", "alice/", "/abc", "a b"} {
-		if _, _, err := parseConversationImportID(bad); err == nil {
-			t.Errorf("%q accepted", bad)
+	for bad, says := range map[string]string{
+		"":                             "does not end in a conversation id",
+		"alice/":                       "does not end in a conversation id",
+		"/" + id:                       "empty user",
+		"a b":                          "not a Dify conversation id",
+		"alice/yesterday":              `"yesterday" after the last slash is not a Dify conversation id`,
+		"frontdesk/" + id + "/extra":   `did you mean "frontdesk/` + id + `"`,
+		"frontdesk/" + id + "/extra/x": `is followed by "/extra/x"`,
+	} {
+		_, _, err := parseConversationImportID(bad)
+		if err == nil || !strings.Contains(err.Error(), says) {
+			t.Errorf("%q: error %v, want it to say %q", bad, err, says)
 		}
 	}
 }

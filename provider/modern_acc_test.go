@@ -36,7 +36,7 @@ resource "dify_file" "doc" {
 
 resource "dify_conversation" "test" {
   query  = ` + hclString(query) + `
-  inputs = { home_city = "Berlin", budget = "medium" }
+  inputs = { home_city = "Berlin", budget = "high" }
   files  = [dify_file.doc.id]
 }
 `
@@ -102,7 +102,7 @@ func TestAccResourceIdentity(t *testing.T) {
 				ImportStateKind: resource.ImportBlockWithResourceIdentity,
 				ImportPlanChecks: resource.ImportPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectKnownValue(convAddr, tfjsonpath.New("inputs"), knownvalue.MapExact(map[string]knownvalue.Check{
-						"home_city": knownvalue.StringExact("Berlin"), "budget": knownvalue.StringExact("medium"),
+						"home_city": knownvalue.StringExact("Berlin"), "budget": knownvalue.StringExact("high"),
 					})),
 					plancheck.ExpectKnownValue(convAddr, tfjsonpath.New("query"), knownvalue.StringExact(rec.Request.Query)),
 				}},
@@ -130,7 +130,7 @@ func TestAccConversationListResource(t *testing.T) {
 	config := env.providerBlock() + `
 resource "dify_conversation" "lisbon" {
   query  = ` + hclString(rec.Request.Query) + `
-  inputs = { home_city = "Berlin", budget = "medium" }
+  inputs = { home_city = "Berlin", budget = "high" }
   name   = "Lisbon budget"
 }
 
@@ -196,7 +196,7 @@ list "dify_conversation" "nobody" {
 							{Path: tfjsonpath.New("name"), KnownValue: knownvalue.StringExact("Lisbon budget")},
 							{Path: tfjsonpath.New("answer"), KnownValue: knownvalue.StringExact(folded.Answer)},
 							{Path: tfjsonpath.New("inputs"), KnownValue: knownvalue.MapExact(map[string]knownvalue.Check{
-								"home_city": knownvalue.StringExact("Berlin"), "budget": knownvalue.StringExact("medium")})},
+								"home_city": knownvalue.StringExact("Berlin"), "budget": knownvalue.StringExact("high")})},
 							{Path: tfjsonpath.New("files"), KnownValue: knownvalue.Null()},
 						}),
 				},

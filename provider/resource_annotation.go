@@ -140,6 +140,11 @@ func (r *annotationResource) Read(ctx context.Context, req resource.ReadRequest,
 			fmt.Sprintf("Listing the app's annotations to find %s failed; the state was left unchanged.", id))
 		return
 	}
+	if a == nil && state.Question.IsNull() {
+		resp.Diagnostics.AddError("Cannot import annotation",
+			fmt.Sprintf("The app has no annotation %s. Annotations belong to the app the API key is for; `dify_annotations` lists them with their ids.", id))
+		return
+	}
 	if a == nil {
 		tflog.Warn(ctx, "annotation no longer exists in Dify; removing it from state", map[string]any{"id": id})
 		resp.State.RemoveResource(ctx)
@@ -189,5 +194,15 @@ func (r *annotationResource) Delete(ctx context.Context, req resource.DeleteRequ
 }
 
 func (r *annotationResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	id := req.ID
+	if id == "" && req.Identity != nil {
+		var ident annotationIdentity
+		resp.Diagnostics.Append(req.Identity.Get(ctx, &ident)...)
+		id = ident.ID.ValueString()
+	}
+	if msg := checkUUID("annotation", id); msg != "" {
+		resp.Diagnostics.AddError("Invalid import id", msg+" `dify_annotations` lists the app's annotations with their ids.")
+		return
+	}
 	resource.ImportStatePassthroughWithIdentity(ctx, path.Root("id"), path.Root("id"), req, resp)
 }

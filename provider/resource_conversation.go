@@ -116,8 +116,10 @@ func (r *conversationResource) Schema(ctx context.Context, _ resource.SchemaRequ
 				ElementType: types.StringType,
 				Optional:    true,
 				MarkdownDescription: "Values for the app's input variables, keyed by `variable` from `dify_app_parameters.user_input_form`. " +
-					"Defaults to none (`{}` is sent). Changing it forces a new conversation. Read back on import (numbers and booleans " +
-					"Dify converted come back in their canonical spelling, e.g. `\"3\"` for `\"3.0\"`).",
+					"Defaults to none (`{}` is sent). A change that makes Dify store other values forces a new conversation; one that " +
+					"stores the same (a form default written out, `\"3.0\"` for `\"3\"`) is an in-place update of state only. Read back on " +
+					"import without what leaving a variable out stores (its default, `\"\"`, null); numbers and booleans Dify converted " +
+					"come back in their canonical spelling, e.g. `\"3\"` for `\"3.0\"`.",
 				// Whether a change replaces the conversation is decided in
 				// ModifyPlan, by what Dify stores (planInputs).
 			},
@@ -127,7 +129,7 @@ func (r *conversationResource) Schema(ctx context.Context, _ resource.SchemaRequ
 				MarkdownDescription: "Ids of files uploaded with `dify_file` to attach to the first message. They are sent as " +
 					"`local_file` references of type `custom`, which lets Dify take the type from the uploaded file. " +
 					"Defaults to none. Changing it forces a new conversation. Read back on import from the first message's files.",
-				Validators: []validator.List{listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))},
+				Validators: []validator.List{listvalidator.ValueStringsAre(isUUID("upload"))},
 				PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplaceIf(replaceUnlessImportedList,
 					replaceUnlessImportedText,
 					replaceUnlessImportedText)},
@@ -490,6 +492,15 @@ func (r *conversationResource) Read(ctx context.Context, req resource.ReadReques
 			fmt.Sprintf("Checking conversation %s of user %q failed; the state was left unchanged.", id, user))
 		return
 	}
+	if !res.Exists && state.MessageID.IsNull() {
+		// An import that found nothing: say why, instead of Terraform's
+		// bare "Cannot import non-existent remote object".
+		resp.Diagnostics.AddError("Cannot import conversation",
+			fmt.Sprintf("Dify has no conversation %s for end user %q. Conversations belong to the end user who started them, and Dify "+
+				"answers 404 to any other: import with USER/CONVERSATION_ID (a bare id uses the provider's default user, %q). "+
+				"`dify_conversations` or `terraform query` lists a user's conversations.", id, user, r.data.user))
+		return
+	}
 	if !res.Exists {
 		tflog.Warn(ctx, "conversation no longer exists in Dify; removing it from state", map[string]any{"id": id, "user": user})
 		resp.State.RemoveResource(ctx)
@@ -638,6 +649,10 @@ func (r *conversationResource) ImportState(ctx context.Context, req resource.Imp
 			resp.Diagnostics.AddError("Invalid import identity", "Both user and id must be set and non-empty in the identity of a dify_conversation.")
 			return
 		}
+		if msg := checkUUID("conversation", id); msg != "" {
+			resp.Diagnostics.AddAttributeError(path.Root("id"), "Invalid import identity", msg)
+			return
+		}
 	} else {
 		var err error
 		user, id, err = parseConversationImportID(req.ID)
@@ -656,18 +671,7 @@ func (r *conversationResource) ImportState(ctx context.Context, req resource.Imp
 }
 
 func parseConversationImportID(raw string) (user, id string, err error) {
-	raw = strings.TrimSpace(raw)
-	id = raw
-	if i := strings.LastIndex(raw, "/"); i >= 0 {
-		user, id = raw[:i], raw[i+1:]
-		if user == "" {
-			return "", "", fmt.Errorf("import id %q has an empty user before the slash; use USER/CONVERSATION_ID or just CONVERSATION_ID", raw)
-		}
-	}
-	if id == "" || strings.ContainsAny(id, " \t") {
-		return "", "", fmt.Errorf("import id %q does not end in a conversation id; use USER/CONVERSATION_ID or just CONVERSATION_ID", raw)
-	}
-	return user, id, nil
+	return parseUserScopedID(raw, "conversation", "USER/CONVERSATION_ID")
 }
 
 func thoughtsFromStream(ts []dify.AgentThoughtEvent) (types.List, diag.Diagnostics) {

@@ -338,7 +338,7 @@ func TestAccConversationResource_validation(t *testing.T) {
 			{Config: conversationConfig(env, "query = \"Hello\"\nname = \"\""), PlanOnly: true,
 				ExpectError: regexp.MustCompile(`(?s)Attribute name string length must be at least 1`)},
 			{Config: conversationConfig(env, "query = \"Hello\"\nfiles = [\"\"]"), PlanOnly: true,
-				ExpectError: regexp.MustCompile(`(?s)files.*string length must be at least 1`)},
+				ExpectError: errRE("Invalid upload id", `"" is not a Dify upload id`)},
 			{Config: conversationConfig(env, "query = \"Hello\"\ntimeouts {\n create = \"soon\"\n}"), PlanOnly: true,
 				ExpectError: regexp.MustCompile(`(?is)invalid.*duration.*"soon"`)},
 		},

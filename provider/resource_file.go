@@ -29,6 +29,7 @@ import (
 
 var (
 	_ resource.ResourceWithConfigure        = &fileResource{}
+	_ resource.ResourceWithImportState      = &fileResource{}
 	_ resource.ResourceWithModifyPlan       = &fileResource{}
 	_ resource.ResourceWithConfigValidators = &fileResource{}
 	_ resource.ResourceWithValidateConfig   = &fileResource{}
@@ -400,6 +401,18 @@ func (r *fileResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 	resp.Diagnostics.Append(setFileIdentity(ctx, resp.Identity, state.ID.ValueString())...)
+}
+
+// ImportState refuses with the reason: Dify's Service API has no route that
+// returns an upload by its id (only POST /files/upload and the preview of a
+// file attached to a message), so nothing of an existing upload can be read
+// back. Without this method Terraform would tell users to contact the
+// provider's developers.
+func (r *fileResource) ImportState(_ context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	resp.Diagnostics.AddError("dify_file cannot be imported",
+		fmt.Sprintf("Dify's Service API cannot read an uploaded file back: it has no route that returns an upload by its id, so nothing about %q "+
+			"(its name, size, type or content) could be put in state. Upload the file again with a new dify_file resource; the old upload "+
+			"stays in Dify either way (the Service API cannot delete uploads).", req.ID))
 }
 
 // Update only runs when nothing that reaches Dify changed (every argument

@@ -78,7 +78,7 @@ func TestAccFileResource_content(t *testing.T) {
 				ResourceName:  fileAddr,
 				ImportState:   true,
 				ImportStateId: "00000000-0000-4000-8000-000000000000",
-				ExpectError:   regexp.MustCompile(`(?i)doesn't support import|does not support import`),
+				ExpectError:   errRE("dify_file cannot be imported", "cannot read an uploaded file back", "Upload the file again"),
 			},
 		},
 	})

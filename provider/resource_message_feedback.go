@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -64,8 +63,8 @@ func (r *messageFeedbackResource) Schema(_ context.Context, _ resource.SchemaReq
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 				MarkdownDescription: "`USER/MESSAGE_ID`, the import id."},
 			"message_id": schema.StringAttribute{Required: true,
-				MarkdownDescription: "The message to rate, e.g. `dify_conversation.x.message_id`. It must belong to `user`. Changing it forces a new resource.",
-				Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
+				MarkdownDescription: "The message to rate (a UUID), e.g. `dify_conversation.x.message_id`. It must belong to `user`. Changing it forces a new resource.",
+				Validators:          []validator.String{isUUID("message")},
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()}},
 			"user": schema.StringAttribute{Optional: true, Computed: true,
 				MarkdownDescription: "End user who rates; only the message's own end user can. Defaults to the provider's `user`. " +
@@ -160,6 +159,12 @@ func (r *messageFeedbackResource) Read(ctx context.Context, req resource.ReadReq
 			fmt.Sprintf("Listing the app's feedback to check message %s failed; the state was left unchanged.", state.MessageID.ValueString()))
 		return
 	}
+	if row == nil && state.Rating.IsNull() {
+		resp.Diagnostics.AddError("Cannot import message feedback",
+			fmt.Sprintf("Dify lists no end-user feedback on message %s (GET /app/feedbacks). Import USER/MESSAGE_ID of a message its end user "+
+				"rated; feedback given in the Dify console is not an end user's and cannot be managed here.", state.MessageID.ValueString()))
+		return
+	}
 	if row == nil {
 		tflog.Warn(ctx, "the message has no end-user feedback in Dify any more; removing it from state",
 			map[string]any{"message_id": state.MessageID.ValueString(), "user": state.User.ValueString()})
@@ -215,16 +220,20 @@ func (r *messageFeedbackResource) ImportState(ctx context.Context, req resource.
 			return
 		}
 		user, id = ident.User.ValueString(), ident.MessageID.ValueString()
-	} else {
-		i := strings.LastIndex(req.ID, "/")
-		if i > 0 {
-			user, id = req.ID[:i], req.ID[i+1:]
+		if msg := checkUUID("message", id); user == "" || msg != "" {
+			resp.Diagnostics.AddError("Invalid import identity", "The identity of a dify_message_feedback needs a non-empty user and the message id. "+msg)
+			return
 		}
-	}
-	if user == "" || id == "" || strings.ContainsAny(id, " \t") {
-		resp.Diagnostics.AddError("Invalid import id",
-			fmt.Sprintf("%q is not USER/MESSAGE_ID; import a dify_message_feedback with the end user and the message id, e.g. alice/0b2e9c1a-5d3f-4e61-9a55-0c7e2f3b8d11.", req.ID))
-		return
+	} else {
+		var err error
+		user, id, err = parseUserScopedID(req.ID, "message", "USER/MESSAGE_ID")
+		if err == nil && user == "" {
+			err = fmt.Errorf("import id %q has no user: feedback belongs to the end user who rated, so import USER/MESSAGE_ID, e.g. alice/%s", req.ID, exampleUUID)
+		}
+		if err != nil {
+			resp.Diagnostics.AddError("Invalid import id", err.Error())
+			return
+		}
 	}
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("user"), user)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("message_id"), id)...)

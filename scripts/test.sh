@@ -201,6 +201,15 @@ stage_lint() {
 }
 
 stage_unit() {
+	# The scale-out test (mockserver/scaleout) needs HAProxy; without one
+	# it skips and says why.
+	local out
+	if out="$("$REPO_ROOT/scripts/ensure-haproxy.sh")"; then
+		HAPROXY="$(tail -n1 <<<"$out")"
+		export HAPROXY
+	else
+		warn "no HAProxy: the scale-out test (mockserver/scaleout) is skipped"
+	fi
 	# Acceptance tests run in their own stage with TF_ACC=1.
 	go_test -race -timeout "$UNIT_TIMEOUT" -skip '^TestAcc' ./...
 }

@@ -144,10 +144,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "dify-mock serve: --log-level %q: want debug, info, warn or error\n", o.logLevel)
 		return 2
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	logOut := newBatchWriter(stderr)
+	defer logOut.Close()
+	logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
 	if o.exitWithParent {
 		ctx = exitWithParent(ctx, logger)
 	}
+	tctx, stopTuning := context.WithCancel(ctx)
+	defer stopTuning()
+	go tuneGC(tctx, os.Getenv)
 
 	source := "built-in cassettes"
 	var set *cassette.Set

@@ -54,11 +54,16 @@ type Config struct {
 	Logger           *slog.Logger     // nil = discard
 	Now              func() time.Time // optional clock for created_at
 	// MaxStateBytes bounds the estimated memory of the stored state
-	// (conversations, messages, uploads): 0 = DefaultMaxStateBytes,
-	// negative = unbounded. Past it the least recently changed
-	// conversations and uploads are evicted, deleted ones first, and each
-	// eviction is logged (docs/security.md).
+	// (conversations, messages, feedback, uploads, end users, annotations):
+	// 0 = DefaultMaxStateBytes, negative = unbounded. Past it the least
+	// recently changed conversations, uploads and end users are evicted,
+	// deleted conversations first, with one summary log line per 10 s;
+	// annotations past it are refused (docs/security.md).
 	MaxStateBytes int64
+	// OnEvict, when set, gets every eviction pass's summary (its first
+	// store.Eviction.IDs name what went), besides the summary log lines.
+	// It runs under the store's lock and must not call the server.
+	OnEvict func(store.Eviction)
 	// BodyReadTimeout bounds how long a client may take to send a request
 	// body (0 = DefaultBodyReadTimeout, negative = no bound). It never
 	// applies while a response streams.
@@ -209,7 +214,12 @@ func New(cfg Config) (*Server, error) {
 		s.cfg.MaxStateBytes = cfg.MaxStateBytes
 	}
 	s.evictions = newEvictionLog(log)
-	s.store.SetMaxBytes(cfg.MaxStateBytes, s.evictions.add)
+	s.store.SetMaxBytes(cfg.MaxStateBytes, func(ev store.Eviction) {
+		s.evictions.add(ev)
+		if cfg.OnEvict != nil {
+			cfg.OnEvict(ev)
+		}
+	})
 	s.mode = cfg.Mode
 	if s.mode == "" {
 		s.mode = app.Info.Mode

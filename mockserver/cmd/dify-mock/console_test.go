@@ -89,6 +89,13 @@ func TestServeRefusesABadStateFile(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut.String(), "duplicate id") {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
+	// A folder that does not exist is found at start, not at shutdown.
+	out.Reset()
+	errOut.Reset()
+	missing := filepath.Join(t.TempDir(), "gone", "state.json")
+	if code := run(context.Background(), []string{"--addr", "127.0.0.1:0", "--state-file", missing}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "could not be saved") {
+		t.Errorf("--state-file in a missing folder: exit %d: %s", code, errOut.String())
+	}
 	for _, args := range [][]string{{"--journal-size", "0"}, {"--watch-cassettes"}} {
 		out.Reset()
 		errOut.Reset()

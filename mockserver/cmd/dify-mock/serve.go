@@ -175,6 +175,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 1
 	}
 	if o.stateFile != "" {
+		path, err := mockserver.PrepareStateFile(o.stateFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "dify-mock serve: --state-file: %v\n", err)
+			return 1
+		}
+		o.stateFile = path
 		loaded, err := srv.LoadState(o.stateFile)
 		if err != nil {
 			fmt.Fprintf(stderr, "dify-mock serve: --state-file: %v\n", err)
@@ -232,6 +238,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		// After the streams ended, so their turns are part of it.
 		if err := srv.SaveState(o.stateFile); err != nil {
 			fmt.Fprintf(stderr, "dify-mock serve: saving --state-file: %v\n", err)
+			if alt, aerr := srv.SaveStateFallback(); aerr == nil {
+				fmt.Fprintf(stderr, "dify-mock serve: the state was saved to %s instead\n", alt)
+			}
 			return 1
 		}
 		fmt.Fprintf(stdout, "dify-mock: state saved to %s\n", o.stateFile)

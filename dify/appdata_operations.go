@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"iter"
 	"mime"
 	"net/http"
 	"net/url"
@@ -69,6 +70,34 @@ func (c *Client) ListAppFeedbacks(ctx context.Context, p ListAppFeedbacksParams)
 	return &out, nil
 }
 
+// feedbackPage is one page of GET /app/feedbacks with the limit it was
+// asked for: the answer has no has_more, so a short page is the last one
+// (docs/api §26).
+type feedbackPage struct {
+	*AppFeedbackPage
+	limit int
+}
+
+func (p feedbackPage) Last() bool { return len(p.Data) < p.limit }
+
+// AppFeedbackLister lists the app's feedback; *Client is one.
+type AppFeedbackLister interface {
+	ListAppFeedbacks(ctx context.Context, p ListAppFeedbacksParams) (*AppFeedbackPage, error)
+}
+
+// AppFeedbackPages yields the pages of GET /app/feedbacks from p.Page (0 or
+// 1: the first) on, at most maxPages (0: no bound). The answer has no
+// has_more: a page shorter than the limit asked for is the last one
+// (docs/api §26).
+func AppFeedbackPages(ctx context.Context, l AppFeedbackLister, p ListAppFeedbacksParams, maxPages int) iter.Seq2[*AppFeedbackPage, error] {
+	return numbered(maxPages, &p.Page,
+		func() (feedbackPage, error) {
+			page, err := l.ListAppFeedbacks(ctx, p)
+			return feedbackPage{page, limitOr(p.Limit)}, err
+		},
+		func(f feedbackPage) *AppFeedbackPage { return f.AppFeedbackPage })
+}
+
 // ListAnnotationsParams selects a page of GET /apps/annotations (docs/api §27.3).
 // Zero values leave the server's defaults (page 1, limit 20, no keyword).
 type ListAnnotationsParams struct {
@@ -93,6 +122,35 @@ func (c *Client) ListAnnotations(ctx context.Context, p ListAnnotationsParams) (
 		out.Data = []Annotation{}
 	}
 	return &out, nil
+}
+
+// annotationPage is one page of GET /apps/annotations with the page number
+// and limit it was asked for: has_more is unreliable on released servers
+// (true on an exactly full last page), so page × limit ≥ total ends the
+// walk, as does an empty page (docs/api §27.3).
+type annotationPage struct {
+	*AnnotationPage
+	page, limit int
+}
+
+func (p annotationPage) Last() bool { return len(p.Data) == 0 || p.page*p.limit >= p.Total }
+
+// AnnotationLister lists annotations; *Client is one.
+type AnnotationLister interface {
+	ListAnnotations(ctx context.Context, p ListAnnotationsParams) (*AnnotationPage, error)
+}
+
+// AnnotationPages yields the pages of GET /apps/annotations from p.Page (0
+// or 1: the first) on, at most maxPages (0: no bound). has_more is not
+// trusted: the walk ends when the pages asked for cover total, or at an
+// empty page (docs/api §27.3).
+func AnnotationPages(ctx context.Context, l AnnotationLister, p ListAnnotationsParams, maxPages int) iter.Seq2[*AnnotationPage, error] {
+	return numbered(maxPages, &p.Page,
+		func() (annotationPage, error) {
+			page, err := l.ListAnnotations(ctx, p)
+			return annotationPage{page, p.Page, limitOr(p.Limit)}, err
+		},
+		func(a annotationPage) *AnnotationPage { return a.AnnotationPage })
 }
 
 // CreateAnnotation adds an annotation (docs/api §27.4). It is not retried once

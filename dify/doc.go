@@ -23,6 +23,21 @@
 // chat message, uploading a file — are only retried when the request
 // provably never left the machine, so a message is never sent twice.
 //
+// # Paging
+//
+// Each listing pages its own way (a last_id or first_id cursor, page
+// numbers without has_more, page numbers with an unreliable has_more).
+// ConversationPages, MessagePages, AppFeedbackPages and AnnotationPages
+// walk them as iterators, each rule written once next to its List call:
+//
+//	p := dify.ListConversationsParams{User: "user-123", Limit: 100}
+//	for page, err := range dify.ConversationPages(ctx, c, &p, 0) {
+//		if err != nil {
+//			return err
+//		}
+//		for _, conv := range page.Data { … }
+//	}
+//
 // # Chat
 //
 // SendChatMessage always streams (agent apps support nothing else). Read the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"iter"
 	"mime"
 	"net/http"
 	"net/url"
@@ -138,6 +139,26 @@ func (c *Client) ListConversations(ctx context.Context, p ListConversationsParam
 	return &out, nil
 }
 
+// Last reports whether no page follows: has_more is false or the page is
+// empty (docs/api §5).
+func (p *ConversationPage) Last() bool { return !p.HasMore || len(p.Data) == 0 }
+
+// ConversationLister lists conversations; *Client is one.
+type ConversationLister interface {
+	ListConversations(ctx context.Context, p ListConversationsParams) (*ConversationPage, error)
+}
+
+// ConversationPages yields the pages of GET /conversations from p.LastID on,
+// at most maxPages (0: no bound). The cursor is the last row's id (last_id,
+// docs/api §5), written to p.LastID before a page is yielded; p is read
+// before each request, so the loop body may lower p.Limit to ask only for
+// what it still needs, and a walk stopped early resumes from p.
+func ConversationPages(ctx context.Context, l ConversationLister, p *ListConversationsParams, maxPages int) iter.Seq2[*ConversationPage, error] {
+	return walk(maxPages,
+		func() (*ConversationPage, error) { return l.ListConversations(ctx, *p) },
+		func(page *ConversationPage) { p.LastID = page.Data[len(page.Data)-1].ID })
+}
+
 // ListMessagesParams selects a page of GET /messages (docs/api §6). Zero values
 // are omitted from the query; User falls back to the client's default.
 type ListMessagesParams struct {
@@ -163,6 +184,25 @@ func (c *Client) ListMessages(ctx context.Context, p ListMessagesParams) (*Messa
 		return nil, err
 	}
 	return &out, nil
+}
+
+// Last reports whether no older page follows: has_more is false or the page
+// is empty (docs/api §6).
+func (p *MessagePage) Last() bool { return !p.HasMore || len(p.Data) == 0 }
+
+// MessageLister lists messages; *Client is one.
+type MessageLister interface {
+	ListMessages(ctx context.Context, p ListMessagesParams) (*MessagePage, error)
+}
+
+// MessagePages yields a conversation's history from the newest page to the
+// oldest, at most maxPages (0: no bound). Rows are oldest-first inside a
+// page, and the cursor is the first row's id (first_id, docs/api §6),
+// written to p.FirstID before a page is yielded.
+func MessagePages(ctx context.Context, l MessageLister, p *ListMessagesParams, maxPages int) iter.Seq2[*MessagePage, error] {
+	return walk(maxPages,
+		func() (*MessagePage, error) { return l.ListMessages(ctx, *p) },
+		func(page *MessagePage) { p.FirstID = page.Data[0].ID })
 }
 
 // RenameConversation sets a conversation's name, or lets Dify generate one

@@ -45,19 +45,13 @@ func newAnnotationIndex(c annotationAPI) *annotationIndex {
 // newest first, stopping after max rows (0 = no limit).
 func listAnnotations(ctx context.Context, c annotationAPI, keyword string, max int) ([]dify.Annotation, error) {
 	var out []dify.Annotation
-	for page := 1; page <= maxAnnotationPages; page++ {
-		p, err := c.ListAnnotations(ctx, dify.ListAnnotationsParams{Page: page, Limit: annotationPageSize, Keyword: keyword})
+	for p, err := range dify.AnnotationPages(ctx, c, dify.ListAnnotationsParams{Limit: annotationPageSize, Keyword: keyword}, maxAnnotationPages) {
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, p.Data...)
 		if max > 0 && len(out) >= max {
 			return out[:max], nil
-		}
-		// has_more is unreliable on released servers (true on an exactly
-		// full last page): page*limit < total decides.
-		if len(p.Data) == 0 || page*annotationPageSize >= p.Total {
-			break
 		}
 	}
 	return out, nil

@@ -84,33 +84,30 @@ func (x *conversationIndex) Lookup(ctx context.Context, user, id string) (lookup
 	l := x.listing(user)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for {
-		if c, ok := l.byID[id]; ok {
-			return lookupResult{Exists: true, Conversation: &c}, nil
-		}
-		if l.stopped || l.pages >= x.pageBudget {
-			break
-		}
-		page, err := x.client.ListConversations(ctx, dify.ListConversationsParams{
-			User: user, LastID: l.lastID, Limit: listingPageSize, SortBy: dify.SortCreatedAtDesc,
-		})
-		if err != nil {
-			if dify.IsNotFound(err) && l.lastID != "" {
-				// "Last Conversation Not Exists." (docs/api §5): the cursor row was
-				// deleted meanwhile. Stop listing; probes settle the rest.
-				l.stopped = true
-				break
+	if c, ok := l.byID[id]; ok {
+		return lookupResult{Exists: true, Conversation: &c}, nil
+	}
+	if !l.stopped && l.pages < x.pageBudget {
+		// The listing resumes where the previous lookup left it.
+		p := dify.ListConversationsParams{User: user, LastID: l.lastID, Limit: listingPageSize, SortBy: dify.SortCreatedAtDesc}
+		for page, err := range dify.ConversationPages(ctx, x.client, &p, x.pageBudget-l.pages) {
+			if err != nil {
+				if dify.IsNotFound(err) && l.lastID != "" {
+					// "Last Conversation Not Exists." (docs/api §5): the cursor row was
+					// deleted meanwhile. Stop listing; probes settle the rest.
+					l.stopped = true
+					break
+				}
+				return lookupResult{}, err
 			}
-			return lookupResult{}, err
-		}
-		l.pages++
-		for _, c := range page.Data {
-			l.byID[c.ID] = c
-		}
-		if !page.HasMore || len(page.Data) == 0 {
-			l.stopped = true
-		} else {
-			l.lastID = page.Data[len(page.Data)-1].ID
+			l.pages++
+			for _, c := range page.Data {
+				l.byID[c.ID] = c
+			}
+			l.lastID, l.stopped = p.LastID, page.Last()
+			if c, ok := l.byID[id]; ok {
+				return lookupResult{Exists: true, Conversation: &c}, nil
+			}
 		}
 	}
 	exists, err := x.Probe(ctx, user, id)

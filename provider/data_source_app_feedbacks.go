@@ -96,8 +96,9 @@ func (d *appFeedbacksDataSource) Read(ctx context.Context, req datasource.ReadRe
 		maxResults = m.MaxResults.ValueInt64()
 	}
 	m.Feedbacks = []appFeedbackEntries{}
-	for page := 1; page <= maxFeedbackPages && int64(len(m.Feedbacks)) < maxResults; page++ {
-		p, err := d.data.client.ListAppFeedbacks(ctx, dify.ListAppFeedbacksParams{Page: page, Limit: feedbackPageSize})
+	page := 0
+	for p, err := range dify.AppFeedbackPages(ctx, d.data.client, dify.ListAppFeedbacksParams{Limit: feedbackPageSize}, maxFeedbackPages) {
+		page++
 		if err != nil {
 			d.data.redact.addError(&resp.Diagnostics, "Unable to list the app's feedback", err,
 				fmt.Sprintf("GET /app/feedbacks page %d failed.", page))
@@ -117,7 +118,7 @@ func (d *appFeedbacksDataSource) Read(ctx context.Context, req datasource.ReadRe
 				CreatedAt: f.CreatedAt, UpdatedAt: f.UpdatedAt,
 			})
 		}
-		if len(p.Data) < feedbackPageSize { // no has_more in this API
+		if int64(len(m.Feedbacks)) >= maxResults {
 			break
 		}
 	}

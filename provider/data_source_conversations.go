@@ -94,10 +94,8 @@ func (d *conversationsDataSource) Read(ctx context.Context, req datasource.ReadR
 		maxResults = m.MaxResults.ValueInt64()
 	}
 	m.Conversations = []conversationEntryModel{}
-	lastID := ""
-	for int64(len(m.Conversations)) < maxResults {
-		page, err := d.data.client.ListConversations(ctx, dify.ListConversationsParams{
-			User: user, LastID: lastID, Limit: int(min(maxResults-int64(len(m.Conversations)), listingPageSize)), SortBy: sortBy})
+	p := dify.ListConversationsParams{User: user, Limit: int(min(maxResults, listingPageSize)), SortBy: sortBy}
+	for page, err := range dify.ConversationPages(ctx, d.data.client, &p, 0) {
 		if err != nil {
 			d.data.redact.addError(&resp.Diagnostics, "Unable to list conversations", err,
 				fmt.Sprintf("GET /conversations for user %q failed.", user))
@@ -109,10 +107,11 @@ func (d *conversationsDataSource) Read(ctx context.Context, req datasource.ReadR
 				Introduction: c.Introduction, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 			})
 		}
-		if !page.HasMore || len(page.Data) == 0 {
+		left := maxResults - int64(len(m.Conversations))
+		if left <= 0 {
 			break
 		}
-		lastID = page.Data[len(page.Data)-1].ID
+		p.Limit = int(min(left, listingPageSize)) // ask only for what is still wanted
 	}
 	m.User = types.StringValue(user)
 	m.SortBy = types.StringValue(sortBy)

@@ -163,9 +163,8 @@ func (d *messagesDataSource) Read(ctx context.Context, req datasource.ReadReques
 	// Pages come newest first, each oldest-first inside (docs/api §6); collect
 	// them backwards and reverse the page order at the end.
 	var pages [][]dify.Message
-	firstID := ""
-	for range maxMessagePages {
-		page, err := d.data.client.ListMessages(ctx, dify.ListMessagesParams{ConversationID: id, User: user, FirstID: firstID, Limit: 100})
+	p := dify.ListMessagesParams{ConversationID: id, User: user, Limit: 100}
+	for page, err := range dify.MessagePages(ctx, d.data.client, &p, maxMessagePages) {
 		if err != nil {
 			next := fmt.Sprintf("GET /messages for conversation %s of user %q failed.", id, user)
 			if dify.IsNotFound(err) {
@@ -174,14 +173,7 @@ func (d *messagesDataSource) Read(ctx context.Context, req datasource.ReadReques
 			d.data.redact.addError(&resp.Diagnostics, "Unable to read messages", err, next)
 			return
 		}
-		if len(page.Data) == 0 {
-			break
-		}
 		pages = append(pages, page.Data)
-		if !page.HasMore {
-			break
-		}
-		firstID = page.Data[0].ID
 	}
 	slices.Reverse(pages)
 	m.Messages = []messageModel{}

@@ -48,8 +48,7 @@ func (x *feedbackIndex) Lookup(ctx context.Context, messageID string) (*dify.App
 	defer x.mu.Unlock()
 	if !x.loaded {
 		rows := map[string]dify.AppFeedback{}
-		for page := 1; page <= maxFeedbackPages; page++ {
-			p, err := x.client.ListAppFeedbacks(ctx, dify.ListAppFeedbacksParams{Page: page, Limit: feedbackPageSize})
+		for p, err := range dify.AppFeedbackPages(ctx, x.client, dify.ListAppFeedbacksParams{Limit: feedbackPageSize}, maxFeedbackPages) {
 			if err != nil {
 				return nil, err
 			}
@@ -59,10 +58,6 @@ func (x *feedbackIndex) Lookup(ctx context.Context, messageID string) (*dify.App
 						rows[f.MessageID] = f
 					}
 				}
-			}
-			// No has_more in this API: a short page is the last one.
-			if len(p.Data) < feedbackPageSize {
-				break
 			}
 		}
 		x.byMessage, x.loaded = rows, true

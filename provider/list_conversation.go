@@ -87,11 +87,8 @@ func (l *conversationListResource) List(ctx context.Context, req list.ListReques
 
 	stream.Results = func(push func(list.ListResult) bool) {
 		var sent int64
-		lastID := ""
-		for range maxListingPages {
-			page, err := l.data.client.ListConversations(ctx, dify.ListConversationsParams{
-				User: user, LastID: lastID, Limit: listingPageSize, SortBy: dify.SortCreatedAtDesc,
-			})
+		p := dify.ListConversationsParams{User: user, Limit: listingPageSize, SortBy: dify.SortCreatedAtDesc}
+		for page, err := range dify.ConversationPages(ctx, l.data.client, &p, maxListingPages) {
 			if err != nil {
 				var d diag.Diagnostics
 				l.data.redact.addError(&d, "Unable to list conversations", err,
@@ -112,10 +109,6 @@ func (l *conversationListResource) List(ctx context.Context, req list.ListReques
 				}
 				sent++
 			}
-			if !page.HasMore || len(page.Data) == 0 {
-				return
-			}
-			lastID = page.Data[len(page.Data)-1].ID
 		}
 	}
 }

@@ -535,10 +535,8 @@ const maxHistoryPages = 10000
 func (r *conversationResource) readFirstMessage(ctx context.Context, state *conversationModel, user string) diag.Diagnostics {
 	var diags diag.Diagnostics
 	var first *dify.Message
-	firstID := ""
-	for range maxHistoryPages {
-		page, err := r.data.client.ListMessages(ctx, dify.ListMessagesParams{
-			ConversationID: state.ID.ValueString(), User: user, FirstID: firstID, Limit: 100})
+	p := dify.ListMessagesParams{ConversationID: state.ID.ValueString(), User: user, Limit: 100}
+	for page, err := range dify.MessagePages(ctx, r.data.client, &p, maxHistoryPages) {
 		if err != nil {
 			r.data.redact.addError(&diags, "Unable to read conversation", err,
 				fmt.Sprintf("Reading the history of conversation %s failed.", state.ID.ValueString()))
@@ -546,10 +544,6 @@ func (r *conversationResource) readFirstMessage(ctx context.Context, state *conv
 		}
 		if len(page.Data) > 0 {
 			first = &page.Data[0]
-			firstID = first.ID
-		}
-		if !page.HasMore || len(page.Data) == 0 {
-			break
 		}
 	}
 	if first == nil {

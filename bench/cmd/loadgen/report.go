@@ -242,7 +242,7 @@ func renderReport(in *reportInput, m machine, notes []string, profiles []profile
 		w("\n")
 	}
 	if rows := peerTargetRows(in); len(rows) > 0 {
-		w("## Targets (issue 15)\n\n| Target | Measured | |\n|---|---|---|\n")
+		w("## Targets (issues 15 and 21)\n\n| Target | Measured | |\n|---|---|---|\n")
 		for _, r := range rows {
 			w("| %s | %s | %s |\n", r[0], r[1], r[2])
 		}

@@ -45,7 +45,12 @@ const child = spawn(exe, process.argv.slice(2), {
   env: { DIFY_MOCK_EXIT_WITH_PARENT: 'true', ...process.env },
 });
 
+// stopping: a signal that ends the binary was passed on, so its clean
+// shutdown is under way; the owner watch must not add a second one (which
+// would end it at once), though a user's second Ctrl-C still does.
+let stopping = false;
 const forward = (sig) => {
+  if (['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'].includes(sig)) stopping = true;
   if (child.exitCode === null && child.signalCode === null) child.kill(sig);
 };
 const forwarded = Object.keys(os.constants.signals).filter((s) => !NOT_FORWARDED.has(s));
@@ -96,7 +101,7 @@ const gone = (pid) => {
 const watch = setInterval(() => {
   if (process.ppid !== parent || owners.some(gone)) {
     clearInterval(watch);
-    forward('SIGTERM');
+    if (!stopping) forward('SIGTERM');
   }
 }, PARENT_POLL_MS);
 watch.unref();

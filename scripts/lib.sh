@@ -97,8 +97,11 @@ MOCK_STOP_TIMEOUT="${MOCK_STOP_TIMEOUT:-10}"   # seconds for the mock to exit af
 start_mock() {
 	local bin="$1" out="$2" detach=() i from
 	shift 2
-	# Only this run's banner counts: LOG may hold earlier runs'.
-	from=$(($(wc -c <"$out" 2>/dev/null || echo 0) + 1))
+	# Only this run's banner counts: LOG may hold earlier runs'. The file
+	# exists before the mock starts, so reading it never races its creation
+	# (under pipefail a missing LOG ended the caller).
+	: >>"$out"
+	from=$(($(wc -c <"$out") + 1))
 	command -v setsid >/dev/null 2>&1 && detach=(setsid)
 	# shellcheck disable=SC2046 # one "-u NAME" pair per variable
 	env $(compgen -e | grep '^DIFY_MOCK_' | sed 's/^/-u /') ${detach[@]+"${detach[@]}"} \

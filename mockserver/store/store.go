@@ -346,9 +346,10 @@ func (s *Store) SetReplay(id, cassette string, turn int) {
 	}
 }
 
-// AddMessage stores a finished (or ended) turn and bumps the conversation's
-// updated_at. When the conversation asked for an automatic name and this is
-// its first message, the name is generated from the query.
+// AddMessage stores a finished (or ended) turn as given (the chat store
+// phase, mockserver/chat_store.go, sets every field) and bumps the
+// conversation's updated_at. When the conversation asked for an automatic
+// name and this is its first message, the name is generated from the query.
 func (s *Store) AddMessage(m dify.Message, cassette string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -357,10 +358,6 @@ func (s *Store) AddMessage(m dify.Message, cassette string) error {
 		return ErrConversationNotFound
 	}
 	k := s.nextKey()
-	if len(c.messages) > 0 && m.ParentMessageID == nil {
-		p := c.messages[len(c.messages)-1].msg.ID
-		m.ParentMessageID = &p
-	}
 	sm := &storedMessage{msg: m, cassette: cassette, created: k, ownerID: c.OwnerID, index: len(c.messages)}
 	c.messages = append(c.messages, sm)
 	s.messages[m.ID] = sm

@@ -144,6 +144,22 @@ func (c *container) assertServes() {
 	}
 }
 
+// assertStopsCleanly stops the container as `docker compose down` does
+// (SIGTERM to the mock, its PID 1) and requires a clean exit, well before
+// the runtime's 10 s kill.
+func (c *container) assertStopsCleanly() {
+	c.t.Helper()
+	start := time.Now()
+	if out, err := exec.Command(c.cli, "stop", "-t", "10", c.name).CombinedOutput(); err != nil {
+		c.t.Fatalf("stop: %v %s", err, out)
+	}
+	took := time.Since(start)
+	out, err := exec.Command(c.cli, "inspect", "--format", "{{.State.ExitCode}}", c.name).Output()
+	if err != nil || strings.TrimSpace(string(out)) != "0" || took > 5*time.Second {
+		c.t.Fatalf("stopped after %v with exit code %q (%v), want 0 within 5s\n%s", took, out, err, c.logs())
+	}
+}
+
 func freePort(t *testing.T) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -392,6 +408,7 @@ func TestComposeServiceTurnsHealthyAndServes(t *testing.T) {
 	if code, body := started.get("/__mock/", nil); code != http.StatusForbidden || !strings.Contains(body, "admin_token_required") {
 		t.Fatalf("console without a token through the published port: %d %s", code, body)
 	}
+	started.assertStopsCleanly()
 }
 
 func TestActionsServiceTurnsHealthyAndServes(t *testing.T) {

@@ -101,9 +101,16 @@ func resolveSettings(m providerModel, getenv func(string) string) (settings, dia
 		s.BaseURL, from = dify.DefaultBaseURL, "the default"
 	}
 	if err := validateBaseURL(s.BaseURL); err != nil {
-		diags.AddAttributeError(path.Root("base_url"), "Invalid Dify base URL",
-			fmt.Sprintf("The base URL %s (from %s) is not usable: %s. Use the Service API base including /v1, for example %q or \"http://127.0.0.1:5001/v1\".",
-				redactURL(s.BaseURL), from, err, dify.DefaultBaseURL))
+		summary := "Invalid Dify base URL"
+		detail := fmt.Sprintf("The base URL %s (from %s) is not usable: %s. Use the Service API base including /v1, for example %q or \"http://127.0.0.1:5001/v1\".",
+			redactURL(s.BaseURL), from, err, dify.DefaultBaseURL)
+		if mayHoldSecret(s.BaseURL) {
+			// Not attached to the attribute: Terraform would quote the
+			// configuration line under the diagnostic, secret included.
+			diags.AddError(summary, detail+" (The attribute's line is not quoted because the value may hold a secret.)")
+		} else {
+			diags.AddAttributeError(path.Root("base_url"), summary, detail)
+		}
 	}
 
 	s.APIKey, _ = pick(m.APIKey, EnvAPIKey)
@@ -188,6 +195,14 @@ func validateBaseURL(raw string) error {
 		return fmt.Errorf("it must not carry a query or fragment (an API key belongs in api_key or %s)", EnvAPIKey)
 	}
 	return nil
+}
+
+// mayHoldSecret reports whether a base URL has a part a secret is typed
+// into by mistake (user:password@, a query, a fragment) or does not parse,
+// so no part of it may be shown, by the provider or by Terraform.
+func mayHoldSecret(raw string) bool {
+	u, err := url.Parse(raw)
+	return err != nil || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != ""
 }
 
 // redactURL renders a base URL for diagnostics and logs: scheme, host and

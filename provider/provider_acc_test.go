@@ -213,3 +213,43 @@ func TestAccProvider_missingAPIKey(t *testing.T) {
 		t.Errorf("%d requests reached the server without a key", got)
 	}
 }
+
+// TestAccProvider_baseURLSecretsNotPrintedByTerraform checks what Terraform
+// itself prints, not only the provider's diagnostic: an attribute
+// diagnostic makes Terraform quote the configuration line, so a base_url
+// with a password or an ?api_key= used to reach the terminal and CI logs.
+func TestAccProvider_baseURLSecretsNotPrintedByTerraform(t *testing.T) {
+	env := newMockEnv(t, mockserver.Config{})
+	host := strings.TrimPrefix(env.BaseURL, "http://")
+	for _, raw := range []string{
+		"http://alice:hunter2-pass@" + host,
+		env.BaseURL + "?api_key=app-hunter2-pass",
+		"ftp://alice:hunter2-pass@" + host,
+	} {
+		t.Run("", func(t *testing.T) {
+			seen := false
+			resource.Test(t, resource.TestCase{
+				ProtoV6ProviderFactories: env.factories(),
+				// Called with Terraform's whole output (ExpectError would
+				// only match a pattern in it).
+				ErrorCheck: func(err error) error {
+					seen = true
+					out := err.Error()
+					if i := strings.Index(out, "hunter2"); i >= 0 {
+						t.Errorf("Terraform printed the secret: …%s…", out[max(0, i-160):min(len(out), i+40)])
+					}
+					if !strings.Contains(out, "Invalid Dify base URL") {
+						return err
+					}
+					return nil
+				},
+				Steps: []resource.TestStep{{
+					Config: fmt.Sprintf("provider \"dify\" {\n  base_url = %q\n  api_key  = %q\n}\ndata \"dify_app_info\" \"this\" {}\n", raw, testAPIKey),
+				}},
+			})
+			if !seen {
+				t.Fatal("the error check did not run: the test would not see what Terraform prints")
+			}
+		})
+	}
+}

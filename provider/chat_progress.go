@@ -44,8 +44,11 @@ const (
 	answerFlushPeriod = 2 * time.Second // ...or this old, or at a line break
 )
 
+// newChatProgress reports through send, one line per call, with control
+// characters from the server escaped (terminalSafe).
 func newChatProgress(send func(string)) *chatProgress {
-	return &chatProgress{send: send, now: time.Now, seen: map[string]*thoughtSeen{}}
+	safe := func(s string) { send(terminalSafe(s, false)) }
+	return &chatProgress{send: safe, now: time.Now, seen: map[string]*thoughtSeen{}}
 }
 
 // Event reports one stream event.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/difyops/terraform-provider-dify/dify"
 )
@@ -101,5 +102,58 @@ func TestClip(t *testing.T) {
 	}
 	if got := clip("ééééé", 3); got != "ééé…" {
 		t.Errorf("clip cut runes to %q", got)
+	}
+}
+
+// hostile is what a model or another user can put into an answer, a
+// thought or a tool result: an OSC window title ending in BEL, clear
+// screen, a colour, a C1 CSI, a carriage return that overwrites the line,
+// a bidirectional override, and an invalid byte.
+const hostile = "ok\x1b]0;pwned\x07 \x1b[2J\x1b[31mred\u009b0m\rfake line\u202etxt\xff"
+
+func assertTerminalSafe(t *testing.T, where, s string, newlinesOK bool) {
+	t.Helper()
+	for _, r := range s {
+		if (r < 0x20 && r != '\t' && !(r == '\n' && newlinesOK)) || r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == 0x202e || r == utf8.RuneError {
+			t.Errorf("%s keeps a raw control character %U: %q", where, r, s)
+			return
+		}
+	}
+}
+
+// TestChatProgress_escapesControlCharacters: progress lines show the
+// server's control characters as visible escapes (they reached the
+// terminal raw, even with -no-color).
+func TestChatProgress_escapesControlCharacters(t *testing.T) {
+	var got []string
+	p := newChatProgress(func(s string) { got = append(got, s) })
+	p.Event(&dify.AgentThoughtEvent{ID: "a", Thought: strp("think " + hostile), Tool: strp("t\x1b[1m"), ToolInput: strp(hostile), Observation: strp(hostile)})
+	p.Event(&dify.AgentMessageEvent{Answer: hostile + "\nsecond " + hostile + "\n"})
+	p.Event(&dify.MessageFileEvent{Type: "image", URL: "http://x/\x1b[2Jf.png"})
+	p.Finish()
+	if len(got) < 5 {
+		t.Fatalf("progress: %q", got)
+	}
+	for _, line := range got {
+		assertTerminalSafe(t, "progress line", line, false)
+	}
+	all := strings.Join(got, "\n")
+	if !strings.Contains(all, `\x1b]0;pwned\x07`) || !strings.Contains(all, `\u009b`) || !strings.Contains(all, `\x0dfake line`) || !strings.Contains(all, `\u202e`) || !strings.Contains(all, `\xff`) {
+		t.Errorf("the escapes are not visible: %s", all)
+	}
+}
+
+// TestCleanIsTerminalSafeAndKeepsNewlines: every diagnostic detail built
+// from server text (the expect_answer_matches answer, API error messages,
+// warnings) escapes control characters but keeps the answer's lines.
+func TestCleanIsTerminalSafeAndKeepsNewlines(t *testing.T) {
+	r := redactor("app-secretkey")
+	got := r.clean("Answer:\r\nline one " + hostile + "\nline two\tapp-secretkey")
+	assertTerminalSafe(t, "diagnostic", got, true)
+	if !strings.Contains(got, "Answer:\nline one ok") || !strings.Contains(got, "\nline two\t[redacted api key]") {
+		t.Errorf("lines or tab lost, or key kept: %q", got)
+	}
+	if plain := "Día 1: Alfama\n"; r.clean(plain) != plain {
+		t.Errorf("clean changed plain text: %q", r.clean(plain))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 
@@ -16,11 +17,69 @@ import (
 // the Authorization header could; diagnostics must never show it.
 type redactor string
 
+// clean is what every diagnostic detail from server text goes through: the
+// key removed, and terminal control characters escaped (newlines kept).
 func (r redactor) clean(s string) string {
+	s = terminalSafe(s, true)
 	if len(r) < 4 {
 		return s
 	}
 	return strings.ReplaceAll(s, string(r), "[redacted api key]")
+}
+
+// terminalSafe makes text from a server (an answer, an annotation, a tool
+// result, an error message) safe to print on a terminal or in a CI log:
+// C0 and C1 control characters, DEL, bidirectional overrides and invalid
+// UTF-8 are written as visible escapes (\x1b, \u009b, \u202e), so an
+// answer cannot set the window title, clear the screen, colour the log,
+// ring the bell, overwrite a line with \r or reorder text. A tab is kept;
+// with keepNewlines "\n" (and "\r\n", as "\n") too, for multi-line
+// diagnostics; without, a newline is escaped, so one progress message stays
+// one line.
+func terminalSafe(s string, keepNewlines bool) string {
+	if keepNewlines {
+		s = strings.ReplaceAll(s, "\r\n", "\n")
+	}
+	clean := true
+	for i, r := range s {
+		if r == utf8.RuneError || unsafeRune(r, keepNewlines) {
+			if _, size := utf8.DecodeRuneInString(s[i:]); r != utf8.RuneError || size <= 1 {
+				clean = false
+				break
+			}
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unsafeRune(r, keepNewlines) && r < 0x80:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case unsafeRune(r, keepNewlines):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+func unsafeRune(r rune, keepNewlines bool) bool {
+	switch {
+	case r == '\t', r == '\n' && keepNewlines:
+		return false
+	case r < 0x20, r == 0x7f, r >= 0x80 && r <= 0x9f:
+		return true
+	case r == 0x200e, r == 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		return true // bidirectional marks and overrides
+	}
+	return false
 }
 
 // describeError renders err for a diagnostic detail: the HTTP status, the

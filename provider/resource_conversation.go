@@ -286,16 +286,16 @@ func (r *conversationResource) planInputs(ctx context.Context, cfgInputs types.M
 	if diff := inputsDifference(form, cfg, prior); diff != "" {
 		replace()
 		resp.Diagnostics.AddAttributeWarning(path.Root("inputs"), "Changed inputs replace the conversation",
-			fmt.Sprintf("The configured inputs make Dify store other values than conversation %s has:\n%s\n\n"+
+			r.data.redact.clean(fmt.Sprintf("The configured inputs make Dify store other values than conversation %s has:\n%s\n\n"+
 				"A conversation's inputs cannot be changed, so applying this plan deletes conversation %s in Dify and starts a new one. "+
-				"To keep it, write the inputs it was created with.", id, diff, id))
+				"To keep it, write the inputs it was created with.", id, diff, id)))
 		return
 	}
 	detail := fmt.Sprintf("The configured inputs make Dify store the same values conversation %s has (Dify fills each form variable left out with its default and converts numbers and checkboxes), so the conversation is kept; applying only records the configured spelling in Terraform state.", id)
 	if extra := notInForm(form, cfg); len(extra) > 0 {
 		detail += fmt.Sprintf(" The app's form has no variable %s: Dify ignores it.", strings.Join(extra, ", "))
 	}
-	resp.Diagnostics.AddAttributeWarning(path.Root("inputs"), "Inputs spelled differently from what Dify stored", detail)
+	resp.Diagnostics.AddAttributeWarning(path.Root("inputs"), "Inputs spelled differently from what Dify stored", r.data.redact.clean(detail))
 }
 
 // firstMessage is the chat request that creates the conversation: the

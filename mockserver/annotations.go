@@ -1,7 +1,6 @@
 package mockserver
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/difyops/terraform-provider-dify/dify"
+	"github.com/difyops/terraform-provider-dify/mockserver/pydantic"
 	"github.com/difyops/terraform-provider-dify/mockserver/store"
 )
 
@@ -63,33 +63,21 @@ func argInt(v string, def int) int {
 	return n
 }
 
-// annotationPayload validates AnnotationCreatePayload: question and answer
-// required strings (empty allowed), other keys ignored.
+// annotationCreatePayload is AnnotationCreatePayload
+// (api/controllers/service_api/app/annotation.py): question and answer,
+// required strings (empty allowed); other keys are ignored.
+var annotationCreatePayload = pydantic.Model{Name: "AnnotationCreatePayload", Fields: []pydantic.Field{
+	{Name: "question", Rule: pydantic.StrRule, Required: true},
+	{Name: "answer", Rule: pydantic.StrRule, Required: true},
+}}
+
+// annotationPayload reads and validates AnnotationCreatePayload.
 func annotationPayload(w http.ResponseWriter, r *http.Request) (question, answer string, e *apiError) {
-	dict, e := annotationBody(w, r, "AnnotationCreatePayload")
+	p, e := annotationBody(w, r, annotationCreatePayload)
 	if e != nil {
 		return "", "", e
 	}
-	var errs []pyErr
-	for _, f := range []struct {
-		name string
-		dst  *string
-	}{{"question", &question}, {"answer", &answer}} {
-		v, present := dict.vals[f.name]
-		if !present {
-			errs = append(errs, pyErr{loc: f.name, msg: "Field required", typ: "missing", input: dict})
-			continue
-		}
-		str, pe := pyStrField(f.name, v)
-		if pe != nil {
-			errs = append(errs, *pe)
-		}
-		*f.dst = str
-	}
-	if len(errs) > 0 {
-		return "", "", pydanticError("AnnotationCreatePayload", errs...)
-	}
-	return question, answer, nil
+	return p.Str("question"), p.Str("answer"), nil
 }
 
 // createAnnotation is POST /apps/annotations (docs/api §27.4): 201.
@@ -145,49 +133,27 @@ func (s *Server) deleteAnnotation(w http.ResponseWriter, _ *http.Request, ps htt
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// annotationReplyActionPayload is AnnotationReplyActionPayload
+// (annotation.py): every field required.
+var annotationReplyActionPayload = pydantic.Model{Name: "AnnotationReplyActionPayload", Fields: []pydantic.Field{
+	{Name: "score_threshold", Rule: pydantic.FloatRule, Required: true},
+	{Name: "embedding_provider_name", Rule: pydantic.StrRule, Required: true},
+	{Name: "embedding_model_name", Rule: pydantic.StrRule, Required: true},
+}}
+
 // annotationReplyAction is POST /apps/annotation-reply/:action (docs/api
 // §28.1): AnnotationReplyActionPayload is validated for both actions, then
 // a job starts and is answered `waiting`. An action other than enable or
 // disable leaves the handler's result unbound in the released controller
 // (no else branch): Dify answers 500.
 func (s *Server) annotationReplyAction(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	dict, e := annotationBody(w, r, "AnnotationReplyActionPayload")
+	p, e := annotationBody(w, r, annotationReplyActionPayload)
 	if e != nil {
 		writeError(w, e)
 		return
 	}
-	var (
-		setting store.AnnotationSetting
-		errs    []pyErr
-	)
-	if v, present := dict.vals["score_threshold"]; !present {
-		errs = append(errs, pyErr{loc: "score_threshold", msg: "Field required", typ: "missing", input: dict})
-	} else {
-		f, pe := pyFloatField("score_threshold", v)
-		if pe != nil {
-			errs = append(errs, *pe)
-		}
-		setting.ScoreThreshold = f
-	}
-	for _, f := range []struct {
-		name string
-		dst  *string
-	}{{"embedding_provider_name", &setting.EmbeddingProviderName}, {"embedding_model_name", &setting.EmbeddingModelName}} {
-		v, present := dict.vals[f.name]
-		if !present {
-			errs = append(errs, pyErr{loc: f.name, msg: "Field required", typ: "missing", input: dict})
-			continue
-		}
-		str, pe := pyStrField(f.name, v)
-		if pe != nil {
-			errs = append(errs, *pe)
-		}
-		*f.dst = str
-	}
-	if len(errs) > 0 {
-		writeError(w, pydanticError("AnnotationReplyActionPayload", errs...))
-		return
-	}
+	setting := store.AnnotationSetting{ScoreThreshold: p.Float("score_threshold"),
+		EmbeddingProviderName: p.Str("embedding_provider_name"), EmbeddingModelName: p.Str("embedding_model_name")}
 	action := ps.ByName("action")
 	if action != store.ActionEnable && action != store.ActionDisable {
 		writeError(w, errInternal)
@@ -201,48 +167,31 @@ func (s *Server) annotationReplyAction(w http.ResponseWriter, r *http.Request, p
 	}{job.ID, job.Status})
 }
 
-// annotationBody reads the body as the annotation controllers do:
-// Model.model_validate(service_api_ns.payload or {}). Their
-// validate_app_token reads no `user`, so a JSON value that is not an
+// annotationBody reads and validates the body as the annotation
+// controllers do: model.model_validate(service_api_ns.payload or {}).
+// Their validate_app_token reads no `user`, so a JSON value that is not an
 // object reaches pydantic: a falsy one (null, [], "", 0, false) validates
 // as {} (every field missing); any other is a model_type error.
-func annotationBody(w http.ResponseWriter, r *http.Request, model string) (*orderedDict, *apiError) {
+func annotationBody(w http.ResponseWriter, r *http.Request, model pydantic.Model) (pydantic.Values, *apiError) {
 	data, e := readJSONBytes(w, r)
 	if e != nil {
 		return nil, e
 	}
-	v := decodeJSONValue(data)
-	if _, ok := v.(map[string]any); ok {
-		return orderedBody(data), nil
+	var dict *pydantic.Dict
+	v := pydantic.Decode(data)
+	switch _, ok := v.(map[string]any); {
+	case ok:
+		dict = pydantic.Body(data)
+	case pydantic.Falsy(v):
+		dict = pydantic.Body([]byte("{}"))
+	default:
+		return nil, pydanticError(model.Name, pydantic.Error{Msg: "Input should be a valid dictionary or instance of " + model.Name, Type: "model_type", Input: v})
 	}
-	if pyFalsy(v) {
-		return orderedBody([]byte("{}")), nil
+	p, errs := model.Validate(dict)
+	if len(errs) > 0 {
+		return nil, pydanticError(model.Name, errs...)
 	}
-	return nil, pydanticError(model, pyErr{msg: "Input should be a valid dictionary or instance of " + model, typ: "model_type", input: v})
-}
-
-// pyFloatField validates a `float` field in pydantic's lax mode: a JSON
-// number, a bool (as 1.0/0.0), or a string that parses as a float
-// (surrounding whitespace, inf and nan allowed).
-func pyFloatField(loc string, v any) (float64, *pyErr) {
-	switch t := v.(type) {
-	case json.Number:
-		f, err := strconv.ParseFloat(string(t), 64)
-		if err == nil || errors.Is(err, strconv.ErrRange) {
-			return f, nil // Python floats overflow to inf
-		}
-	case bool:
-		if t {
-			return 1, nil
-		}
-		return 0, nil
-	case string:
-		if f, err := strconv.ParseFloat(strings.TrimSpace(t), 64); err == nil {
-			return f, nil
-		}
-		return 0, &pyErr{loc: loc, msg: "Input should be a valid number, unable to parse string as a number", typ: "float_parsing", input: v}
-	}
-	return 0, &pyErr{loc: loc, msg: "Input should be a valid number", typ: "float_type", input: v}
+	return p, nil
 }
 
 // annotationReplyStatus is GET /apps/annotation-reply/:action/status/:job_id

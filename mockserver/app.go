@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
-	"strings"
 
 	"github.com/julienschmidt/httprouter"
 )
@@ -98,15 +97,6 @@ func parseForm(params []byte) ([]formField, error) {
 		}
 	}
 	return out, nil
-}
-
-// pyList renders options the way Python prints a list of strings.
-func pyList(items []string) string {
-	q := make([]string, len(items))
-	for i, it := range items {
-		q[i] = "'" + it + "'"
-	}
-	return "[" + strings.Join(q, ", ") + "]"
 }
 
 // copyRecordedHeader copies a recorded response's headers into h, leaving out

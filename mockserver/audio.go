@@ -12,6 +12,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/difyops/terraform-provider-dify/dify"
+	"github.com/difyops/terraform-provider-dify/mockserver/pydantic"
 )
 
 // Speech-to-text limits and failures (docs/api §11).
@@ -103,10 +104,19 @@ func (s *Server) audioToText(w http.ResponseWriter, r *http.Request, _ httproute
 	writeJSON(w, http.StatusOK, dify.AudioText{Text: text})
 }
 
+// textToAudioPayload is TextToAudioPayload
+// (api/controllers/service_api/app/audio.py).
+var textToAudioPayload = pydantic.Model{Name: "TextToAudioPayload", Fields: []pydantic.Field{
+	{Name: "message_id", Rule: pydantic.StrRule, Optional: true, Default: ""},
+	{Name: "voice", Rule: pydantic.StrRule, Optional: true, Default: ""},
+	{Name: "text", Rule: pydantic.StrRule, Optional: true, Default: ""},
+	{Name: "streaming", Rule: pydantic.BoolRule, Optional: true},
+}}
+
 // textToAudio is POST /text-to-audio (docs/api §12): silent MP3 audio whose
 // length follows the text (60 ms per character, 0.5 s to 10 s).
 func (s *Server) textToAudio(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	body, e := readJSON(w, r, false)
+	body, raw, e := readJSONRaw(w, r)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -116,32 +126,12 @@ func (s *Server) textToAudio(w http.ResponseWriter, r *http.Request, _ httproute
 		writeError(w, e)
 		return
 	}
-	// TextToAudioPayload (api/controllers/service_api/app/audio.py):
-	// message_id, voice, text: str | None; streaming: bool | None.
-	var errs []pyErr
-	strField := func(name string) string {
-		v := decodeJSONValue(body[name])
-		if v == nil {
-			return ""
-		}
-		str, pe := pyStrField(name, v)
-		if pe != nil {
-			errs = append(errs, *pe)
-		}
-		return str
-	}
-	msgID := strField("message_id")
-	strField("voice")
-	text := strField("text")
-	if v := decodeJSONValue(body["streaming"]); v != nil {
-		if _, pe := pyBoolField("streaming", v); pe != nil {
-			errs = append(errs, *pe)
-		}
-	}
+	p, errs := textToAudioPayload.Validate(pydantic.Body(raw))
 	if len(errs) > 0 {
-		writeError(w, pydanticError("TextToAudioPayload", errs...))
+		writeError(w, pydanticError(textToAudioPayload.Name, errs...))
 		return
 	}
+	msgID, text := p.Str("message_id"), p.Str("text")
 	// AudioService.transcript_tts checks the feature after the payload
 	// validated.
 	if !s.app.Parameters.TextToSpeech.Enabled {

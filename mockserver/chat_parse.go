@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/difyops/terraform-provider-dify/dify"
+	"github.com/difyops/terraform-provider-dify/mockserver/pydantic"
 	"github.com/difyops/terraform-provider-dify/mockserver/replay"
 )
 
@@ -60,62 +61,62 @@ func (s *Server) parseChat(w http.ResponseWriter, r *http.Request) (*chatRequest
 	if req.user, e = body.user(true); e != nil {
 		return nil, e
 	}
-	dict := orderedBody(raw)
-	delete(dict.vals, "trace_session_id") // omit_trace_session_id_from_payload
-	for i, k := range dict.keys {
+	dict := pydantic.Body(raw)
+	delete(dict.Vals, "trace_session_id") // omit_trace_session_id_from_payload
+	for i, k := range dict.Keys {
 		if k == "trace_session_id" {
-			dict.keys = append(dict.keys[:i:i], dict.keys[i+1:]...)
+			dict.Keys = append(dict.Keys[:i:i], dict.Keys[i+1:]...)
 			break
 		}
 	}
-	var errs []pyErr
-	fail := func(pe *pyErr) {
+	var errs []pydantic.Error
+	fail := func(pe *pydantic.Error) {
 		if pe != nil {
 			errs = append(errs, *pe)
 		}
 	}
 	missing := func(loc string) {
-		errs = append(errs, pyErr{loc: loc, msg: "Field required", typ: "missing", input: dict})
+		errs = append(errs, pydantic.Error{Loc: loc, Msg: "Field required", Type: "missing", Input: dict})
 	}
 
-	if v, ok := dict.vals["inputs"]; !ok {
+	if v, ok := dict.Vals["inputs"]; !ok {
 		missing("inputs")
 	} else if _, isDict := v.(map[string]any); !isDict {
-		fail(&pyErr{loc: "inputs", msg: "Input should be a valid dictionary", typ: "dict_type", input: v})
+		fail(&pydantic.Error{Loc: "inputs", Msg: "Input should be a valid dictionary", Type: "dict_type", Input: v})
 	} else {
 		// json.Number keeps 5 and 5.0 apart, as Python's json does.
 		dec := json.NewDecoder(bytes.NewReader(body["inputs"]))
 		dec.UseNumber()
 		_ = dec.Decode(&req.inputs)
 	}
-	if v, ok := dict.vals["query"]; !ok {
+	if v, ok := dict.Vals["query"]; !ok {
 		missing("query")
 	} else {
-		q, pe := pyStrField("query", v)
+		q, pe := pydantic.Str("query", v)
 		fail(pe)
 		req.rawQuery = q
 		req.query = strings.ReplaceAll(q, "\x00", "")
 	}
-	if v := dict.vals["files"]; v != nil {
+	if v := dict.Vals["files"]; v != nil {
 		list, isList := v.([]any)
 		if !isList {
-			fail(&pyErr{loc: "files", msg: "Input should be a valid list", typ: "list_type", input: v})
+			fail(&pydantic.Error{Loc: "files", Msg: "Input should be a valid list", Type: "list_type", Input: v})
 		}
 		for i, item := range list {
 			if _, isDict := item.(map[string]any); !isDict {
-				fail(&pyErr{loc: "files." + strconv.Itoa(i), msg: "Input should be a valid dictionary", typ: "dict_type", input: item})
+				fail(&pydantic.Error{Loc: "files." + strconv.Itoa(i), Msg: "Input should be a valid dictionary", Type: "dict_type", Input: item})
 			}
 		}
 	}
 	mode := ""
-	if v := dict.vals["response_mode"]; v != nil {
+	if v := dict.Vals["response_mode"]; v != nil {
 		m, _ := v.(string)
 		if m != dify.ResponseModeStreaming && m != dify.ResponseModeBlocking {
-			fail(&pyErr{loc: "response_mode", msg: pyLiteral(dify.ResponseModeBlocking, dify.ResponseModeStreaming), typ: "literal_error", input: v})
+			fail(&pydantic.Error{Loc: "response_mode", Msg: pydantic.LiteralMessage(dify.ResponseModeBlocking, dify.ResponseModeStreaming), Type: "literal_error", Input: v})
 		}
 		mode = m
 	}
-	if v, ok := dict.vals["conversation_id"]; ok {
+	if v, ok := dict.Vals["conversation_id"]; ok {
 		// normalize_conversation_id: strip, blank = new conversation,
 		// else helper.uuid_value (Python's uuid.UUID spellings).
 		str, isStr := v.(string)
@@ -123,24 +124,24 @@ func (s *Server) parseChat(w http.ResponseWriter, r *http.Request) (*chatRequest
 			str = strings.TrimSpace(str)
 		}
 		if v != nil && (!isStr || str != "") {
-			id, ok := pyUUID(str)
+			id, ok := pydantic.PythonUUID(str)
 			if !isStr || !ok {
-				fail(&pyErr{loc: "conversation_id", msg: "Value error, conversation_id must be a valid UUID", typ: "value_error", input: v})
+				fail(&pydantic.Error{Loc: "conversation_id", Msg: "Value error, conversation_id must be a valid UUID", Type: "value_error", Input: v})
 			}
 			req.convID = id
 		}
 	}
-	if v, ok := dict.vals["retriever_from"]; ok {
-		_, pe := pyStrField("retriever_from", v)
+	if v, ok := dict.Vals["retriever_from"]; ok {
+		_, pe := pydantic.Str("retriever_from", v)
 		fail(pe)
 	}
-	if v, ok := dict.vals["auto_generate_name"]; ok {
-		b, pe := pyBoolField("auto_generate_name", v)
+	if v, ok := dict.Vals["auto_generate_name"]; ok {
+		b, pe := pydantic.Bool("auto_generate_name", v)
 		fail(pe)
 		req.autoName = b
 	}
-	if v := dict.vals["workflow_id"]; v != nil {
-		_, pe := pyStrField("workflow_id", v)
+	if v := dict.Vals["workflow_id"]; v != nil {
+		_, pe := pydantic.Str("workflow_id", v)
 		fail(pe)
 	}
 	if len(errs) > 0 {

@@ -8,6 +8,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/difyops/terraform-provider-dify/dify"
+	"github.com/difyops/terraform-provider-dify/mockserver/pydantic"
 )
 
 // Conversation variables (docs/api §31), after Dify's conversation.py
@@ -32,19 +33,12 @@ func (s *Server) listConversationVariables(w http.ResponseWriter, r *http.Reques
 		writeError(w, errNotChatApp)
 		return
 	}
-	// ConversationVariablesQuery: last_id (UUID or empty), limit 1–100,
-	// variable_name (1–255 safe characters).
-	q := queryDict(r)
-	lastID, limit, errs := cursorPage(q)
-	if v, ok := q.vals["variable_name"].(string); ok {
-		if pe := variableNameError(v); pe != nil {
-			errs = append(errs, *pe)
-		}
-	}
+	q, errs := conversationVariablesQuery.Validate(pydantic.Query(r.URL.RawQuery))
 	if len(errs) > 0 {
-		writeError(w, pydanticError("ConversationVariablesQuery", errs...))
+		writeError(w, pydanticError(conversationVariablesQuery.Name, errs...))
 		return
 	}
+	lastID, limit := q.Str("last_id"), q.Int("limit")
 	if _, err := s.store.Conversation(id, s.queryUser(r).ID); err != nil {
 		writeError(w, errConvNotFound)
 		return
@@ -58,15 +52,32 @@ func (s *Server) listConversationVariables(w http.ResponseWriter, r *http.Reques
 	writeJSON(w, http.StatusOK, dify.ConversationVariablePage{Limit: limit, HasMore: false, Data: []dify.ConversationVariable{}})
 }
 
-// variableNameError is ConversationVariablesQuery's variable_name checks:
+// conversationVariablesQuery is ConversationVariablesQuery
+// (api/controllers/service_api/app/conversation.py): the conversation
+// list's cursor and limit, and variable_name (1–255 safe characters).
+var conversationVariablesQuery = pydantic.Model{Name: "ConversationVariablesQuery", Fields: []pydantic.Field{
+	lastIDField,
+	limitField,
+	{Name: "variable_name", Rule: variableName},
+}}
+
+// variableName is ConversationVariablesQuery's variable_name checks:
 // length 1–255, then validate_variable_name.
-func variableNameError(v string) *pyErr {
+func variableName(_ string, value any) (any, *pydantic.Error) {
+	v, _ := value.(string) // a query value
+	if e := variableNameError(v); e != nil {
+		return nil, e
+	}
+	return v, nil
+}
+
+func variableNameError(v string) *pydantic.Error {
 	n := len([]rune(v))
 	switch {
 	case n < 1:
-		return &pyErr{loc: "variable_name", msg: "String should have at least 1 character", typ: "string_too_short", input: v}
+		return &pydantic.Error{Loc: "variable_name", Msg: "String should have at least 1 character", Type: "string_too_short", Input: v}
 	case n > 255:
-		return &pyErr{loc: "variable_name", msg: "String should have at most 255 characters", typ: "string_too_long", input: v}
+		return &pydantic.Error{Loc: "variable_name", Msg: "String should have at most 255 characters", Type: "string_too_long", Input: v}
 	}
 	stripped := strings.NewReplacer("-", "", "_", "", ".", "").Replace(v)
 	alnum := stripped != ""
@@ -76,12 +87,12 @@ func variableNameError(v string) *pyErr {
 		}
 	}
 	if !alnum {
-		return &pyErr{loc: "variable_name", msg: "Value error, Variable name can only contain letters, numbers, hyphens (-), underscores (_), and periods (.)", typ: "value_error", input: v}
+		return &pydantic.Error{Loc: "variable_name", Msg: "Value error, Variable name can only contain letters, numbers, hyphens (-), underscores (_), and periods (.)", Type: "value_error", Input: v}
 	}
 	lower := strings.ToLower(v)
 	for _, p := range []string{"'", `"`, ";", "--", "/*", "*/", "xp_", "sp_"} {
 		if strings.Contains(lower, p) {
-			return &pyErr{loc: "variable_name", msg: "Value error, Variable name contains invalid characters: " + p, typ: "value_error", input: v}
+			return &pydantic.Error{Loc: "variable_name", Msg: "Value error, Variable name contains invalid characters: " + p, Type: "value_error", Input: v}
 		}
 	}
 	return nil
@@ -113,7 +124,7 @@ func (s *Server) updateConversationVariable(w http.ResponseWriter, r *http.Reque
 	// ConversationVariableUpdatePayload: value: Any, required (null is a value).
 	if _, present := body["value"]; !present {
 		writeError(w, pydanticError("ConversationVariableUpdatePayload",
-			pyErr{loc: "value", msg: "Field required", typ: "missing", input: orderedBody(raw)}))
+			pydantic.Error{Loc: "value", Msg: "Field required", Type: "missing", Input: pydantic.Body(raw)}))
 		return
 	}
 	if _, err := s.store.Conversation(id, s.store.EndUser(user).ID); err != nil {

@@ -3,12 +3,12 @@ package mockserver
 import (
 	"errors"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/difyops/terraform-provider-dify/dify"
+	"github.com/difyops/terraform-provider-dify/mockserver/pydantic"
 	"github.com/difyops/terraform-provider-dify/mockserver/store"
 )
 
@@ -17,27 +17,34 @@ func (s *Server) queryUser(r *http.Request) store.EndUser {
 	return s.store.EndUser(r.URL.Query().Get("user"))
 }
 
+// The cursor and limit fields ConversationListQuery and
+// ConversationVariablesQuery share: last_id is a UUID ("" is no cursor, as
+// the newest tree's UUIDStrOrEmpty accepts it, where the released
+// UUID | None did not), limit an int 1–100, default 20.
+var (
+	lastIDField = pydantic.Field{Name: "last_id", Rule: pydantic.UUIDRule, Default: "", EmptyIsAbsent: true}
+	limitField  = pydantic.Field{Name: "limit", Rule: pydantic.IntRange(1, 100), Default: 20}
+)
+
+// conversationListQuery is ConversationListQuery
+// (api/controllers/service_api/app/conversation.py).
+var conversationListQuery = pydantic.Model{Name: "ConversationListQuery", Fields: []pydantic.Field{
+	lastIDField,
+	limitField,
+	{Name: "sort_by", Rule: pydantic.Literal(dify.SortCreatedAt, dify.SortCreatedAtDesc, dify.SortUpdatedAt, dify.SortUpdatedAtDesc), Default: dify.SortUpdatedAtDesc},
+}}
+
 // listConversations is GET /conversations (docs/api §5), validated as
-// api/controllers/service_api/app/conversation.py ConversationApi.get
-// does: ConversationListQuery.model_validate(request.args.to_dict())
-// (last_id: UUID | None, limit: int 1–100, sort_by: Literal[…]).
+// ConversationApi.get does:
+// ConversationListQuery.model_validate(request.args.to_dict()).
 func (s *Server) listConversations(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	q := queryDict(r)
-	lastID, limit, errs := cursorPage(q)
-	sortBy := dify.SortUpdatedAtDesc
-	if v, ok := q.vals["sort_by"].(string); ok {
-		switch v {
-		case dify.SortCreatedAt, dify.SortCreatedAtDesc, dify.SortUpdatedAt, dify.SortUpdatedAtDesc:
-			sortBy = v
-		default:
-			errs = append(errs, pyErr{loc: "sort_by", msg: pyLiteral(dify.SortCreatedAt, dify.SortCreatedAtDesc, dify.SortUpdatedAt, dify.SortUpdatedAtDesc), typ: "literal_error", input: v})
-		}
-	}
+	q, errs := conversationListQuery.Validate(pydantic.Query(r.URL.RawQuery))
 	if len(errs) > 0 {
-		writeError(w, pydanticError("ConversationListQuery", errs...))
+		writeError(w, pydanticError(conversationListQuery.Name, errs...))
 		return
 	}
-	rows, more, err := s.store.ListConversations(s.queryUser(r).ID, lastID, limit, sortBy)
+	limit := q.Int("limit")
+	rows, more, err := s.store.ListConversations(s.queryUser(r).ID, q.Str("last_id"), limit, q.Str("sort_by"))
 	if err != nil {
 		writeError(w, newError(http.StatusNotFound, "not_found", "Last Conversation Not Exists."))
 		return
@@ -48,91 +55,23 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request, _ htt
 	writeJSON(w, http.StatusOK, dify.ConversationPage{Limit: limit, HasMore: more, Data: rows})
 }
 
-// cursorPage reads the last_id (a UUID; "" is no cursor, as the newest
-// tree's UUIDStrOrEmpty accepts it, where the released UUID | None did not)
-// and limit (1–100, default 20) fields that ConversationListQuery and
-// ConversationVariablesQuery share, collecting pydantic errors.
-func cursorPage(q *orderedDict) (lastID string, limit int, errs []pyErr) {
-	if v, ok := q.vals["last_id"].(string); ok && v != "" {
-		id, pe := pydanticUUID("last_id", v)
-		if pe != nil {
-			errs = append(errs, *pe)
-		}
-		lastID = id
-	}
-	limit = 20
-	if v, ok := q.vals["limit"].(string); ok {
-		n, pe := pyIntQuery("limit", v, 1, 100)
-		if pe != nil {
-			errs = append(errs, *pe)
-		}
-		limit = n
-	}
-	return lastID, limit, errs
-}
-
-// queryDict is request.args.to_dict(): each parameter's first value, in
-// the order the query string names them.
-func queryDict(r *http.Request) *orderedDict {
-	d := &orderedDict{vals: map[string]any{}}
-	for _, pair := range strings.Split(r.URL.RawQuery, "&") {
-		if pair == "" {
-			continue
-		}
-		k, v, _ := strings.Cut(pair, "=")
-		k, err1 := url.QueryUnescape(k)
-		v, err2 := url.QueryUnescape(v)
-		if err1 != nil || err2 != nil {
-			continue
-		}
-		if _, dup := d.vals[k]; dup {
-			continue
-		}
-		d.keys = append(d.keys, k)
-		d.vals[k] = v
-	}
-	return d
-}
+// messageListQuery is MessageListQuery
+// (api/controllers/service_api/app/message.py).
+var messageListQuery = pydantic.Model{Name: "MessageListQuery", Fields: []pydantic.Field{
+	{Name: "conversation_id", Rule: pydantic.UUIDStrOrEmpty, Required: true},
+	{Name: "first_id", Rule: pydantic.UUIDStrOrEmpty, Default: ""},
+	limitField,
+}}
 
 // listMessages is GET /messages (docs/api §6), validated as
-// api/controllers/service_api/app/message.py MessageListApi.get does with
-// MessageListQuery (conversation_id: UUIDStrOrEmpty, required;
-// first_id: UUIDStrOrEmpty | None; limit: int 1–100).
+// MessageListApi.get does with MessageListQuery.
 func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	q := queryDict(r)
-	var errs []pyErr
-	uuidOrEmpty := func(loc string, v string) string {
-		if v == "" {
-			return ""
-		}
-		id, ok := pyUUID(v)
-		if !ok {
-			errs = append(errs, pyErr{loc: loc, msg: "Value error, must be a valid UUID", typ: "value_error", input: v})
-		}
-		return id
-	}
-	convID := ""
-	if v, ok := q.vals["conversation_id"].(string); ok {
-		convID = uuidOrEmpty("conversation_id", v)
-	} else {
-		errs = append(errs, pyErr{loc: "conversation_id", msg: "Field required", typ: "missing", input: q})
-	}
-	firstID := ""
-	if v, ok := q.vals["first_id"].(string); ok {
-		firstID = uuidOrEmpty("first_id", v)
-	}
-	limit := 20
-	if v, ok := q.vals["limit"].(string); ok {
-		n, pe := pyIntQuery("limit", v, 1, 100)
-		if pe != nil {
-			errs = append(errs, *pe)
-		}
-		limit = n
-	}
+	q, errs := messageListQuery.Validate(pydantic.Query(r.URL.RawQuery))
 	if len(errs) > 0 {
-		writeError(w, pydanticError("MessageListQuery", errs...))
+		writeError(w, pydanticError(messageListQuery.Name, errs...))
 		return
 	}
+	convID, firstID, limit := q.Str("conversation_id"), q.Str("first_id"), q.Int("limit")
 	if convID == "" { // "" passes UUIDStrOrEmpty and names no conversation
 		writeError(w, errConvNotFound)
 		return
@@ -160,12 +99,26 @@ func pathUUID(w http.ResponseWriter, ps httprouter.Params, name string) (string,
 	return strings.ToLower(v), true
 }
 
+// conversationRenamePayload is ConversationRenamePayload
+// (api/controllers/service_api/app/conversation.py): name: str | None,
+// auto_generate: bool = False, and the model validator requiring a
+// non-blank name unless auto_generate.
+var conversationRenamePayload = pydantic.Model{Name: "ConversationRenamePayload",
+	Fields: []pydantic.Field{
+		{Name: "name", Rule: pydantic.StrRule, Optional: true, Default: ""},
+		{Name: "auto_generate", Rule: pydantic.BoolRule, Default: false},
+	},
+	Check: func(v pydantic.Values, d *pydantic.Dict) *pydantic.Error {
+		if !v.Bool("auto_generate") && strings.TrimSpace(v.Str("name")) == "" {
+			return &pydantic.Error{Msg: "Value error, name is required when auto_generate is false", Type: "value_error", Input: d}
+		}
+		return nil
+	},
+}
+
 // renameConversation is POST /conversations/:id/name (docs/api §7), validated
-// as api/controllers/service_api/app/conversation.py
-// ConversationRenameApi.post does: `user` from the JSON body, then
-// ConversationRenamePayload (name: str | None, auto_generate: bool in
-// pydantic's lax mode, and the model validator requiring a non-blank name
-// unless auto_generate).
+// as ConversationRenameApi.post does: `user` from the JSON body, then
+// ConversationRenamePayload.
 func (s *Server) renameConversation(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	id, ok := pathUUID(w, ps, "conversation_id")
 	if !ok {
@@ -181,33 +134,12 @@ func (s *Server) renameConversation(w http.ResponseWriter, r *http.Request, ps h
 		writeError(w, e)
 		return
 	}
-	dict := orderedBody(raw)
-	var errs []pyErr
-	name := ""
-	if v := dict.vals["name"]; v != nil {
-		n, pe := pyStrField("name", v)
-		if pe != nil {
-			errs = append(errs, *pe)
-		}
-		name = n
-	}
-	auto := false
-	if v, present := dict.vals["auto_generate"]; present {
-		b, pe := pyBoolField("auto_generate", v)
-		if pe != nil {
-			errs = append(errs, *pe)
-		}
-		auto = b
-	}
+	p, errs := conversationRenamePayload.Validate(pydantic.Body(raw))
 	if len(errs) > 0 {
-		writeError(w, pydanticError("ConversationRenamePayload", errs...))
+		writeError(w, pydanticError(conversationRenamePayload.Name, errs...))
 		return
 	}
-	if !auto && strings.TrimSpace(name) == "" {
-		writeError(w, pydanticError("ConversationRenamePayload",
-			pyErr{msg: "Value error, name is required when auto_generate is false", typ: "value_error", input: dict}))
-		return
-	}
+	name, auto := p.Str("name"), p.Bool("auto_generate")
 	c, err := s.store.Rename(id, s.store.EndUser(user).ID, name, auto)
 	switch {
 	case errors.Is(err, store.ErrNoMessages):

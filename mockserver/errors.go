@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+
+	"github.com/difyops/terraform-provider-dify/mockserver/pydantic"
 )
 
 // apiError is Dify's error envelope (docs/api §1.4): {"code","message","status"},
@@ -69,6 +71,12 @@ var (
 
 func invalidParam(message string) *apiError {
 	return newError(http.StatusBadRequest, "invalid_param", message)
+}
+
+// pydanticError is a pydantic ValidationError as libs/external_api.py
+// answers it: 400 invalid_param, message = str(ValidationError).
+func pydanticError(model string, errs ...pydantic.Error) *apiError {
+	return invalidParam(pydantic.Message(model, errs...))
 }
 
 func writeError(w http.ResponseWriter, e *apiError) {

@@ -8,8 +8,19 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/difyops/terraform-provider-dify/dify"
+	"github.com/difyops/terraform-provider-dify/mockserver/pydantic"
 	"github.com/difyops/terraform-provider-dify/mockserver/store"
 )
+
+// messageFeedbackPayload is MessageFeedbackPayload
+// (api/controllers/service_api/app/message.py): rating
+// Literal["like","dislike"] | None, content str | None; other keys are
+// ignored. A failure is pydantic's own text (message.py validates in the
+// handler; the newest tree's @model_validate decorator answers 422 instead).
+var messageFeedbackPayload = pydantic.Model{Name: "MessageFeedbackPayload", Fields: []pydantic.Field{
+	{Name: "rating", Rule: pydantic.Literal(dify.RatingLike, dify.RatingDislike), Optional: true, Default: ""}, // "" = null: revoke
+	{Name: "content", Rule: pydantic.StrRule, Optional: true},
+}}
 
 // messageFeedback is POST /messages/:message_id/feedbacks (docs/api §25;
 // Dify's message.py MessageFeedbackApi.post and
@@ -20,7 +31,7 @@ func (s *Server) messageFeedback(w http.ResponseWriter, r *http.Request, ps http
 	if !ok {
 		return
 	}
-	body, e := readJSON(w, r, false)
+	body, raw, e := readJSONRaw(w, r)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -30,31 +41,17 @@ func (s *Server) messageFeedback(w http.ResponseWriter, r *http.Request, ps http
 		writeError(w, e)
 		return
 	}
-	// MessageFeedbackPayload: rating Literal["like","dislike"] | None,
-	// content str | None; other keys are ignored. A failure is pydantic's
-	// own text (message.py validates in the handler; the newest tree's
-	// @model_validate decorator answers 422 instead).
-	var errs []pyErr
-	var rating string // "" = null: revoke
-	if v := decodeJSONValue(body["rating"]); v != nil {
-		rating, _ = v.(string)
-		if rating != dify.RatingLike && rating != dify.RatingDislike {
-			errs = append(errs, pyErr{loc: "rating", msg: pyLiteral(dify.RatingLike, dify.RatingDislike), typ: "literal_error", input: v})
-		}
-	}
-	var content *string
-	if v := decodeJSONValue(body["content"]); v != nil {
-		c, pe := pyStrField("content", v)
-		if pe != nil {
-			errs = append(errs, *pe)
-		}
-		content = &c
-	}
+	p, errs := messageFeedbackPayload.Validate(pydantic.Body(raw))
 	if len(errs) > 0 {
-		writeError(w, pydanticError("MessageFeedbackPayload", errs...))
+		writeError(w, pydanticError(messageFeedbackPayload.Name, errs...))
 		return
 	}
-	err := s.store.SetFeedback(id, s.store.EndUser(user).ID, rating, content)
+	var content *string
+	if p.Set("content") {
+		c := p.Str("content")
+		content = &c
+	}
+	err := s.store.SetFeedback(id, s.store.EndUser(user).ID, p.Str("rating"), content)
 	switch {
 	case errors.Is(err, store.ErrNoFeedback):
 		writeError(w, invalidParam(store.ErrNoFeedback.Error()))
@@ -66,33 +63,24 @@ func (s *Server) messageFeedback(w http.ResponseWriter, r *http.Request, ps http
 	writeJSON(w, http.StatusOK, dify.ResultResponse{Result: "success"})
 }
 
+// feedbackListQuery is FeedbackListQuery (message.py) over request.args:
+// page ge=1, limit 1–101 (le=101 verbatim).
+var feedbackListQuery = pydantic.Model{Name: "FeedbackListQuery", Fields: []pydantic.Field{
+	{Name: "page", Rule: pydantic.IntRange(1, 0), Default: 1},
+	{Name: "limit", Rule: pydantic.IntRange(1, 101), Default: 20},
+}}
+
 // appFeedbacks is GET /app/feedbacks (docs/api §26; message.py
 // AppGetFeedbacksApi.get with FeedbackListQuery, and
 // MessageService.get_all_messages_feedbacks): every feedback of the app,
 // newest first, plain offset paging, no user.
 func (s *Server) appFeedbacks(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	// FeedbackListQuery over request.args: page ge=1, limit 1–101.
-	q := queryDict(r)
-	var errs []pyErr
-	page, limit := 1, 20
-	if v, ok := q.vals["page"].(string); ok {
-		n, pe := pyIntQuery("page", v, 1, 0)
-		if pe != nil {
-			errs = append(errs, *pe)
-		}
-		page = n
-	}
-	if v, ok := q.vals["limit"].(string); ok {
-		n, pe := pyIntQuery("limit", v, 1, 101) // le=101 verbatim
-		if pe != nil {
-			errs = append(errs, *pe)
-		}
-		limit = n
-	}
+	q, errs := feedbackListQuery.Validate(pydantic.Query(r.URL.RawQuery))
 	if len(errs) > 0 {
-		writeError(w, pydanticError("FeedbackListQuery", errs...))
+		writeError(w, pydanticError(feedbackListQuery.Name, errs...))
 		return
 	}
+	page, limit := q.Int("page"), q.Int("limit")
 	rows := s.store.ListFeedbacks(page, limit)
 	data := make([]dify.AppFeedback, len(rows))
 	for i, f := range rows {

@@ -9,8 +9,15 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/difyops/terraform-provider-dify/mockserver/pydantic"
 	"github.com/difyops/terraform-provider-dify/mockserver/store"
 )
+
+// filePreviewQuery is FilePreviewQuery
+// (api/controllers/service_api/app/file_preview.py).
+var filePreviewQuery = pydantic.Model{Name: "FilePreviewQuery", Fields: []pydantic.Field{
+	{Name: "as_attachment", Rule: pydantic.BoolRule, Default: false},
+}}
 
 // previewFile is GET /files/:file_id/preview (docs/api §30), after Dify's
 // file_preview.py FilePreviewApi.get: FilePreviewQuery (as_attachment:
@@ -23,16 +30,12 @@ func (s *Server) previewFile(w http.ResponseWriter, r *http.Request, ps httprout
 	if !ok {
 		return
 	}
-	q := queryDict(r)
-	asAttachment := false
-	if v, present := q.vals["as_attachment"]; present {
-		b, pe := pyBoolField("as_attachment", v)
-		if pe != nil {
-			writeError(w, pydanticError("FilePreviewQuery", *pe))
-			return
-		}
-		asAttachment = b
+	q, errs := filePreviewQuery.Validate(pydantic.Query(r.URL.RawQuery))
+	if len(errs) > 0 {
+		writeError(w, pydanticError(filePreviewQuery.Name, errs...))
+		return
 	}
+	asAttachment := q.Bool("as_attachment")
 	f, err := s.store.PreviewFile(id)
 	switch {
 	case errors.Is(err, store.ErrFileNotInMessage):

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/difyops/terraform-provider-dify/dify"
+	"github.com/difyops/terraform-provider-dify/mockserver/pydantic"
 )
 
 // prepareInputs is what Dify's BaseAppGenerator._prepare_user_inputs makes
@@ -62,7 +63,7 @@ func (f formField) prepareValue(v any) (any, *apiError) {
 				found = found || o == str
 			}
 			if !found {
-				return nil, invalidParam(fmt.Sprintf("%s in input form must be one of the following: %s", f.Variable, pyList(f.Options)))
+				return nil, invalidParam(fmt.Sprintf("%s in input form must be one of the following: %s", f.Variable, pydantic.List(f.Options)))
 			}
 		} else if f.MaxLength > 0 && len([]rune(str)) > f.MaxLength {
 			return nil, invalidParam(fmt.Sprintf("%s in input form must be less than %d characters", f.Variable, f.MaxLength))

@@ -8,6 +8,8 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+
+	"github.com/difyops/terraform-provider-dify/mockserver/pydantic"
 )
 
 // maxJSONBody bounds JSON request bodies; larger bodies get 413 (docs/api §1.4).
@@ -86,8 +88,8 @@ func isNull(raw json.RawMessage) bool {
 // `request.get_json().get("user")`, a falsy value ("", 0, false, [], {},
 // null) counts as missing, anything else becomes str(value).
 func (b jsonBody) user(required bool) (string, *apiError) {
-	v := decodeJSONValue(b["user"])
-	if pyFalsy(v) {
+	v := pydantic.Decode(b["user"])
+	if pydantic.Falsy(v) {
 		if required {
 			return "", errUserRequired
 		}
@@ -96,25 +98,5 @@ func (b jsonBody) user(required bool) (string, *apiError) {
 	if s, ok := v.(string); ok {
 		return s, nil
 	}
-	return pyRepr(v), nil
-}
-
-// pyFalsy is Python truthiness for a decoded JSON value.
-func pyFalsy(v any) bool {
-	switch t := v.(type) {
-	case nil:
-		return true
-	case bool:
-		return !t
-	case string:
-		return t == ""
-	case json.Number:
-		f, err := t.Float64()
-		return err == nil && f == 0
-	case []any:
-		return len(t) == 0
-	case map[string]any:
-		return len(t) == 0
-	}
-	return false
+	return pydantic.Repr(v), nil
 }

@@ -1,4 +1,16 @@
-package mockserver
+// Package pydantic is how dify-mock reads a request the way Dify's pydantic
+// 2 models do. Dify's Service API validates request bodies and query strings
+// with pydantic models (e.g. ChatRequestPayload in
+// api/controllers/service_api/app/completion.py) and lets the
+// ValidationError reach libs/external_api.py, which answers 400
+// invalid_param with message = str(ValidationError).
+//
+// The package holds the rules (lax-mode field types, Python's repr and
+// truthiness, the error text of pydantic_core's ValidationError.__str__)
+// and Model, a request model declared as a table of fields, so that a
+// route's model reads like its Python declaration and one Validate collects
+// the errors in field order as pydantic does.
+package pydantic
 
 import (
 	"bytes"
@@ -14,29 +26,21 @@ import (
 	"github.com/difyops/terraform-provider-dify/dify"
 )
 
-// Dify's Service API validates request bodies and query strings with
-// pydantic 2 models (e.g. ChatRequestPayload in
-// api/controllers/service_api/app/completion.py) and lets the
-// ValidationError reach libs/external_api.py, which answers
-// 400 invalid_param with message = str(ValidationError). This file
-// reproduces that text: pydantic_core's ValidationError.__str__ with the
-// Python repr of the offending input.
-
-// pydanticVersion is the pydantic minor version of the Dify release the
+// Version is the pydantic minor version of the Dify release the
 // mock follows (api/pyproject.toml pins pydantic~=2.12); it appears in the
 // documentation URL of every error.
-const pydanticVersion = "2.12"
+const Version = "2.12"
 
-// pyErr is one pydantic line error.
-type pyErr struct {
-	loc   string // dotted location; "" for a model-level error
-	msg   string // rendered message, e.g. "Input should be a valid string"
-	typ   string // error type, e.g. "string_type"
-	input any    // the offending input, as decoded from JSON (UseNumber)
+// Error is one pydantic line error.
+type Error struct {
+	Loc   string // dotted location; "" for a model-level error
+	Msg   string // rendered message, e.g. "Input should be a valid string"
+	Type  string // error type, e.g. "string_type"
+	Input any    // the offending input, as decoded from JSON (UseNumber)
 }
 
-// pydanticError renders str(ValidationError) for model.
-func pydanticError(model string, errs ...pyErr) *apiError {
+// Message renders str(ValidationError) for model.
+func Message(model string, errs ...Error) string {
 	var b strings.Builder
 	if len(errs) == 1 {
 		fmt.Fprintf(&b, "1 validation error for %s", model)
@@ -45,13 +49,13 @@ func pydanticError(model string, errs ...pyErr) *apiError {
 	}
 	for _, e := range errs {
 		b.WriteByte('\n')
-		if e.loc != "" {
-			b.WriteString(e.loc + "\n")
+		if e.Loc != "" {
+			b.WriteString(e.Loc + "\n")
 		}
-		fmt.Fprintf(&b, "  %s [type=%s, input_value=%s, input_type=%s]", e.msg, e.typ, truncateRepr(pyRepr(e.input)), pyType(e.input))
-		fmt.Fprintf(&b, "\n    For further information visit https://errors.pydantic.dev/%s/v/%s", pydanticVersion, e.typ)
+		fmt.Fprintf(&b, "  %s [type=%s, input_value=%s, input_type=%s]", e.Msg, e.Type, truncateRepr(Repr(e.Input)), TypeName(e.Input))
+		fmt.Fprintf(&b, "\n    For further information visit https://errors.pydantic.dev/%s/v/%s", Version, e.Type)
 	}
-	return invalidParam(b.String())
+	return b.String()
 }
 
 // truncateRepr shortens long reprs as pydantic_core does: the first 25 and
@@ -64,9 +68,9 @@ func truncateRepr(s string) string {
 	return string(r[:25]) + "..." + string(r[len(r)-24:])
 }
 
-// decodeJSONValue decodes raw JSON keeping number literals, so ints and
+// Decode decodes raw JSON keeping number literals, so ints and
 // floats stay apart as in Python's json module.
-func decodeJSONValue(raw json.RawMessage) any {
+func Decode(raw json.RawMessage) any {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
@@ -76,15 +80,16 @@ func decodeJSONValue(raw json.RawMessage) any {
 	return v
 }
 
-// bodyDict rebuilds the request body as the dict pydantic saw, keys in
-// request order (Python dicts keep insertion order).
-type orderedDict struct {
-	keys []string
-	vals map[string]any
+// Dict is the dict pydantic saw: a request body or request.args.to_dict(),
+// keys in request order (Python dicts keep insertion order).
+type Dict struct {
+	Keys []string
+	Vals map[string]any
 }
 
-func orderedBody(data []byte) *orderedDict {
-	d := &orderedDict{vals: map[string]any{}}
+// Body rebuilds a JSON object body as a Dict.
+func Body(data []byte) *Dict {
+	d := &Dict{Vals: map[string]any{}}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
@@ -100,15 +105,15 @@ func orderedBody(data []byte) *orderedDict {
 		if err := dec.Decode(&raw); err != nil {
 			return d
 		}
-		if _, dup := d.vals[k]; !dup {
-			d.keys = append(d.keys, k)
+		if _, dup := d.Vals[k]; !dup {
+			d.Keys = append(d.Keys, k)
 		}
-		d.vals[k] = decodeJSONValue(raw)
+		d.Vals[k] = Decode(raw)
 	}
 	return d
 }
 
-func pyType(v any) string {
+func TypeName(v any) string {
 	switch t := v.(type) {
 	case nil:
 		return "NoneType"
@@ -117,7 +122,7 @@ func pyType(v any) string {
 	case string:
 		return "str"
 	case json.Number:
-		if isPyInt(t) {
+		if IsInt(t) {
 			return "int"
 		}
 		return "float"
@@ -127,16 +132,16 @@ func pyType(v any) string {
 		return "int"
 	case []any:
 		return "list"
-	case map[string]any, *orderedDict:
+	case map[string]any, *Dict:
 		return "dict"
 	}
 	return "object"
 }
 
-func isPyInt(n json.Number) bool { return !strings.ContainsAny(string(n), ".eE") }
+func IsInt(n json.Number) bool { return !strings.ContainsAny(string(n), ".eE") }
 
-// pyRepr renders a decoded JSON value as Python's repr() does.
-func pyRepr(v any) string {
+// Repr renders a decoded JSON value as Python's repr() does.
+func Repr(v any) string {
 	switch t := v.(type) {
 	case nil:
 		return "None"
@@ -146,9 +151,9 @@ func pyRepr(v any) string {
 		}
 		return "False"
 	case string:
-		return pyStr(t)
+		return StrRepr(t)
 	case json.Number:
-		if isPyInt(t) {
+		if IsInt(t) {
 			return string(t)
 		}
 		f, err := t.Float64()
@@ -163,13 +168,13 @@ func pyRepr(v any) string {
 	case []any:
 		parts := make([]string, len(t))
 		for i, x := range t {
-			parts[i] = pyRepr(x)
+			parts[i] = Repr(x)
 		}
 		return "[" + strings.Join(parts, ", ") + "]"
-	case *orderedDict:
-		parts := make([]string, len(t.keys))
-		for i, k := range t.keys {
-			parts[i] = pyStr(k) + ": " + pyRepr(t.vals[k])
+	case *Dict:
+		parts := make([]string, len(t.Keys))
+		for i, k := range t.Keys {
+			parts[i] = StrRepr(k) + ": " + Repr(t.Vals[k])
 		}
 		return "{" + strings.Join(parts, ", ") + "}"
 	case map[string]any:
@@ -182,17 +187,17 @@ func pyRepr(v any) string {
 		sort.Strings(keys)
 		parts := make([]string, len(keys))
 		for i, k := range keys {
-			parts[i] = pyStr(k) + ": " + pyRepr(t[k])
+			parts[i] = StrRepr(k) + ": " + Repr(t[k])
 		}
 		return "{" + strings.Join(parts, ", ") + "}"
 	}
 	return fmt.Sprint(v)
 }
 
-// pyStr is Python's str repr: single quotes unless the text holds a single
+// StrRepr is Python's str repr: single quotes unless the text holds a single
 // quote and no double quote; backslash escapes for the quote, backslash,
 // \t \n \r and other non-printable characters.
-func pyStr(s string) string {
+func StrRepr(s string) string {
 	q := byte('\'')
 	if strings.ContainsRune(s, '\'') && !strings.ContainsRune(s, '"') {
 		q = '"'
@@ -229,28 +234,28 @@ func pyStr(s string) string {
 	return b.String()
 }
 
-// Pydantic field checks. Each returns the field's value and a *pyErr when
+// Pydantic field checks. Each returns the field's value and a *Error when
 // the input does not validate; absent fields are the caller's business.
 
-// pyStrField validates a `str` field (strict about type: numbers are not
+// Str validates a `str` field (strict about type: numbers are not
 // strings in pydantic 2).
-func pyStrField(loc string, v any) (string, *pyErr) {
+func Str(loc string, v any) (string, *Error) {
 	s, ok := v.(string)
 	if !ok {
-		return "", &pyErr{loc: loc, msg: "Input should be a valid string", typ: "string_type", input: v}
+		return "", &Error{Loc: loc, Msg: "Input should be a valid string", Type: "string_type", Input: v}
 	}
 	return s, nil
 }
 
-// pyBoolField validates a `bool` field in lax mode: true/false, the ints 0
+// Bool validates a `bool` field in lax mode: true/false, the ints 0
 // and 1, and the strings 0/1, f/t, n/y, no/yes, off/on, false/true in any
 // case (pydantic_core str_to_bool).
-func pyBoolField(loc string, v any) (bool, *pyErr) {
+func Bool(loc string, v any) (bool, *Error) {
 	switch t := v.(type) {
 	case bool:
 		return t, nil
 	case json.Number:
-		if isPyInt(t) {
+		if IsInt(t) {
 			switch string(t) {
 			case "0":
 				return false, nil
@@ -260,7 +265,7 @@ func pyBoolField(loc string, v any) (bool, *pyErr) {
 		} else if f, err := t.Float64(); err == nil && (f == 0 || f == 1) {
 			return f == 1, nil
 		}
-		return false, &pyErr{loc: loc, msg: "Input should be a valid boolean, unable to interpret input", typ: "bool_parsing", input: v}
+		return false, &Error{Loc: loc, Msg: "Input should be a valid boolean, unable to interpret input", Type: "bool_parsing", Input: v}
 	case string:
 		switch strings.ToLower(t) {
 		case "0", "off", "f", "false", "n", "no":
@@ -268,21 +273,21 @@ func pyBoolField(loc string, v any) (bool, *pyErr) {
 		case "1", "on", "t", "true", "y", "yes":
 			return true, nil
 		}
-		return false, &pyErr{loc: loc, msg: "Input should be a valid boolean, unable to interpret input", typ: "bool_parsing", input: v}
+		return false, &Error{Loc: loc, Msg: "Input should be a valid boolean, unable to interpret input", Type: "bool_parsing", Input: v}
 	}
-	return false, &pyErr{loc: loc, msg: "Input should be a valid boolean", typ: "bool_type", input: v}
+	return false, &Error{Loc: loc, Msg: "Input should be a valid boolean", Type: "bool_type", Input: v}
 }
 
-// pyIntQuery validates an `int` field read from a query string (always a
+// IntQuery validates an `int` field read from a query string (always a
 // str input) with ge/le bounds; le <= 0 means no upper bound.
-func pyIntQuery(loc, raw string, ge, le int) (int, *pyErr) {
+func IntQuery(loc, raw string, ge, le int) (int, *Error) {
 	t := strings.TrimSpace(raw)
 	m := intLiteral.FindStringSubmatch(t)
 	if m == nil {
 		if f, err := strconv.ParseFloat(t, 64); err == nil && f != math.Trunc(f) && !strings.ContainsAny(t, "eEnN") {
-			return 0, &pyErr{loc: loc, msg: "Input should be a valid integer, got a number with a fractional part", typ: "int_from_float", input: raw}
+			return 0, &Error{Loc: loc, Msg: "Input should be a valid integer, got a number with a fractional part", Type: "int_from_float", Input: raw}
 		}
-		return 0, &pyErr{loc: loc, msg: "Input should be a valid integer, unable to parse string as an integer", typ: "int_parsing", input: raw}
+		return 0, &Error{Loc: loc, Msg: "Input should be a valid integer, unable to parse string as an integer", Type: "int_parsing", Input: raw}
 	}
 	// Python ints are unbounded: a huge number is a bounds error, not a
 	// parsing error.
@@ -296,18 +301,18 @@ func pyIntQuery(loc, raw string, ge, le int) (int, *pyErr) {
 			return math.MaxInt32, nil // unbounded above; any huge page is past the end
 		}
 		if m[1] == "-" {
-			return 0, &pyErr{loc: loc, msg: fmt.Sprintf("Input should be greater than or equal to %d", ge), typ: "greater_than_equal", input: raw}
+			return 0, &Error{Loc: loc, Msg: fmt.Sprintf("Input should be greater than or equal to %d", ge), Type: "greater_than_equal", Input: raw}
 		}
-		return 0, &pyErr{loc: loc, msg: fmt.Sprintf("Input should be less than or equal to %d", le), typ: "less_than_equal", input: raw}
+		return 0, &Error{Loc: loc, Msg: fmt.Sprintf("Input should be less than or equal to %d", le), Type: "less_than_equal", Input: raw}
 	}
 	if m[1] == "-" {
 		n = -n
 	}
 	if n < ge {
-		return 0, &pyErr{loc: loc, msg: fmt.Sprintf("Input should be greater than or equal to %d", ge), typ: "greater_than_equal", input: raw}
+		return 0, &Error{Loc: loc, Msg: fmt.Sprintf("Input should be greater than or equal to %d", ge), Type: "greater_than_equal", Input: raw}
 	}
 	if le > 0 && n > le {
-		return 0, &pyErr{loc: loc, msg: fmt.Sprintf("Input should be less than or equal to %d", le), typ: "less_than_equal", input: raw}
+		return 0, &Error{Loc: loc, Msg: fmt.Sprintf("Input should be less than or equal to %d", le), Type: "less_than_equal", Input: raw}
 	}
 	return n, nil
 }
@@ -317,8 +322,8 @@ func pyIntQuery(loc, raw string, ge, le int) (int, *pyErr) {
 // fractional part of zeros ("20.0").
 var intLiteral = regexp.MustCompile(`^([+-]?)([0-9](?:_?[0-9])*)(?:\.0*)?$`)
 
-// pyLiteral is a Literal[...] error message: "Input should be 'a', 'b' or 'c'".
-func pyLiteral(options ...string) string {
+// LiteralMessage is a Literal[...] error message: "Input should be 'a', 'b' or 'c'".
+func LiteralMessage(options ...string) string {
 	q := make([]string, len(options))
 	for i, o := range options {
 		q[i] = "'" + o + "'"
@@ -329,11 +334,11 @@ func pyLiteral(options ...string) string {
 	return "Input should be " + strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
 }
 
-// pyUUID parses a UUID the way Python's uuid.UUID(str) does (used by
+// PythonUUID parses a UUID the way Python's uuid.UUID(str) does (used by
 // api/libs/helper.py uuid_value): "urn:" and "uuid:" prefixes and braces
 // removed, hyphens anywhere ignored, then 32 hex digits. It returns the
 // canonical lower-case form.
-func pyUUID(s string) (string, bool) {
+func PythonUUID(s string) (string, bool) {
 	h := strings.ReplaceAll(s, "urn:", "")
 	h = strings.ReplaceAll(h, "uuid:", "")
 	h = strings.Trim(h, "{}")
@@ -351,12 +356,12 @@ func pyUUID(s string) (string, bool) {
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:], true
 }
 
-// pydanticUUID parses a `uuid.UUID` field from a string as pydantic_core
+// UUID parses a `uuid.UUID` field from a string as pydantic_core
 // does (the Rust uuid crate's formats: simple, hyphenated, braced, urn),
 // with that crate's error text.
-func pydanticUUID(loc, s string) (string, *pyErr) {
-	bad := func(detail string) *pyErr {
-		return &pyErr{loc: loc, msg: "Input should be a valid UUID, " + detail, typ: "uuid_parsing", input: s}
+func UUID(loc, s string) (string, *Error) {
+	bad := func(detail string) *Error {
+		return &Error{Loc: loc, Msg: "Input should be a valid UUID, " + detail, Type: "uuid_parsing", Input: s}
 	}
 	body := s
 	switch len(s) {
@@ -377,7 +382,7 @@ func pydanticUUID(loc, s string) (string, *pyErr) {
 	if len(body) == 36 && (body[8] != '-' || body[13] != '-' || body[18] != '-' || body[23] != '-') {
 		return "", bad(uuidCharError(s))
 	}
-	id, ok := pyUUID(body)
+	id, ok := PythonUUID(body)
 	if !ok || (len(body) == 32 && strings.Contains(body, "-")) {
 		return "", bad(uuidCharError(s))
 	}

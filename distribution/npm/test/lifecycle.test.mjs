@@ -9,8 +9,8 @@ import { spawn } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
 
-// Generous for a loaded machine; the mechanisms take about 0.2 s.
-const CLOSE_WITHIN_MS = 3000;
+// Generous for a loaded machine: the mechanisms take 5-200 ms.
+const CLOSE_WITHIN_MS = 2000;
 
 function portIsClosed(port) {
   return new Promise((resolve) => {

@@ -96,8 +96,8 @@ func TestExitWithParentEndsTheMockWithItsOwner(t *testing.T) {
 				t.Fatal(err)
 			}
 			start := time.Now()
-			if !portClosesWithin(port, 3*time.Second) {
-				t.Fatalf("the mock still listens 3s after its owner got %v", sig)
+			if !portClosesWithin(port, 2*time.Second) {
+				t.Fatalf("the mock still listens 2s after its owner got %v", sig)
 			}
 			t.Logf("port closed %v after the owner got %v", time.Since(start).Round(time.Millisecond), sig)
 		})
@@ -123,7 +123,7 @@ func TestExitWithParentFromTheEnvironment(t *testing.T) {
 	if err := owner.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	if !portClosesWithin(port, 3*time.Second) {
+	if !portClosesWithin(port, 2*time.Second) {
 		t.Fatal("DIFY_MOCK_EXIT_WITH_PARENT=true did not end the mock with its owner")
 	}
 }

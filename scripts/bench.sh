@@ -172,7 +172,7 @@ if want http; then
 	# Annotation reply at scale (docs/mock/annotations.md "Cost"): 20,000
 	# annotations, one 100 KB query at a time, then another user's listing
 	# while such queries run.
-	start_mock 0
+	bench_mock 0
 	"${LOADGEN[@]}" http --url "$MOCK_URL" --debug-url "$DEBUG_URL" --pid "$MOCK_PID" --endpoint annotation-chat \
 		--concurrency 1 --duration "$HTTP_DURATION" --out "$RESULTS_JSON"
 	"${LOADGEN[@]}" http --url "$MOCK_URL" --debug-url "$DEBUG_URL" --pid "$MOCK_PID" --endpoint conversations-during-annotation \

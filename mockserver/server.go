@@ -2,6 +2,11 @@
 // Agent app Service API (docs/api/README.md, cited as "docs/api §n"). It
 // replays recorded chat streams with their original per-frame timing and
 // keeps consistent state for every other endpoint. Routes live under /v1.
+//
+// Public API: this package (New, Config and what they take),
+// mockserver/mocktest and mockserver/cassette are for other modules. Every
+// other package under mockserver/ is the mock's own and may change in any
+// release (CONTRIBUTING.md, "Layout").
 package mockserver
 
 import (

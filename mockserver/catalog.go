@@ -12,6 +12,7 @@ import (
 	"github.com/difyops/terraform-provider-dify/mockserver/control"
 	"github.com/difyops/terraform-provider-dify/mockserver/fault"
 	"github.com/difyops/terraform-provider-dify/mockserver/replay"
+	"github.com/difyops/terraform-provider-dify/mockserver/similar"
 )
 
 // catalog is the loaded chat cassettes and everything derived from them.
@@ -26,13 +27,20 @@ type catalog struct {
 	def     string   // the default cassette
 	exact   map[string]turnRef
 	loose   map[string]turnRef
+	// near indexes every recorded query for the nearest-turn match;
+	// document k is nearRefs[k]. threshold is the score it must reach,
+	// 0 when matching is exact only (Config.Match).
+	near      *similar.Index
+	nearRefs  []turnRef
+	threshold float64
 	// faults are the cassettes' dify_mock.fault.
 	faults map[string]fault.Spec
 }
 
 // newCatalog compiles set; defaultName ("" = the set's) must be loaded.
-func newCatalog(set *cassette.Set, defaultName string) (*catalog, error) {
-	c := &catalog{set: set, scripts: map[string]*replay.Script{}, faults: map[string]fault.Spec{}}
+// threshold is the nearest-turn match's (0 = exact matching only).
+func newCatalog(set *cassette.Set, defaultName string, threshold float64) (*catalog, error) {
+	c := &catalog{set: set, scripts: map[string]*replay.Script{}, faults: map[string]fault.Spec{}, threshold: threshold}
 	for _, name := range set.Names {
 		cs, _ := set.Get(name)
 		sc, err := replay.Compile(cs)
@@ -85,14 +93,14 @@ func (s *Server) ReloadCassettes() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(set.Names) == 0 {
+	if len(set.Names) == 0 && s.cfg.Upstream == nil {
 		return nil, fmt.Errorf("%s has no chat cassettes", dir)
 	}
 	def := s.cfg.DefaultCassette
 	if _, ok := set.Get(def); !ok {
 		def = "" // the configured default is gone: the folder's own
 	}
-	c, err := newCatalog(set, def)
+	c, err := newCatalog(set, def, s.matchThreshold())
 	if err != nil {
 		return nil, err
 	}
@@ -158,4 +166,12 @@ func folderSignature(dir string) string {
 		fmt.Fprintf(&b, "%s %d %d\n", e.Name(), info.Size(), info.ModTime().UnixNano())
 	}
 	return b.String()
+}
+
+// matchThreshold is the catalog's nearest-turn threshold for Config.Match.
+func (s *Server) matchThreshold() float64 {
+	if s.cfg.Match == MatchExact {
+		return 0
+	}
+	return s.cfg.MatchThreshold
 }

@@ -15,8 +15,9 @@ import (
 //     it, then the checks Dify's controller and generator make (the
 //     conversation, blocking mode, the query, inputs, files);
 //   - steer (chat_steer.go): the one decision of what plays — which turn
-//     (an annotation's answer or a recorded cassette turn), at which speed,
-//     with which fault, under which control-API rule;
+//     (an annotation's answer, a recorded cassette turn or, in hybrid mode,
+//     the upstream's live answer: chat_upstream.go), at which speed, with
+//     which fault, under which control-API rule;
 //   - admit (chat_admit.go): what must happen before the first byte — a
 //     fault before the response, the conversation, the task, the headers;
 //   - stream (chat_stream.go): the one player, replay.Play, for every turn;
@@ -53,10 +54,13 @@ func (s *Server) prepareChat(w http.ResponseWriter, r *http.Request, req *chatRe
 	}
 	var plan *turnPlan
 	if e == nil {
-		plan, e = s.steer(r, cat, req, hdr)
+		plan, e = s.steer(w, r, cat, req, hdr)
 	}
 	if e != nil {
 		writeError(w, e)
+		return nil
+	}
+	if plan.answered { // live from the upstream (chat_upstream.go)
 		return nil
 	}
 	return s.admit(w, r, req, plan)

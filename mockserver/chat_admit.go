@@ -78,6 +78,13 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, req *chatRequest,
 	if plan.annotation == "" {
 		h.Set(HeaderCassette, plan.ref.cassette)
 		h.Set(HeaderTurn, strconv.Itoa(plan.ref.turn))
+		h.Set(HeaderMatch, plan.matchHeader())
+		if plan.match == matchSimilar {
+			h.Set(HeaderScore, strconv.FormatFloat(plan.score, 'f', 3, 64))
+		}
+		if plan.fallback != "" {
+			h.Set(HeaderUpstream, "fallback: "+plan.fallback)
+		}
 	} else {
 		h.Set(HeaderAnnotation, plan.annotation)
 	}

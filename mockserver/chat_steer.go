@@ -82,10 +82,20 @@ type turnPlan struct {
 	speed    float64
 	spec     fault.Spec
 	rule     string // the control-API rule's id, "" for none
+	// match is how the cassette turn was chosen (HeaderMatch) and score
+	// its similarity for matchSimilar.
+	match string
+	score float64
+	// fallback is why the upstream did not answer (hybrid mode), "" when
+	// it was not asked; answered means it did, live, and the response is
+	// complete.
+	fallback string
+	answered bool
 }
 
 // steerInput is what a turn source decides from.
 type steerInput struct {
+	w   http.ResponseWriter // for the upstream source, which answers live
 	r   *http.Request
 	cat *catalog
 	req *chatRequest
@@ -105,14 +115,15 @@ type turnSource func(s *Server, in *steerInput, plan *turnPlan) (ok bool, e *api
 // turnSources are asked in order; the cassette source always answers.
 var turnSources = []turnSource{
 	(*Server).annotationSource,
+	(*Server).upstreamSource,
 	(*Server).cassetteSource,
 }
 
 // steer makes the decision for a checked request.
-func (s *Server) steer(r *http.Request, cat *catalog, req *chatRequest, hdr steering) (*turnPlan, *apiError) {
+func (s *Server) steer(w http.ResponseWriter, r *http.Request, cat *catalog, req *chatRequest, hdr steering) (*turnPlan, *apiError) {
 	rule, ruleFault, haveRule := s.takeRule(r, req.user, req.convID, true)
 	plan := &turnPlan{speed: hdr.speed}
-	in := &steerInput{r: r, cat: cat, req: req, cassette: hdr.cassette}
+	in := &steerInput{w: w, r: r, cat: cat, req: req, cassette: hdr.cassette}
 	if haveRule {
 		plan.rule = rule.ID
 		if in.cassette == "" && rule.Cassette != "" {
@@ -174,13 +185,19 @@ func (s *Server) annotationSource(in *steerInput, plan *turnPlan) (bool, *apiErr
 // the turn plays gives the turn back.
 func (s *Server) cassetteSource(in *steerInput, plan *turnPlan) (bool, *apiError) {
 	cat, req := in.cat, in.req
-	if req.convID == "" {
-		plan.ref = cat.selectTurn(in.cassette, req.query, "", 0)
+	choose := func(c string, next int) {
+		p := cat.selectTurn(in.cassette, req.query, c, next)
+		plan.ref, plan.match, plan.score = p.ref, p.how, p.score
 		plan.spec = in.faultFor(plan.ref.cassette)
+	}
+	if req.convID == "" {
+		choose("", 0)
 	} else {
 		conv, err := s.store.ClaimTurn(req.convID, req.endUserID, func(c string, next int) (string, int) {
-			plan.ref = cat.selectTurn(in.cassette, req.query, c, next)
-			plan.spec = in.faultFor(plan.ref.cassette)
+			choose(c, next)
+			if plan.ref.cassette == "" {
+				return c, next - 1 // nothing plays (below)
+			}
 			if plan.spec.Before != nil && c != "" && next > 0 {
 				return c, next - 1 // the conversation stays where it was
 			}
@@ -191,6 +208,11 @@ func (s *Server) cassetteSource(in *steerInput, plan *turnPlan) (bool, *apiError
 		}
 		plan.conv, plan.followUp = conv, true
 	}
+	if plan.ref.cassette == "" {
+		// Hybrid mode's folder holds no chat cassette yet and the upstream
+		// did not answer.
+		return false, newError(http.StatusBadGateway, "bad_gateway", "dify-mock: the upstream Dify did not answer ("+plan.fallback+") and no cassette is loaded to answer instead.")
+	}
 	plan.turn = cat.turn(plan.ref)
 	return true, nil
 }
@@ -199,9 +221,24 @@ func (s *Server) cassetteSource(in *steerInput, plan *turnPlan) (bool, *apiError
 func journalChoice(rec *journal.Record, plan *turnPlan) {
 	c := journal.Choice{Annotation: plan.annotation, Rule: plan.rule, Fault: plan.spec.String(), Speed: plan.speed}
 	if plan.annotation == "" {
-		c.Cassette, c.Turn = plan.ref.cassette, &plan.ref.turn
+		c.Cassette, c.Turn, c.Match = plan.ref.cassette, &plan.ref.turn, plan.matchHeader()
+		if plan.match == matchSimilar {
+			c.Score = &plan.score
+		}
+		if plan.fallback != "" {
+			c.Upstream = "fallback: " + plan.fallback
+		}
 	}
 	rec.Choice(c)
+}
+
+// matchHeader is the HeaderMatch value of a cassette turn: how it was
+// chosen, or matchFallback when the upstream was asked first.
+func (p *turnPlan) matchHeader() string {
+	if p.fallback != "" {
+		return matchFallback
+	}
+	return p.match
 }
 
 // parseSpeed validates an X-Dify-Mock-Speed value.

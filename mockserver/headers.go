@@ -12,6 +12,15 @@ const (
 	HeaderSpeed    = "X-Dify-Mock-Speed"
 	// HeaderTurn is set on chat responses: the replayed turn's index (from 0).
 	HeaderTurn = "X-Dify-Mock-Turn"
+	// HeaderMatch is set on chat responses: how the turn was chosen
+	// (header, conversation, exact, similar, default, upstream or
+	// fallback; docs/mock/hybrid.md).
+	HeaderMatch = "X-Dify-Mock-Match"
+	// HeaderScore is the similarity of the picked turn's query (similar).
+	HeaderScore = "X-Dify-Mock-Score"
+	// HeaderUpstream is hybrid mode's: "live" on a turn the upstream
+	// answered, "fallback: REASON" on a recorded turn that answered instead.
+	HeaderUpstream = "X-Dify-Mock-Upstream"
 )
 
 // mockHeaders is the one table of the X-Dify-Mock-* headers a client sends
@@ -25,6 +34,9 @@ var mockHeaders = []netguard.Header{
 	{Name: fault.Header, Send: true, Read: true},
 	{Name: HeaderTurn, Read: true},
 	{Name: HeaderAnnotation, Read: true},
+	{Name: HeaderMatch, Read: true},
+	{Name: HeaderScore, Read: true},
+	{Name: HeaderUpstream, Read: true},
 }
 
 // corsHeaders are the headers a browser may send to /v1 and read from it:

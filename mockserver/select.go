@@ -9,6 +9,7 @@ import (
 
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 	"github.com/difyops/terraform-provider-dify/mockserver/replay"
+	"github.com/difyops/terraform-provider-dify/mockserver/similar"
 )
 
 // turnRef names one recorded turn.
@@ -18,9 +19,9 @@ type turnRef struct {
 }
 
 // indexQueries maps every recorded query to its turn, exactly and
-// normalised. Ties go to the earliest turn index, then the cassette name in
-// sort order, so a query that opens a conversation beats the same words as a
-// follow-up.
+// normalised, and indexes them for the nearest-turn match. Ties go to the
+// earliest turn index, then the cassette name in sort order, so a query
+// that opens a conversation beats the same words as a follow-up.
 func (c *catalog) indexQueries() {
 	c.exact, c.loose = map[string]turnRef{}, map[string]turnRef{}
 	var refs []turnRef
@@ -41,6 +42,16 @@ func (c *catalog) indexQueries() {
 			}
 		}
 	}
+	// similar.Index gives a tie to the later document: the refs go in
+	// reverse order of preference.
+	c.nearRefs = make([]turnRef, len(refs))
+	vecs := make([]similar.Vector, len(refs))
+	for i, ref := range refs {
+		k := len(refs) - 1 - i
+		c.nearRefs[k] = ref
+		vecs[k] = similar.Parse(c.scripts[ref.cassette].Turns[ref.turn].Query)
+	}
+	c.near = similar.NewIndex(vecs)
 }
 
 // normalizeQuery folds case and collapses whitespace.
@@ -90,7 +101,18 @@ func (c *catalog) headerCassette(r *http.Request) (string, *apiError) {
 	return name, nil
 }
 
-// selectTurn applies the selection rule (docs/mock/running.md):
+// pick is a chosen recorded turn and how it was chosen (HeaderMatch):
+// matchHeader, matchConversation, matchExact, matchSimilar with its score,
+// or matchDefault. A catalog without cassettes (hybrid mode's empty
+// folder) picks nothing: ref.cassette is "".
+type pick struct {
+	ref   turnRef
+	how   string
+	score float64
+}
+
+// selectTurn applies the selection rule (docs/mock/running.md, and
+// docs/mock/hybrid.md for the nearest turn):
 //  1. the X-Dify-Mock-Cassette header (within it: the conversation's next
 //     turn when it is the conversation's cassette, else the turn whose query
 //     matches, else its first turn);
@@ -98,25 +120,41 @@ func (c *catalog) headerCassette(r *http.Request) (string, *apiError) {
 //     the conversation was replaying;
 //  3. the turn whose recorded query equals the query;
 //  4. the turn whose query matches after folding case and whitespace;
-//  5. the default cassette's first turn.
+//  5. with a threshold (--match similar): the turn whose query is the most
+//     similar (mockserver/similar) at or above it;
+//  6. the default cassette's first turn.
 //
 // convCassette/next describe the conversation ("" for a new one).
-func (c *catalog) selectTurn(header, query, convCassette string, next int) turnRef {
+func (c *catalog) selectTurn(header, query, convCassette string, next int) pick {
 	if _, ok := c.scripts[header]; header != "" && ok {
 		if header == convCassette && next < len(c.scripts[header].Turns) {
-			return turnRef{header, next}
+			return pick{ref: turnRef{header, next}, how: matchHeader}
 		}
-		return c.matchInCassette(header, query)
+		return pick{ref: c.matchInCassette(header, query), how: matchHeader}
 	}
+	if p, ok := c.matchRecorded(query, convCassette, next); ok {
+		return p
+	}
+	return pick{ref: turnRef{c.def, 0}, how: matchDefault}
+}
+
+// matchRecorded is rules 2–5 of selectTurn: the turn a recorded
+// conversation or query gives, if any.
+func (c *catalog) matchRecorded(query, convCassette string, next int) (pick, bool) {
 	if convCassette != "" {
 		if sc, ok := c.scripts[convCassette]; ok && next < len(sc.Turns) {
-			return turnRef{convCassette, next}
+			return pick{ref: turnRef{convCassette, next}, how: matchConversation}, true
 		}
 	}
 	if ref, ok := c.matchQuery(query); ok {
-		return ref
+		return pick{ref: ref, how: matchExact}, true
 	}
-	return turnRef{c.def, 0}
+	if c.threshold > 0 {
+		if doc, score, ok := c.near.Best(similar.Parse(query), c.threshold); ok {
+			return pick{ref: c.nearRefs[doc], how: matchSimilar, score: score}, true
+		}
+	}
+	return pick{}, false
 }
 
 func (c *catalog) turn(ref turnRef) *replay.CompiledTurn {

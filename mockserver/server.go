@@ -30,6 +30,7 @@ import (
 	"github.com/difyops/terraform-provider-dify/mockserver/fault"
 	"github.com/difyops/terraform-provider-dify/mockserver/journal"
 	"github.com/difyops/terraform-provider-dify/mockserver/netguard"
+	"github.com/difyops/terraform-provider-dify/mockserver/record"
 	"github.com/difyops/terraform-provider-dify/mockserver/replay"
 	"github.com/difyops/terraform-provider-dify/mockserver/rules"
 	"github.com/difyops/terraform-provider-dify/mockserver/store"
@@ -83,7 +84,37 @@ type Config struct {
 	// Control configures the control API, journal, rules and web console
 	// under /__mock/ (docs/mock/console.md); on by default.
 	Control ControlConfig
+	// Match is how a chat query picks a recorded turn (docs/mock/hybrid.md):
+	// MatchSimilar (the default when "") or MatchExact. MatchThreshold is
+	// the similarity a recorded query must reach (0 = DefaultMatchThreshold).
+	Match          string
+	MatchThreshold float64
+	// Upstream, when set, answers the chats that no recorded turn answers,
+	// live, and saves them into its folder, which must be
+	// Control.CassetteDir (hybrid mode, docs/mock/hybrid.md). The set may
+	// then have no chat cassette yet.
+	Upstream *record.Recorder
+	// UpstreamTimeout bounds the wait for a live turn's first frame before
+	// a recorded turn answers instead (0 = DefaultUpstreamTimeout).
+	UpstreamTimeout time.Duration
 }
+
+// Match values (Config.Match, serve --match).
+const (
+	MatchSimilar = "similar"
+	MatchExact   = "exact"
+)
+
+// Defaults of the nearest-turn and hybrid settings (docs/mock/hybrid.md).
+const (
+	// DefaultMatchThreshold: half the words in common, roughly; below it a
+	// query shares little more than "in" and "the" with a recorded one.
+	DefaultMatchThreshold = 0.5
+	// DefaultUpstreamTimeout: a Dify agent sends its first event (or a
+	// ping) within seconds; a developer waiting longer is better served by
+	// a recorded turn.
+	DefaultUpstreamTimeout = 15 * time.Second
+)
 
 // Server is the mock. It is an http.Handler.
 type Server struct {
@@ -113,6 +144,10 @@ type Server struct {
 	journal *journal.Journal
 	rules   *rules.Set
 	control http.Handler
+
+	// upstreamConvs maps conversations the upstream answered to its own
+	// (hybrid mode, chat_upstream.go).
+	upstreamConvs upstreamConversations
 
 	mu      sync.Mutex
 	closed  bool
@@ -193,8 +228,24 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	if len(set.Names) == 0 {
+	if len(set.Names) == 0 && cfg.Upstream == nil {
 		return nil, errors.New("the cassette set has no chat cassettes")
+	}
+	switch cfg.Match {
+	case "":
+		cfg.Match = MatchSimilar
+	case MatchSimilar, MatchExact:
+	default:
+		return nil, fmt.Errorf("match %q: want %q or %q", cfg.Match, MatchSimilar, MatchExact)
+	}
+	if cfg.MatchThreshold == 0 {
+		cfg.MatchThreshold = DefaultMatchThreshold
+	}
+	if !(cfg.MatchThreshold > 0 && cfg.MatchThreshold <= 1) {
+		return nil, fmt.Errorf("match threshold %v: want a number above 0, at most 1", cfg.MatchThreshold)
+	}
+	if cfg.UpstreamTimeout == 0 {
+		cfg.UpstreamTimeout = DefaultUpstreamTimeout
 	}
 	app := set.App
 	if app == nil {
@@ -236,7 +287,7 @@ func New(cfg Config) (*Server, error) {
 	if s.form, err = parseForm(app.Responses["/parameters"].Body); err != nil {
 		return nil, fmt.Errorf("%s: /parameters user_input_form: %w", app.Path, err)
 	}
-	cat, err := newCatalog(set, cfg.DefaultCassette)
+	cat, err := newCatalog(set, cfg.DefaultCassette, s.matchThreshold())
 	if err != nil {
 		return nil, err
 	}
@@ -275,6 +326,15 @@ func (s *Server) Cassette(name string) (*cassette.Cassette, bool) { return s.cat
 
 // DefaultCassette is the cassette served when nothing else matches.
 func (s *Server) DefaultCassette() string { return s.cat().def }
+
+// UpstreamURL is hybrid mode's upstream base URL (no credentials), "" when
+// the mode is off.
+func (s *Server) UpstreamURL() string {
+	if s.cfg.Upstream == nil {
+		return ""
+	}
+	return s.cfg.Upstream.Upstream()
+}
 
 // ServeHTTP serves the API under /v1.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -116,6 +116,17 @@ type Entry struct {
 	Speed      *float64 `json:"speed,omitempty"`
 	// Outcome is how a stream ended (completed, faulted, stopped, …).
 	Outcome string `json:"outcome,omitempty"`
+	// Match is how the turn was chosen (header, conversation, exact,
+	// similar, default, upstream, fallback; docs/mock/hybrid.md) and Score
+	// the similarity of the picked query for "similar".
+	Match string   `json:"match,omitempty"`
+	Score *float64 `json:"score,omitempty"`
+	// Upstream is hybrid mode's part: "live" for a turn the upstream
+	// answered, "fallback: REASON" when a recorded turn answered instead.
+	// Saved says a live turn was saved as Cassette's Turn; NotSaved why not.
+	Upstream string `json:"upstream,omitempty"`
+	Saved    bool   `json:"saved,omitempty"`
+	NotSaved string `json:"not_saved,omitempty"`
 
 	// Truncated names the fields that were longer than the journal keeps
 	// ("path", "query", "origin", "user", "conversation_id", "body",
@@ -528,12 +539,21 @@ type Choice struct {
 	Rule       string
 	Fault      string
 	Speed      float64
+	// Match, Score and Upstream are Entry's (docs/mock/hybrid.md).
+	Match    string
+	Score    *float64
+	Upstream string
 }
 
 // Choice records what the mock chose for the request.
 func (r *Record) Choice(c Choice) {
 	r.Update(func(e *Entry) {
 		e.Cassette, e.Annotation, e.Rule, e.Fault = c.Cassette, c.Annotation, c.Rule, c.Fault
+		e.Match, e.Upstream = c.Match, c.Upstream
+		if c.Score != nil {
+			sc := *c.Score
+			e.Score = &sc
+		}
 		if c.Turn != nil {
 			t := *c.Turn
 			e.Turn = &t

@@ -12,10 +12,10 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/similar"
 )
 
 // Forwarding one chat turn for dify-mock serve's hybrid mode (serve
@@ -225,6 +225,8 @@ func (r *Recorder) Forward(ctx context.Context, t ChatTurn, relay func(raw []byt
 		fwd.NotSaved = "the client disconnected before the stream ended"
 	case streamErr != nil:
 		fwd.NotSaved = "the upstream stream broke: " + r.scrub.string(streamErr.Error())
+	case r.maxTurns < 0:
+		fwd.NotSaved = "saving is off (--max-new-turns 0)"
 	case !r.takeTurn():
 		fwd.NotSaved = fmt.Sprintf("this run already added %d turn(s), the --max-new-turns cap", r.maxTurns)
 	}
@@ -317,15 +319,9 @@ func (r *Recorder) recordedQuery(q string) (string, bool) {
 	return "", false
 }
 
-// SameQuery reports whether two queries are the same once case,
-// punctuation and spacing are ignored: the words (runs of letters and
-// digits) are compared in order.
+// SameQuery reports whether two queries have the same words, whatever
+// their order, case, punctuation and spacing (mockserver/similar scores
+// them 1).
 func SameQuery(a, b string) bool {
-	return normalQuery(a) == normalQuery(b)
-}
-
-func normalQuery(q string) string {
-	return strings.Join(strings.FieldsFunc(strings.ToLower(q), func(c rune) bool {
-		return !unicode.IsLetter(c) && !unicode.IsDigit(c)
-	}), " ")
+	return similar.Score(similar.Parse(a), similar.Parse(b)) >= 1
 }

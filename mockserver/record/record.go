@@ -80,7 +80,8 @@ type Config struct {
 	// file's name, size, content type and sha256 (upload.go).
 	KeepUploadContents bool
 	// MaxTurns bounds the chat turns Forward saves in this run (0 = no
-	// bound). Turns past it are still forwarded, only not saved.
+	// bound, negative = none). Turns past it are still forwarded, only not
+	// saved.
 	MaxTurns int
 	// SkipRecordedQueries makes Forward leave a new conversation unsaved
 	// when a chat cassette in Dir already has a turn with the same query

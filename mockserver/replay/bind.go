@@ -22,6 +22,10 @@ type Binding struct {
 	// UploadFileIDs are the upload_file_id values of the live request's
 	// files, in order; they replace the recorded request's ids.
 	UploadFileIDs []string
+	// Keep leaves every other recorded value (thought and file ids,
+	// created_at) as recorded: for a turn whose frames already went out
+	// live with those values (serve --upstream), folded for storing.
+	Keep bool
 }
 
 // Bound is a turn bound to one replay's values.
@@ -77,9 +81,17 @@ func (t *CompiledTurn) Bind(b Binding) *Bound {
 				bd.vals[i] = []byte(NewUUID())
 			}
 		case slotCreatedAt:
-			bd.vals[i] = strconv.AppendInt(nil, s.Unix-base+now, 10)
+			if b.Keep {
+				bd.vals[i] = strconv.AppendInt(nil, s.Unix, 10)
+			} else {
+				bd.vals[i] = strconv.AppendInt(nil, s.Unix-base+now, 10)
+			}
 		default:
-			bd.vals[i] = []byte(NewUUID())
+			if b.Keep {
+				bd.vals[i] = []byte(s.Recorded)
+			} else {
+				bd.vals[i] = []byte(NewUUID())
+			}
 		}
 	}
 	return bd

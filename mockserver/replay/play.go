@@ -544,9 +544,15 @@ type errorPayload struct {
 }
 
 func (b *Bound) errorFrame(code string, status int, msg string) []byte {
+	return b.Binding.ErrorFrame(code, status, msg)
+}
+
+// ErrorFrame is a Dify in-stream `error` event (docs/api §2.5) with the
+// binding's conversation and message ids.
+func (b Binding) ErrorFrame(code string, status int, msg string) []byte {
 	return dataFrame(errorPayload{
-		Event: dify.EventError, ConversationID: b.Binding.ConversationID, MessageID: b.Binding.MessageID,
-		CreatedAt: b.Binding.Now.Unix(), Code: code, Status: status, Message: msg,
+		Event: dify.EventError, ConversationID: b.ConversationID, MessageID: b.MessageID,
+		CreatedAt: b.Now.Unix(), Code: code, Status: status, Message: msg,
 	})
 }
 
@@ -574,10 +580,14 @@ func ZeroUsage() *dify.Usage {
 	}
 }
 
-func (b *Bound) messageEndFrame() []byte {
+func (b *Bound) messageEndFrame() []byte { return b.Binding.MessageEndFrame() }
+
+// MessageEndFrame is a message_end with zero usage and the binding's ids,
+// as a stopped turn without a recorded message_end ends.
+func (b Binding) MessageEndFrame() []byte {
 	return dataFrame(dify.MessageEndEvent{
-		EventBase: b.base(dify.EventMessageEnd), ID: b.Binding.MessageID,
-		Metadata: dify.MessageEndMetadata{Usage: ZeroUsage()}, Files: json.RawMessage("null"),
+		EventBase: dify.EventBase{Event: dify.EventMessageEnd, ConversationID: b.ConversationID, MessageID: b.MessageID, CreatedAt: b.Now.Unix(), TaskID: b.TaskID},
+		ID:        b.MessageID, Metadata: dify.MessageEndMetadata{Usage: ZeroUsage()}, Files: json.RawMessage("null"),
 	})
 }
 

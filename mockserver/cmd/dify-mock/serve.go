@@ -17,6 +17,7 @@ import (
 	"github.com/difyops/terraform-provider-dify/mockserver/fault"
 	"github.com/difyops/terraform-provider-dify/mockserver/journal"
 	"github.com/difyops/terraform-provider-dify/mockserver/netguard"
+	"github.com/difyops/terraform-provider-dify/mockserver/record"
 )
 
 // shutdownGrace bounds how long in-flight streams and connections get to end
@@ -46,6 +47,13 @@ type serveOptions struct {
 	watchCassettes bool
 	// Lifecycle: exit when the process that started the mock is gone.
 	exitWithParent bool
+	// Nearest turns and hybrid mode (docs/mock/hybrid.md).
+	match           string
+	matchThreshold  float64
+	upstream        string
+	upstreamKey     string
+	upstreamTimeout time.Duration
+	maxNewTurns     int
 }
 
 // newServeFlags declares the serve flags on o. A new flag is one line here
@@ -77,10 +85,16 @@ func newServeFlags(o *serveOptions) *commandFlags {
 	fs.StringVar(&o.stateFile, "state-file", "", "load the state (end users, conversations, messages, uploads) from this JSON file at start, if it exists, and save it there on shutdown")
 	fs.BoolVar(&o.watchCassettes, "watch-cassettes", false, "reload the --cassettes folder when its files change (errors are logged and the loaded set is kept)")
 	fs.BoolVar(&o.exitWithParent, "exit-with-parent", false, "shut down when the process that started this one exits, however it ends (for test runners and wrappers)")
+	fs.StringVar(&o.match, "match", mockserver.MatchSimilar, "how a query picks a recorded turn: similar (the most similar recorded query, above --match-threshold) or exact (same words, case and spacing aside)")
+	fs.Float64Var(&o.matchThreshold, "match-threshold", mockserver.DefaultMatchThreshold, "similarity (0 to 1) a recorded query must reach to answer with --match similar")
+	fs.StringVar(&o.upstream, "upstream", "", "hybrid mode: answer chats that no recorded turn matches from this real Dify (API base URL, e.g. https://api.dify.ai/v1), live, and save them into --cassettes (docs/mock/hybrid.md)")
+	fs.StringVar(&o.upstreamKey, "upstream-key", "", "app API key for --upstream; prefer the environment variable, which keeps it out of the process list")
+	fs.DurationVar(&o.upstreamTimeout, "upstream-timeout", mockserver.DefaultUpstreamTimeout, "how long a live turn may take to send its first frame before the mock falls back to a recorded turn")
+	fs.IntVar(&o.maxNewTurns, "max-new-turns", DefaultMaxNewTurns, "turns one run of hybrid mode may add to --cassettes (0 = answer live without saving)")
 	f.withEnv("addr", "cassettes", "speed", "api-key", "cors-origin", "mode", "default-cassette", "run-timeout",
 		"max-model-requests", "log-level", "fault", "pprof-addr", "allow-remote", "max-state-bytes", "body-timeout",
 		"console", "admin-token", "admin-allow-host", "journal-size", "journal-bytes", "state-file", "watch-cassettes",
-		"exit-with-parent")
+		"exit-with-parent", "match", "match-threshold", "upstream-key", "upstream-timeout", "max-new-turns")
 	f.footer = fmt.Sprintf("Per request: X-Dify-Mock-Cassette picks a cassette, X-Dify-Mock-Speed sets the speed and\n"+
 		"%s injects a fault (slow headers, HTTP 429/5xx, a broken or stalled stream, …);\n"+
 		"'dify-mock faults' lists them with an example each.", fault.Header)
@@ -125,7 +139,46 @@ func parseServe(args []string, getenv func(string) string, stdout, stderr io.Wri
 	if o.watchCassettes && o.cassettes == "" {
 		return nil, f.usageError(stderr, "--watch-cassettes needs --cassettes DIR")
 	}
+	if o.match != mockserver.MatchSimilar && o.match != mockserver.MatchExact {
+		return nil, f.usageError(stderr, fmt.Sprintf("--match %q: want %s or %s", o.match, mockserver.MatchSimilar, mockserver.MatchExact))
+	}
+	if !(o.matchThreshold > 0 && o.matchThreshold <= 1) {
+		return nil, f.usageError(stderr, fmt.Sprintf("--match-threshold %v: want a number above 0, at most 1", o.matchThreshold))
+	}
+	if o.upstream != "" {
+		switch {
+		case o.cassettes == "":
+			return nil, f.usageError(stderr, "--upstream needs --cassettes DIR: the folder new turns are saved into")
+		case strings.TrimSpace(o.upstreamKey) == "":
+			return nil, f.usageError(stderr, fmt.Sprintf("--upstream needs the upstream key: set %s (or pass --upstream-key)", envName("upstream-key")))
+		case o.upstreamTimeout <= 0:
+			return nil, f.usageError(stderr, fmt.Sprintf("--upstream-timeout %v: want a positive duration", o.upstreamTimeout))
+		case o.maxNewTurns < 0:
+			return nil, f.usageError(stderr, fmt.Sprintf("--max-new-turns %d: want 0 or more", o.maxNewTurns))
+		}
+	}
 	return o, nil
+}
+
+// DefaultMaxNewTurns is --max-new-turns: enough for a session of
+// exploring, small enough that a loop in a client cannot fill the folder.
+const DefaultMaxNewTurns = 20
+
+// startUpstream builds the hybrid mode's recorder (docs/mock/hybrid.md): it
+// fetches the upstream app's description into the folder (app.yaml), as
+// `record` does, and saves the turns the upstream answers there.
+func startUpstream(ctx context.Context, o *serveOptions, logger *slog.Logger) (*record.Recorder, error) {
+	if o.upstream == "" {
+		return nil, nil
+	}
+	saved := o.maxNewTurns
+	if saved == 0 {
+		saved = -1 // record.Config: negative saves nothing
+	}
+	return record.New(ctx, record.Config{
+		Upstream: o.upstream, UpstreamKey: o.upstreamKey, Dir: o.cassettes, MaxTurns: saved, SkipRecordedQueries: true,
+		Logf: func(format string, args ...any) { logger.Info("upstream: " + fmt.Sprintf(format, args...)) },
+	})
 }
 
 func parseLevel(s string) (slog.Level, error) {
@@ -154,6 +207,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	defer stopTuning()
 	go tuneGC(tctx, os.Getenv)
 
+	up, err := startUpstream(ctx, o, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "dify-mock serve: --upstream: %v\n", err)
+		return 1
+	}
 	source := "built-in cassettes"
 	var set *cassette.Set
 	if o.cassettes != "" {
@@ -167,6 +225,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Cassettes: set, Speed: o.speed, APIKeys: o.apiKeys.values, CORSOrigin: strings.Join(o.cors.values, ","), Mode: o.mode,
 		DefaultCassette: o.defaultCassette, RunTimeout: o.runTimeout, MaxModelRequests: o.maxModelRequests,
 		Logger: logger, Fault: o.fault, MaxStateBytes: o.maxStateBytes, BodyReadTimeout: o.bodyTimeout,
+		Match: o.match, MatchThreshold: o.matchThreshold, Upstream: up, UpstreamTimeout: o.upstreamTimeout,
 		Control: mockserver.ControlConfig{Disabled: !o.console, AdminToken: o.adminToken, AllowedHosts: o.adminHosts.values,
 			JournalSize: o.journalSize, JournalBytes: o.journalBytes, CassetteDir: o.cassettes},
 	})
@@ -305,6 +364,18 @@ func printBanner(w io.Writer, srv *mockserver.Server, source string, addr, pprof
 	}
 	if o.stateFile != "" {
 		fmt.Fprintf(w, "  state file    %s (loaded at start, saved on shutdown)\n", o.stateFile)
+	}
+	if o.match == mockserver.MatchSimilar {
+		fmt.Fprintf(w, "  match         similar queries (threshold %s), else the default cassette\n", strconv.FormatFloat(o.matchThreshold, 'g', -1, 64))
+	} else {
+		fmt.Fprintf(w, "  match         exact queries, else the default cassette\n")
+	}
+	if o.upstream != "" {
+		saving := fmt.Sprintf("saved into %s, up to %d new turn(s) this run", o.cassettes, o.maxNewTurns)
+		if o.maxNewTurns == 0 {
+			saving = "not saved (--max-new-turns 0)"
+		}
+		fmt.Fprintf(w, "  upstream      %s: chats no recorded turn answers stream from it live, %s\n", srv.UpstreamURL(), saving)
 	}
 	names := srv.CassetteNames()
 	fmt.Fprintf(w, "  cassettes     %d (pick one with the X-Dify-Mock-Cassette header)\n", len(names))

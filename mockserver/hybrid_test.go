@@ -1,0 +1,448 @@
+package mockserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/difyops/terraform-provider-dify/mockserver"
+	"github.com/difyops/terraform-provider-dify/mockserver/author"
+	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/lint"
+	"github.com/difyops/terraform-provider-dify/mockserver/record"
+)
+
+// hybridKey is shaped like a Dify app key (docs/api §1.1); it is not a live key.
+const hybridKey = "app-HybridUpstr3amK3yF0rT3sts"
+
+// upstreamScenario is the stand-in Dify's one answer, paced so that its
+// frames come over about a second.
+const upstreamScenario = `name: upstream-answer
+default: true
+query: anything
+pacing: {start_delay: 100ms, time_to_first_token: 200ms, batch_interval: 150ms, chars_per_second: 40, step_gap: 100ms}
+steps:
+  - thinking: Let me plan this.
+  - answer: Saturday Gyeongbokgung, Sunday Bukchon and a market dinner.
+`
+
+// fakeUpstream is a loopback stand-in for the real Dify: a dify-mock
+// replaying upstreamScenario at its recorded pace, accepting only
+// hybridKey, with its chat route switchable to the failures hybrid mode
+// must survive.
+type fakeUpstream struct {
+	t      *testing.T
+	mock   *mockserver.Server
+	ts     *httptest.Server
+	frames []cassette.RecordedFrame // the scenario's frames and offsets
+	mode   atomic.Value             // "", "401", "503", "redirect", "slow"
+	target string                   // where "redirect" points
+	chats  atomic.Int32
+}
+
+func newFakeUpstream(t *testing.T) *fakeUpstream {
+	t.Helper()
+	dir := t.TempDir()
+	name, data, err := author.GenerateBytes("upstream.yaml", []byte(upstreamScenario), author.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := author.WriteCassette(dir, name, data, false); err != nil {
+		t.Fatal(err)
+	}
+	set, err := cassette.LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mock, err := mockserver.New(mockserver.Config{Cassettes: set, APIKeys: []string{hybridKey}, Speed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := set.Get(name)
+	f := &fakeUpstream{t: t, mock: mock, frames: c.Turns[0].Frames}
+	f.mode.Store("")
+	f.ts = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.ts.Close)
+	return f
+}
+
+func (f *fakeUpstream) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost && r.URL.Path == "/v1/chat-messages" {
+		f.chats.Add(1)
+		switch f.mode.Load().(string) {
+		case "401":
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = io.WriteString(w, `{"code":"unauthorized","message":"Access token is invalid","status":401}`)
+			return
+		case "503":
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, `{"code":"service_unavailable","message":"Down for maintenance","status":503}`)
+			return
+		case "redirect":
+			http.Redirect(w, r, f.target+"/v1/chat-messages", http.StatusTemporaryRedirect)
+			return
+		case "slow":
+			select {
+			case <-time.After(3 * time.Second):
+			case <-r.Context().Done():
+				return
+			}
+		}
+	}
+	f.mock.ServeHTTP(w, r)
+}
+
+// upstreamGet is a GET on the stand-in with the real key.
+func (f *fakeUpstream) get(path string, out any) {
+	f.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, f.ts.URL+"/v1"+path, nil)
+	req.Header.Set("Authorization", "Bearer "+hybridKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil || resp.StatusCode != http.StatusOK {
+		f.t.Fatalf("upstream GET %s: %d %v", path, resp.StatusCode, err)
+	}
+}
+
+// syncLog collects log output from several goroutines.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// hybridEnv is a mock in hybrid mode in front of up, serving and growing dir.
+func hybridEnv(t *testing.T, up *fakeUpstream, dir string, edit func(*mockserver.Config)) (*env, *syncLog) {
+	t.Helper()
+	logs := &syncLog{}
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	rec, err := record.New(context.Background(), record.Config{
+		Upstream: up.ts.URL + "/v1", UpstreamKey: hybridKey, Dir: dir, MaxTurns: 20, SkipRecordedQueries: true,
+		Logf: func(format string, args ...any) {
+			logger.Info("upstream: " + strings.TrimSpace(fmt.Sprintf(format, args...)))
+		},
+	})
+	if err != nil {
+		t.Fatalf("record.New: %v", err)
+	}
+	set, err := cassette.LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := mockserver.Config{Cassettes: set, Upstream: rec, Speed: 1, Logger: logger,
+		UpstreamTimeout: 500 * time.Millisecond, Control: mockserver.ControlConfig{CassetteDir: dir}}
+	if edit != nil {
+		edit(&cfg)
+	}
+	return newEnv(t, cfg), logs
+}
+
+func hybridAsk(e *env, query, conv string) (*http.Response, []sseFrame) {
+	e.t.Helper()
+	body := map[string]any{"query": query, "user": "fe-dev", "inputs": map[string]any{}, "response_mode": "streaming"}
+	if conv != "" {
+		body["conversation_id"] = conv
+	}
+	return e.chat(body)
+}
+
+func answerOf(frames []sseFrame) (events []string, answer string) {
+	for _, f := range frames {
+		events = append(events, f.event())
+		if f.event() == "agent_message" {
+			answer += f.str("answer")
+		}
+	}
+	return events, answer
+}
+
+// TestHybridWalkthrough is docs/mock/hybrid.md's walkthrough: the first
+// ask streams live from the upstream, with its frames and timing, under
+// the mock's ids, is stored and saved; a follow-up continues the same
+// upstream conversation; with the upstream stopped the same question, and
+// a similar one, are answered from the saved cassette with the same frames
+// and timing; a new question falls back. The key is never on disk nor in
+// any output.
+func TestHybridWalkthrough(t *testing.T) {
+	up := newFakeUpstream(t)
+	dir := filepath.Join(t.TempDir(), "mock-cassettes")
+	e, logs := hybridEnv(t, up, dir, nil)
+	var outputs strings.Builder // every response the client saw
+
+	resp, live := hybridAsk(e, "Plan a weekend in Seoul", "")
+	if resp.Header.Get(mockserver.HeaderMatch) != "upstream" || resp.Header.Get(mockserver.HeaderUpstream) != "live" {
+		t.Fatalf("first ask: match %q upstream %q", resp.Header.Get(mockserver.HeaderMatch), resp.Header.Get(mockserver.HeaderUpstream))
+	}
+	if len(live) != len(up.frames) {
+		t.Fatalf("relayed %d frames, the upstream sends %d", len(live), len(up.frames))
+	}
+	// Live: each frame arrives about when the upstream sends it.
+	for i, f := range live {
+		if d := f.at - up.frames[i].Offset; d < -20*time.Millisecond || d > 250*time.Millisecond {
+			t.Errorf("frame %d arrived at %v, the upstream sends it at %v", i, f.at, up.frames[i].Offset)
+		}
+	}
+	conv := live[0].str("conversation_id")
+	var upConvs struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	up.get("/conversations?user=fe-dev", &upConvs)
+	if len(upConvs.Data) != 1 || conv == "" || conv == upConvs.Data[0].ID {
+		t.Fatalf("client conversation %q, upstream conversations %+v: want the mock's own id", conv, upConvs.Data)
+	}
+	upConv := upConvs.Data[0].ID
+	for _, f := range live {
+		if f.data != nil && (f.str("conversation_id") != conv || strings.Contains(f.raw, upConv)) {
+			t.Errorf("frame carries the upstream's ids: %s", f.raw)
+		}
+		outputs.WriteString(f.raw)
+	}
+	liveEvents, liveAnswer := answerOf(live)
+
+	// Stored locally with the mock's ids.
+	_, body := e.do(http.MethodGet, "/messages?user=fe-dev&conversation_id="+conv, nil)
+	var history struct {
+		Data []map[string]any `json:"data"`
+	}
+	if err := json.Unmarshal(body, &history); err != nil || len(history.Data) != 1 || history.Data[0]["answer"] != liveAnswer || history.Data[0]["id"] != live[0].str("message_id") {
+		t.Fatalf("GET /messages after the live turn: %s (want the answer %q)", body, liveAnswer)
+	}
+	outputs.Write(body)
+
+	// Saved as a cassette lint accepts.
+	saved := filepath.Join(dir, "plan-a-weekend-in-seoul.yaml")
+	if _, err := os.Stat(saved); err != nil {
+		t.Fatalf("not saved: %v\n%s", err, logs)
+	}
+	if rep := lint.Paths([]string{dir}); !rep.OK() {
+		t.Fatalf("lint: %v", rep.Problems)
+	}
+
+	// A follow-up reaches the mapped upstream conversation.
+	resp, follow := hybridAsk(e, "And where should we eat on Sunday?", conv)
+	if resp.Header.Get(mockserver.HeaderMatch) != "upstream" || follow[0].str("conversation_id") != conv {
+		t.Fatalf("follow-up: match %q conversation %q", resp.Header.Get(mockserver.HeaderMatch), follow[0].str("conversation_id"))
+	}
+	var upMsgs struct {
+		Data []map[string]any `json:"data"`
+	}
+	up.get("/messages?user=fe-dev&conversation_id="+upConv, &upMsgs)
+	if len(upMsgs.Data) != 2 || upMsgs.Data[1]["query"] != "And where should we eat on Sunday?" {
+		t.Fatalf("upstream conversation %s holds %+v; want both turns", upConv, upMsgs.Data)
+	}
+	set, err := cassette.LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := set.Get("plan-a-weekend-in-seoul"); c == nil || len(c.Turns) != 2 {
+		t.Fatalf("the cassette does not hold both turns: %+v", c)
+	}
+
+	// The upstream stops: the same question is answered from the folder,
+	// with the same frames and timing.
+	up.ts.Close()
+	resp, again := hybridAsk(e, "Plan a weekend in Seoul", "")
+	if resp.Header.Get(mockserver.HeaderMatch) != "exact" || resp.Header.Get(mockserver.HeaderCassette) != "plan-a-weekend-in-seoul" || resp.Header.Get(mockserver.HeaderTurn) != "0" {
+		t.Fatalf("second ask: match %q cassette %q turn %q", resp.Header.Get(mockserver.HeaderMatch), resp.Header.Get(mockserver.HeaderCassette), resp.Header.Get(mockserver.HeaderTurn))
+	}
+	againEvents, againAnswer := answerOf(again)
+	if strings.Join(againEvents, ",") != strings.Join(liveEvents, ",") || againAnswer != liveAnswer {
+		t.Fatalf("replay %v %q, live %v %q", againEvents, againAnswer, liveEvents, liveAnswer)
+	}
+	for i := range again {
+		if d := again[i].at - live[i].at; d < -100*time.Millisecond || d > 150*time.Millisecond {
+			t.Errorf("frame %d replayed at %v, streamed live at %v", i, again[i].at, live[i].at)
+		}
+		outputs.WriteString(again[i].raw)
+	}
+	if again[0].str("conversation_id") == conv {
+		t.Error("the replay reused the first conversation's id")
+	}
+
+	// A similar question too.
+	resp, _ = hybridAsk(e, "weekend plans in Seoul?", "")
+	if resp.Header.Get(mockserver.HeaderMatch) != "similar" || resp.Header.Get(mockserver.HeaderCassette) != "plan-a-weekend-in-seoul" || resp.Header.Get(mockserver.HeaderScore) == "" {
+		t.Fatalf("similar ask: match %q cassette %q score %q", resp.Header.Get(mockserver.HeaderMatch), resp.Header.Get(mockserver.HeaderCassette), resp.Header.Get(mockserver.HeaderScore))
+	}
+
+	// A new question, the upstream unreachable: the fallback, saying so.
+	resp, fb := hybridAsk(e, "Tell me a joke", "")
+	if resp.Header.Get(mockserver.HeaderMatch) != "fallback" || !strings.HasPrefix(resp.Header.Get(mockserver.HeaderUpstream), "fallback: the upstream could not be reached") || len(fb) == 0 {
+		t.Fatalf("fallback: match %q upstream %q", resp.Header.Get(mockserver.HeaderMatch), resp.Header.Get(mockserver.HeaderUpstream))
+	}
+	if !strings.Contains(logs.String(), "answered from the recorded turns instead") {
+		t.Errorf("no log line for the fallback:\n%s", logs)
+	}
+
+	// The journal and console say what happened.
+	journalBody := journalJSON(t, e.ts.URL)
+	var list struct {
+		Data []struct {
+			Match, Upstream, Cassette string
+			Saved                     bool
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(journalBody, &list); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for _, en := range list.Data {
+		if en.Match != "" {
+			seen = append(seen, en.Match+"/"+en.Upstream+"/"+en.Cassette+"/"+boolWord(en.Saved))
+		}
+	}
+	want := []string{"upstream/live/plan-a-weekend-in-seoul/saved", "upstream/live/plan-a-weekend-in-seoul/saved", "exact//plan-a-weekend-in-seoul/-",
+		"similar//plan-a-weekend-in-seoul/-", "fallback/fallback: the upstream could not be reached"}
+	got := strings.Join(seen, "\n")
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("journal lacks %q:\n%s", w, got)
+		}
+	}
+
+	// The key: not on disk, in the log, the journal or any response.
+	lower := strings.ToLower(hybridKey)
+	for name, data := range folderFiles(t, dir) {
+		if strings.Contains(strings.ToLower(string(data)), lower) {
+			t.Errorf("%s contains the upstream key", name)
+		}
+	}
+	for what, text := range map[string]string{"log": logs.String(), "journal": string(journalBody), "responses": outputs.String()} {
+		if strings.Contains(strings.ToLower(text), lower) {
+			t.Errorf("the %s contains the upstream key", what)
+		}
+	}
+}
+
+func boolWord(b bool) string {
+	if b {
+		return "saved"
+	}
+	return "-"
+}
+
+// folderFiles reads every file under dir, hidden ones included.
+func folderFiles(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		out[p] = b
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// localScenario is a recorded turn to fall back to.
+const localScenario = `name: local-answer
+default: true
+query: What is the capital of Portugal?
+steps:
+  - answer: Lisbon.
+`
+
+// Each way the upstream can fail before its first frame gets the
+// documented fallback: the recorded default turn, with a header and a log
+// line saying why, and nothing saved. A redirect is not followed.
+func TestHybridUpstreamFailuresFallBack(t *testing.T) {
+	up := newFakeUpstream(t)
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+		if strings.Contains(r.Header.Get("Authorization"), hybridKey) {
+			t.Errorf("the key followed the redirect to %s", r.URL)
+		}
+	}))
+	defer other.Close()
+	up.target = other.URL
+
+	dir := t.TempDir()
+	name, data, err := author.GenerateBytes("local.yaml", []byte(localScenario), author.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := author.WriteCassette(dir, name, data, false); err != nil {
+		t.Fatal(err)
+	}
+	e, logs := hybridEnv(t, up, dir, func(c *mockserver.Config) { c.Speed = 0 })
+
+	for _, tc := range []struct {
+		mode, reason string
+	}{
+		{"401", "the upstream answered HTTP 401: unauthorized Access token is invalid (check --upstream-key)"},
+		{"503", "the upstream answered HTTP 503: service_unavailable Down for maintenance"},
+		{"redirect", "the upstream answered a redirect (HTTP 307), which is never followed"},
+		{"slow", "the upstream sent no answer in time"},
+	} {
+		up.mode.Store(tc.mode)
+		began := time.Now()
+		resp, frames := hybridAsk(e, "A question nobody recorded: "+tc.mode, "")
+		took := time.Since(began)
+		h := resp.Header
+		if h.Get(mockserver.HeaderMatch) != "fallback" || !strings.HasPrefix(h.Get(mockserver.HeaderUpstream), "fallback: "+tc.reason) ||
+			h.Get(mockserver.HeaderCassette) != "local-answer" {
+			t.Errorf("%s: match %q upstream %q cassette %q", tc.mode, h.Get(mockserver.HeaderMatch), h.Get(mockserver.HeaderUpstream), h.Get(mockserver.HeaderCassette))
+		}
+		if _, answer := answerOf(frames); answer != "Lisbon." {
+			t.Errorf("%s: the fallback answered %q", tc.mode, answer)
+		}
+		if tc.mode == "slow" && took > 2*time.Second {
+			t.Errorf("slow: the fallback took %v with a 500ms --upstream-timeout", took)
+		}
+		if !strings.Contains(logs.String(), tc.reason) {
+			t.Errorf("%s: the log does not say %q:\n%s", tc.mode, tc.reason, logs)
+		}
+	}
+	if elsewhere.Load() != 0 {
+		t.Errorf("the redirect target got %d request(s)", elsewhere.Load())
+	}
+	if n := len(folderFiles(t, dir)); n != 2 { // app.yaml and local-answer.yaml
+		t.Errorf("%d files in the folder after failures, want 2", n)
+	}
+}
+
+// With no chat cassette in the folder yet and the upstream failing, there
+// is nothing to fall back to: 502, saying why.
+func TestHybridWithAnEmptyFolderAndNoUpstream(t *testing.T) {
+	up := newFakeUpstream(t)
+	e, _ := hybridEnv(t, up, t.TempDir(), nil)
+	up.mode.Store("503")
+	resp, body := e.do(http.MethodPost, "/chat-messages", map[string]any{"query": "hi", "user": "fe-dev", "inputs": map[string]any{}, "response_mode": "streaming"})
+	e.wantError(resp, body, http.StatusBadGateway, "bad_gateway",
+		"dify-mock: the upstream Dify did not answer (the upstream answered HTTP 503: service_unavailable Down for maintenance) and no cassette is loaded to answer instead.")
+}

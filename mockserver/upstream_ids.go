@@ -1,0 +1,114 @@
+package mockserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"sync"
+
+	"github.com/difyops/terraform-provider-dify/dify"
+	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/replay"
+)
+
+// liveIDs rewrites the frames of a turn the upstream answers live (serve
+// --upstream, docs/mock/hybrid.md) so the client sees the mock's ids: the
+// upstream's conversation, message and task ids, learnt from the frames
+// as they arrive, become the mock's. Other ids (agent thoughts, files) and
+// created_at values pass unchanged and are stored as they were streamed.
+type liveIDs struct {
+	conv, msg, task string // the mock's
+	from, to        [][]byte
+	seen            map[string]bool
+}
+
+func newLiveIDs(conv, msg, task string) *liveIDs {
+	return &liveIDs{conv: conv, msg: msg, task: task, seen: map[string]bool{}}
+}
+
+// rewrite returns raw with every known upstream id replaced, and the
+// frame's event name ("" for a frame without JSON data).
+func (l *liveIDs) rewrite(raw []byte) ([]byte, string) {
+	event := l.learn(raw)
+	out := raw
+	for i, f := range l.from {
+		out = bytes.ReplaceAll(out, f, l.to[i])
+	}
+	return out, event
+}
+
+func (l *liveIDs) learn(raw []byte) string {
+	fr, _ := dify.NewFrameReader(bytes.NewReader(raw)).Next()
+	if fr.Data == nil {
+		return ""
+	}
+	var env struct {
+		Event          string `json:"event"`
+		ConversationID string `json:"conversation_id"`
+		MessageID      string `json:"message_id"`
+		TaskID         string `json:"task_id"`
+	}
+	if json.Unmarshal(fr.Data, &env) != nil {
+		return ""
+	}
+	for _, p := range [][2]string{{env.ConversationID, l.conv}, {env.MessageID, l.msg}, {env.TaskID, l.task}} {
+		// Short values could occur in text by accident (replay's minIDLen).
+		if len(p[0]) < 8 || l.seen[p[0]] || p[0] == p[1] {
+			continue
+		}
+		l.seen[p[0]] = true
+		l.from = append(l.from, []byte(p[0]))
+		l.to = append(l.to, []byte(p[1]))
+	}
+	return env.Event
+}
+
+// liveBound binds the frames a client was sent live (already carrying the
+// mock's ids) as a compiled turn, so that its Fold gives the message to
+// store with the same accumulation as a replayed turn.
+func liveBound(mode, query string, frames []cassette.RecordedFrame, b replay.Binding) (*replay.Bound, error) {
+	sc, err := replay.Compile(&cassette.Cassette{
+		Name: "upstream", Path: "upstream", Meta: cassette.Meta{Mode: mode},
+		Turns: []*cassette.RecordedTurn{{Request: dify.ChatRequest{Query: query}, Status: 200, Frames: frames}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	b.Keep = true
+	return sc.Turns[0].Bind(b), nil
+}
+
+// upstreamConversations maps the mock's conversations to the upstream
+// conversations that answered them, so a follow-up continues upstream
+// where the first turn went. It is bounded: past maxMapped the oldest
+// mapping is forgotten (that conversation's follow-ups then start a new
+// upstream conversation).
+type upstreamConversations struct {
+	mu    sync.Mutex
+	byID  map[string]string
+	order []string
+}
+
+const maxMapped = 10000
+
+func (u *upstreamConversations) get(mock string) (string, bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	up, ok := u.byID[mock]
+	return up, ok
+}
+
+func (u *upstreamConversations) set(mock, up string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.byID == nil {
+		u.byID = map[string]string{}
+	}
+	if _, ok := u.byID[mock]; !ok {
+		u.order = append(u.order, mock)
+	}
+	u.byID[mock] = up
+	for len(u.order) > maxMapped {
+		delete(u.byID, u.order[0])
+		u.order = u.order[1:]
+	}
+}

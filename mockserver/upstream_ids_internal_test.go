@@ -1,0 +1,81 @@
+package mockserver
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/replay"
+)
+
+const (
+	upConv = "c0c0c0c0-1111-4111-8111-111111111111"
+	upMsg  = "d0d0d0d0-2222-4222-8222-222222222222"
+	upTask = "e0e0e0e0-3333-4333-8333-333333333333"
+	upTh   = "f0f0f0f0-4444-4444-8444-444444444444"
+)
+
+func upFrame(fields string) []byte {
+	return []byte(`data: {"event":` + fields + `,"conversation_id":"` + upConv + `","message_id":"` + upMsg + `","created_at":1764471600,"task_id":"` + upTask + `"}` + "\n\n")
+}
+
+// The client sees the mock's conversation, message and task ids in every
+// frame; thought ids pass; the stored message folds the same frames.
+func TestLiveFramesCarryTheMocksIDs(t *testing.T) {
+	conv, msg, task := replay.NewUUID(), replay.NewUUID(), replay.NewUUID()
+	ids := newLiveIDs(conv, msg, task)
+	up := [][]byte{
+		upFrame(`"agent_thought","id":"` + upTh + `","position":1,"thought":"","observation":"","tool":"","tool_input":"","tool_labels":{},"message_files":[]`),
+		upFrame(`"agent_message","id":"` + upMsg + `","answer":"Hello "`),
+		upFrame(`"agent_message","id":"` + upMsg + `","answer":"Seoul"`),
+		upFrame(`"message_end","id":"` + upMsg + `","metadata":{"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5,"total_price":"0.1","currency":"USD","latency":0.5}},"files":null`),
+	}
+	var sent []cassette.RecordedFrame
+	for i, raw := range up {
+		out, _ := ids.rewrite(raw)
+		for _, old := range []string{upConv, upMsg, upTask} {
+			if strings.Contains(string(out), old) {
+				t.Fatalf("frame %d still carries upstream id %s: %s", i, old, out)
+			}
+		}
+		for _, want := range []string{conv, msg, task} {
+			if !strings.Contains(string(out), want) {
+				t.Fatalf("frame %d lacks the mock's id %s: %s", i, want, out)
+			}
+		}
+		sent = append(sent, cassette.RecordedFrame{Offset: time.Duration(i) * 100 * time.Millisecond, Raw: out})
+	}
+	if !strings.Contains(string(sent[0].Raw), upTh) {
+		t.Errorf("the thought id was changed: %s", sent[0].Raw)
+	}
+	bound, err := liveBound("agent", "Plan Seoul", sent, replay.Binding{ConversationID: conv, MessageID: msg, TaskID: task, Now: time.Unix(1764471600, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := bound.Fold(len(sent))
+	if res.Answer != "Hello Seoul" || !res.Ended || res.Usage == nil || res.Usage.PromptTokens != 3 {
+		t.Errorf("result = %+v", res)
+	}
+	if len(res.Thoughts) != 1 || res.Thoughts[0].ID != upTh || res.Thoughts[0].MessageID != msg {
+		t.Errorf("thoughts = %+v; want the streamed thought id and the mock's message id", res.Thoughts)
+	}
+}
+
+func TestUpstreamConversationsAreBounded(t *testing.T) {
+	var m upstreamConversations
+	for i := range maxMapped + 5 {
+		m.set("conv-"+strconv.Itoa(i), "up")
+	}
+	if len(m.byID) != maxMapped || len(m.order) != maxMapped {
+		t.Fatalf("%d mappings kept, want %d", len(m.byID), maxMapped)
+	}
+	if _, ok := m.get("conv-0"); ok {
+		t.Error("the oldest mapping was kept")
+	}
+	m.set("conv", "up-1")
+	if up, ok := m.get("conv"); !ok || up != "up-1" {
+		t.Errorf("get = %q %v", up, ok)
+	}
+}

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -120,28 +119,10 @@ func (f *fakeUpstream) get(path string, out any) {
 	}
 }
 
-// syncLog collects log output from several goroutines.
-type syncLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *syncLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *syncLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // hybridEnv is a mock in hybrid mode in front of up, serving and growing dir.
-func hybridEnv(t *testing.T, up *fakeUpstream, dir string, edit func(*mockserver.Config)) (*env, *syncLog) {
+func hybridEnv(t *testing.T, up *fakeUpstream, dir string, edit func(*mockserver.Config)) (*env, *lockedBuffer) {
 	t.Helper()
-	logs := &syncLog{}
+	logs := &lockedBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	rec, err := record.New(context.Background(), record.Config{
 		Upstream: up.ts.URL + "/v1", UpstreamKey: hybridKey, Dir: dir, MaxTurns: 20, SkipRecordedQueries: true,

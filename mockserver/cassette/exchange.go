@@ -19,7 +19,10 @@ type Exchange struct {
 	RequestHeader http.Header
 	RequestBody   []byte
 	// Form is the request's form fields as go-vcr keeps them (uploads).
-	Form           url.Values
+	Form url.Values
+	// UploadSummary says RequestBody is an UploadSummary (JSON) in place
+	// of the multipart bytes: the interaction gets UploadSummaryHeader.
+	UploadSummary  bool
 	Status         int
 	ResponseHeader http.Header
 	// HeadersAt is when the response headers arrived, from the request start.
@@ -58,6 +61,12 @@ func (x Exchange) Interaction() *vcr.Interaction {
 			Code:     x.Status,
 			Duration: x.HeadersAt,
 		},
+	}
+	if x.UploadSummary {
+		if in.Request.Headers == nil {
+			in.Request.Headers = http.Header{}
+		}
+		in.Request.Headers.Set(UploadSummaryHeader, UploadSummaryVersion)
 	}
 	if len(x.Frames) > 0 {
 		values, body := EncodeFrames(x.Frames)

@@ -198,6 +198,7 @@ func (s *scrubber) exchange(x cassette.Exchange) (*vcr.Interaction, error) {
 		RequestHeader:  s.header(x.RequestHeader),
 		RequestBody:    s.bytes(x.RequestBody),
 		Form:           s.form(x.Form),
+		UploadSummary:  x.UploadSummary,
 		Status:         x.Status,
 		ResponseHeader: s.header(x.ResponseHeader),
 		HeadersAt:      x.HeadersAt,

@@ -157,6 +157,48 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// UploadSummarizer streams a multipart request body to whoever reads Body
+// while describing it (cassette.UploadSummary: each file's field, name,
+// type, size and sha256, and the text fields), so the body is never held
+// whole. The recorder's streamed uploads and dify-mock verify's captured
+// uploads both use it: upload contents are not stored.
+type UploadSummarizer struct {
+	body *teeBody
+	pw   *io.PipeWriter
+	done chan summarized
+}
+
+type summarized struct {
+	s    *cassette.UploadSummary
+	form url.Values
+}
+
+// NewUploadSummarizer starts summarizing src, a multipart body with the
+// given boundary. Read the body through Body, then call Finish once.
+func NewUploadSummarizer(src io.Reader, boundary string) *UploadSummarizer {
+	pr, pw := io.Pipe()
+	u := &UploadSummarizer{body: &teeBody{src: src, pipe: pw}, pw: pw, done: make(chan summarized, 1)}
+	go func() {
+		s, form := summarize(pr, boundary)
+		u.done <- summarized{s, form}
+	}()
+	return u
+}
+
+// Body is the request body to send.
+func (u *UploadSummarizer) Body() io.ReadCloser { return u.body }
+
+// Finish ends the summary (a body not read to its end is marked
+// incomplete) and returns it with the text fields, the bytes read and the
+// first read error.
+func (u *UploadSummarizer) Finish() (summary *cassette.UploadSummary, form url.Values, size int64, readErr error) {
+	u.pw.CloseWithError(errUploadAborted) // no-op when the body was read to its end
+	sum := <-u.done
+	size, readErr = u.body.result()
+	sum.s.Size = size
+	return sum.s, sum.form, size, readErr
+}
+
 // serveUpload proxies a multipart request (an upload, a speech-to-text
 // audio file) without buffering it: the client's body streams to the
 // upstream while a summarizer hashes it, and the recorded interaction
@@ -167,25 +209,14 @@ func (r *Recorder) serveUpload(w http.ResponseWriter, req *http.Request, p, boun
 	if !ok {
 		return
 	}
-	pr, pw := io.Pipe()
-	body := &teeBody{src: http.MaxBytesReader(w, req.Body, r.maxUpload), pipe: pw}
-	type summarized struct {
-		s    *cassette.UploadSummary
-		form url.Values
-	}
-	done := make(chan summarized, 1)
-	go func() {
-		s, form := summarize(pr, boundary)
-		done <- summarized{s, form}
-	}()
+	up := NewUploadSummarizer(http.MaxBytesReader(w, req.Body, r.maxUpload), boundary)
 	out, err := r.outbound(req.Context(), req, p, nil)
 	if err != nil {
-		pw.CloseWithError(err)
-		<-done
+		up.Finish()
 		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
-	out.Body = body
+	out.Body = up.Body()
 	out.ContentLength = req.ContentLength
 	if out.ContentLength == 0 {
 		out.ContentLength = -1 // unknown (chunked): the body may still hold bytes
@@ -200,9 +231,7 @@ func (r *Recorder) serveUpload(w http.ResponseWriter, req *http.Request, p, boun
 			err = fmt.Errorf("the upstream answer is larger than %d bytes", maxJSONReply)
 		}
 	}
-	pw.CloseWithError(errUploadAborted) // no-op when the body was read to its end
-	sum := <-done
-	size, readErr := body.result()
+	sumS, sumForm, _, readErr := up.Finish()
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(readErr, &tooLarge) {
@@ -216,25 +245,22 @@ func (r *Recorder) serveUpload(w http.ResponseWriter, req *http.Request, p, boun
 	w.WriteHeader(resp.StatusCode)
 	_, _ = w.Write(reply)
 
-	sum.s.Size = size
-	summary, err := json.Marshal(sum.s)
+	summary, err := json.Marshal(sumS)
 	if err != nil {
 		r.logf("upload summary of %s %s: %v", req.Method, p, err)
 		return
 	}
 	in, err := r.scrub.exchange(cassette.Exchange{
-		Method: out.Method, URL: out.URL.String(), RequestHeader: out.Header, RequestBody: summary, Form: sum.form,
+		Method: out.Method, URL: out.URL.String(), RequestHeader: out.Header, RequestBody: summary, Form: sumForm, UploadSummary: true,
 		Status: resp.StatusCode, ResponseHeader: resp.Header, HeadersAt: time.Since(start), Body: reply,
 	})
 	if err != nil { // only frames can be refused, and an upload answer has none
 		r.logf("upload of %s %s: %v", req.Method, p, err)
 		return
 	}
-	// Set after scrubbing, which drops every X-Dify-Mock-* header.
-	in.Request.Headers.Set(cassette.UploadSummaryHeader, cassette.UploadSummaryVersion)
 	ids := idsOf(req, p, nil)
 	if ids.user == "" {
-		ids.user = sum.form.Get("user")
+		ids.user = sumForm.Get("user")
 	}
 	r.file(in, requested, ids, p == "/files/upload")
 }

@@ -2,14 +2,17 @@ package verify
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/record"
 )
 
 // maxCapture bounds the bytes kept of one answer (the conformance runner
@@ -20,10 +23,15 @@ const maxCapture = 8 << 20
 // verify can compare headers and per-event fields, and write the live
 // answer of a differing case as a cassette.
 type exchange struct {
-	method     string
-	url        string
-	reqHeader  http.Header
-	reqBody    []byte
+	method    string
+	url       string
+	reqHeader http.Header
+	reqBody   []byte
+	// A multipart body is kept as its summary (reqBody is then the
+	// UploadSummary JSON, form its text fields): upload contents are never
+	// held or written (a 20 MB case body went into --record-diff files).
+	form       url.Values
+	upload     bool
 	status     int
 	respHeader http.Header
 	headersAt  time.Duration
@@ -48,7 +56,11 @@ type capturing struct {
 
 func (c *capturing) RoundTrip(req *http.Request) (*http.Response, error) {
 	ex := &exchange{method: req.Method, url: req.URL.String(), reqHeader: req.Header.Clone()}
-	if req.Body != nil && req.Body != http.NoBody {
+	var up *record.UploadSummarizer
+	if boundary := multipartBoundary(req.Header); boundary != "" && req.Body != nil && req.Body != http.NoBody {
+		up = record.NewUploadSummarizer(req.Body, boundary)
+		req.Body = up.Body()
+	} else if req.Body != nil && req.Body != http.NoBody {
 		data, err := io.ReadAll(req.Body)
 		req.Body.Close()
 		if err != nil {
@@ -62,6 +74,11 @@ func (c *capturing) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.mu.Unlock()
 	start := time.Now()
 	resp, err := c.base.RoundTrip(req)
+	if up != nil {
+		sum, form, _, _ := up.Finish()
+		data, _ := json.Marshal(sum)
+		ex.reqBody, ex.form, ex.upload = data, form, true
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -103,6 +120,14 @@ func (t *teeBody) Read(p []byte) (int, error) {
 }
 
 func (t *teeBody) Close() error { return t.rc.Close() }
+
+func multipartBoundary(h http.Header) string {
+	mt, params, err := mime.ParseMediaType(h.Get("Content-Type"))
+	if err != nil || mt != "multipart/form-data" {
+		return ""
+	}
+	return params["boundary"]
+}
 
 // bodyBytes is what has been read of the answer so far.
 func (ex *exchange) bodyBytes() []byte {
@@ -148,7 +173,7 @@ func (ex *exchange) frames() []cassette.RecordedFrame {
 // capture converts ex for record.SaveCaptured.
 func (ex *exchange) capture() cassette.Exchange {
 	c := cassette.Exchange{
-		Method: ex.method, URL: ex.url, RequestHeader: ex.reqHeader, RequestBody: ex.reqBody,
+		Method: ex.method, URL: ex.url, RequestHeader: ex.reqHeader, RequestBody: ex.reqBody, Form: ex.form, UploadSummary: ex.upload,
 		Status: ex.status, ResponseHeader: ex.respHeader, HeadersAt: ex.headersAt,
 	}
 	if ex.status == http.StatusOK && ex.isStream() {

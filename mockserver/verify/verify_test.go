@@ -784,3 +784,50 @@ func TestRedirectingUpstreamGetsNoKeyElsewhere(t *testing.T) {
 		t.Fatalf("the redirect target got %d request(s)", n)
 	}
 }
+
+// TestRecordDiffStoresUploadSummariesNotContents: a differing upload case
+// is written by --record-diff as an upload summary (name, size, type,
+// sha256), never its bytes: the oversized-upload case's raw 20 MB body went
+// into verify-differences.yaml and took ~15 s to scrub.
+func TestRecordDiffStoresUploadSummariesNotContents(t *testing.T) {
+	contents := "UPLOADED-CONTENTS-" + strings.Repeat("z", 256<<10)
+	var cases []conformance.Case
+	for _, c := range smallCases() {
+		if c.Name == "valid/upload" {
+			for i := range c.Request.Multipart {
+				if c.Request.Multipart[i].Filename != "" {
+					c.Request.Multipart[i].Data = contents
+				}
+			}
+		}
+		cases = append(cases, c)
+	}
+	extraUploadField := deviation{
+		name: "an extra field in the upload answer",
+		rewrite: func(req *http.Request, _ []byte, status *int, _ http.Header, body *[]byte) {
+			if req.URL.Path == "/v1/files/upload" && *status == http.StatusCreated && bytes.HasPrefix(*body, []byte("{")) {
+				*body = append([]byte(`{"extra_field":1,`), (*body)[1:]...)
+			}
+		},
+	}
+	up := newFakeUpstream(t, extraUploadField)
+	dir := t.TempDir()
+	rep := run(t, verify.Options{Upstream: up.base(), UpstreamKey: upstreamKey, RecordDiff: dir, Cases: cases})
+	if len(rep.Recorded) == 0 {
+		t.Fatalf("nothing recorded: %+v", rep.NotRecorded)
+	}
+	found := false
+	for _, p := range rep.Recorded {
+		data := readAll(t, p)
+		if strings.Contains(data, "UPLOADED-CONTENTS") {
+			t.Errorf("%s holds the uploaded file's contents", p)
+		}
+		found = found || strings.Contains(data, cassette.UploadSummaryHeader)
+	}
+	if !found {
+		t.Errorf("no recorded cassette holds an upload summary: %v", rep.Recorded)
+	}
+	if _, err := cassette.LoadDir(dir); err != nil {
+		t.Errorf("recorded cassettes do not load: %v", err)
+	}
+}

@@ -31,7 +31,8 @@ type chatStream struct {
 // records the choice; a fault before the response runs (and may answer
 // instead); a recorded pre-stream error is answered; a new conversation is
 // created (Dify creates it before the agent runs, _init_generate_records);
-// the task is registered for stop; the turn is bound to this request's ids
+// a follow-up moves the conversation's updated_at (_init_generate_records
+// does, when a turn begins); the task is registered for stop; the turn is bound to this request's ids
 // and the response header is written. It returns nil when the response is
 // complete without a stream.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request, req *chatRequest, plan *turnPlan) *chatStream {
@@ -50,7 +51,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, req *chatRequest,
 		return nil
 	}
 	conv := plan.conv
-	if !plan.followUp {
+	if plan.followUp {
+		s.store.ContinueConversation(conv.ID)
+	} else {
 		conv = s.store.NewConversation(req.endUserID, req.inputs, s.introduction(req.inputs), req.autoName)
 		if plan.annotation == "" {
 			s.store.SetReplay(conv.ID, plan.ref.cassette, plan.ref.turn)

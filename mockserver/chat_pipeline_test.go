@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver"
@@ -208,5 +209,39 @@ func TestStoredValuesAreDifys(t *testing.T) {
 	want := "Hi Rio {x}! Budget: low. {{missing}} {{#query#}}"
 	if len(page.Data) != 1 || page.Data[0].Introduction == nil || *page.Data[0].Introduction != want {
 		t.Errorf("introduction = %s, want %q", body, want)
+	}
+}
+
+// A conversation's updated_at is set when a turn in it begins (Dify's
+// MessageBasedAppGenerator._init_generate_records), not when it ends: a
+// first turn leaves it at the creation time, a follow-up moves it to the
+// follow-up's start. The clock runs a thousand times fast, so the turn's
+// few hundred milliseconds are minutes of created_at.
+func TestConversationUpdatedWhenATurnBegins(t *testing.T) {
+	base, start := time.Unix(1800000000, 0), time.Now()
+	clock := func() time.Time { return base.Add(time.Since(start) * 1000) }
+	e := newEnv(t, mockserver.Config{Now: clock})
+	conversation := func() dify.Conversation {
+		t.Helper()
+		_, body := e.do("GET", "/conversations?user=clock", nil)
+		p := decode[dify.ConversationPage](t, body)
+		if len(p.Data) != 1 {
+			t.Fatalf("conversations: %s", body)
+		}
+		return p.Data[0]
+	}
+	_, frames := e.chat(chatBody("Count to three", "clock"), mockserver.HeaderSpeed, "1")
+	c := conversation()
+	if c.UpdatedAt != c.CreatedAt {
+		t.Errorf("after the first turn: created_at %d, updated_at %d; want them equal", c.CreatedAt, c.UpdatedAt)
+	}
+	before := clock().Unix()
+	e.chat(chatBody("Count to three", "clock", "conversation_id", frames[0].str("conversation_id")), mockserver.HeaderSpeed, "1")
+	after := clock().Unix()
+	c = conversation()
+	// The turn lasts well over 100 clock-seconds; its start is within the
+	// first few of them.
+	if c.UpdatedAt < before || c.UpdatedAt > before+(after-before)/2 {
+		t.Errorf("follow-up ran from %d to %d: updated_at %d, want its start", before, after, c.UpdatedAt)
 	}
 }

@@ -188,6 +188,7 @@ func TestListConversationsIndexMatchesScan(t *testing.T) {
 			all = append(all, c.ID)
 		case op < 7:
 			id := all[rnd.IntN(len(all))]
+			s.ContinueConversation(id) // a follow-up's start moves updated_at
 			err := s.AddMessage(dify.Message{ID: fmt.Sprintf("m-%d", step), ConversationID: id, Query: fmt.Sprintf("query %d", step)}, "c")
 			if _, ok := live[id]; ok != (err == nil) {
 				t.Fatalf("step %d: AddMessage(%s) = %v, live %v", step, id, err, ok)

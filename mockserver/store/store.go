@@ -346,10 +346,23 @@ func (s *Store) SetReplay(id, cassette string, turn int) {
 	}
 }
 
+// ContinueConversation marks the start of a follow-up turn: Dify sets a
+// conversation's updated_at when a turn in it begins
+// (message_based_app_generator.py _init_generate_records), not when the
+// turn ends, and a first turn leaves it at the creation time.
+func (s *Store) ContinueConversation(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.convs[id]; ok && !c.deleted {
+		s.touch(c, s.nextKey())
+	}
+}
+
 // AddMessage stores a finished (or ended) turn as given (the chat store
-// phase, mockserver/chat_store.go, sets every field) and bumps the
-// conversation's updated_at. When the conversation asked for an automatic
-// name and this is its first message, the name is generated from the query.
+// phase, mockserver/chat_store.go, sets every field); updated_at is not
+// changed (ContinueConversation). When the conversation asked for an
+// automatic name and this is its first message, the name is generated from
+// the query.
 func (s *Store) AddMessage(m dify.Message, cassette string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -361,7 +374,6 @@ func (s *Store) AddMessage(m dify.Message, cassette string) error {
 	sm := &storedMessage{msg: m, cassette: cassette, created: k, ownerID: c.OwnerID, index: len(c.messages)}
 	c.messages = append(c.messages, sm)
 	s.messages[m.ID] = sm
-	s.touch(c, k)
 	if c.AutoName && len(c.messages) == 1 {
 		c.Name = GenerateName(m.Query)
 	}

@@ -91,4 +91,3 @@ func TestAnnotationMatchingAtScale(t *testing.T) {
 		t.Errorf("another user's request waited %v behind annotation matching", worst)
 	}
 }
-

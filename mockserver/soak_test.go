@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver"
+	"github.com/difyops/terraform-provider-dify/mockserver/journal"
 	"github.com/difyops/terraform-provider-dify/mockserver/store"
 )
 
@@ -261,6 +263,15 @@ func TestSoak(t *testing.T) {
 	wg.Wait()
 	<-sampled
 	elapsed := time.Since(start)
+	if path := os.Getenv("SOAK_HEAPPROFILE"); path != "" {
+		// What is live once the traffic stopped, the server still up:
+		// `go tool pprof -sample_index=inuse_space` shows what grows.
+		if f, err := os.Create(path); err == nil {
+			runtime.GC()
+			_ = pprof.WriteHeapProfile(f)
+			f.Close()
+		}
+	}
 
 	evictedMu.Lock()
 	defer evictedMu.Unlock()
@@ -322,7 +333,24 @@ func TestSoak(t *testing.T) {
 	if q2, q4 := heapPeaks[1].Load(), heapPeaks[3].Load(); q4 > 2*q2+32<<20 {
 		t.Errorf("the live heap did not plateau: peak %.1f MiB in the last quarter, %.1f MiB in the second", mib(q4), mib(q2))
 	}
+	// A long run (make soak) is held to the flat-heap target: the last
+	// quarter's peak within 20 % of the second's, and within
+	// soakHeapMultiple state bounds plus the journal's bound (docs/security.md).
+	if dur >= 5*time.Minute {
+		q2, q4 := heapPeaks[1].Load(), heapPeaks[3].Load()
+		if float64(q4) > 1.2*float64(q2) {
+			t.Errorf("the heap grew: last quarter's peak %.1f MiB is more than 20%% over the second's %.1f MiB", mib(q4), mib(q2))
+		}
+		if limit := uint64(soakHeapMultiple*bound) + journal.DefaultBytes; q4 > limit {
+			t.Errorf("the heap peak %.1f MiB passes %d state bounds plus the journal's bound (%.0f MiB)", mib(q4), soakHeapMultiple, mib(limit))
+		}
+	}
 }
+
+// soakHeapMultiple is how many state bounds (plus the journal's bound) the
+// soak's heap peak may reach, garbage included: the state itself, the
+// collector's headroom, and the test client's buffers in the same process.
+const soakHeapMultiple = 4
 
 // soakLog keeps warnings, errors and the state bound's eviction lines, not
 // the access log: over a long soak the kept lines would otherwise be the

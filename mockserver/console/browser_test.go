@@ -145,7 +145,8 @@ func TestBrowserConsole(t *testing.T) {
 	if want := strings.Count(stream, "\n\n"); circles != want || frames != want || want < 5 {
 		t.Fatalf("timeline shows %d frames, table %d; the app received %d", circles, frames, want)
 	}
-	if facts := text(ctx, "#req-detail dl.facts"); !strings.Contains(facts, app.URL) || !strings.Contains(facts, "tool-use") {
+	// "Match": how the turn was picked (docs/mock/hybrid.md), here its exact query.
+	if facts := text(ctx, "#req-detail dl.facts"); !strings.Contains(facts, app.URL) || !strings.Contains(facts, "tool-use") || !strings.Contains(facts, "Matchexact") {
 		t.Fatalf("request facts: %q", facts)
 	}
 	if answer := text(ctx, "#req-detail [data-role=answer]"); !strings.Contains(answer, "Lisbon") {

@@ -86,6 +86,15 @@ function matches(e) {
   return [e.method + " " + e.path, e.user, String(e.status), e.cassette, e.fault, e.rule].some((v) => v && String(v).toLowerCase().includes(f));
 }
 
+// matchText says how a chat turn was chosen (docs/mock/hybrid.md): the
+// match, the similarity score of a nearest turn, a live upstream answer.
+function matchText(e) {
+  if (!e.match) return "";
+  if (e.match === "similar" && e.score != null) return "similar " + e.score.toFixed(3);
+  if (e.match === "upstream") return "live from the upstream" + (e.saved ? ", saved" : "");
+  return e.match;
+}
+
 function renderList() {
   const list = $("req-list");
   const rows = state.order.map((id) => state.entries.get(id)).filter(matches);
@@ -93,7 +102,7 @@ function renderList() {
   list.replaceChildren(...rows.map((e) => {
     const frames = e.frame_count ? e.frame_count + " frames" : "";
     const sub = [e.user && "user " + e.user, e.cassette && "cassette " + e.cassette + (e.turn != null ? " #" + e.turn : ""),
-      e.fault && e.fault !== "none" && "fault " + e.fault, e.rule && e.rule, frames].filter(Boolean).join(" · ");
+      matchText(e), e.fault && e.fault !== "none" && "fault " + e.fault, e.rule && e.rule, frames].filter(Boolean).join(" · ");
     const b = el("button", { type: "button", "data-id": e.id, "aria-current": e.id === state.selected ? "true" : "false",
       onclick: () => select(e.id) },
       el("span", { class: "muted", text: fmtTime(e.time) }),
@@ -152,6 +161,8 @@ function renderDetail(e) {
   add("End user", e.user);
   add("Conversation", e.conversation_id);
   add("Cassette", e.cassette && e.cassette + (e.turn != null ? ", turn " + e.turn : ""));
+  add("Match", matchText(e));
+  add("Upstream", e.upstream && e.upstream + (e.upstream === "live" ? (e.saved ? ", saved" : e.not_saved ? ", not saved: " + e.not_saved : "") : ""));
   add("Speed", e.speed);
   add("Rule", e.rule);
   add("Fault", e.fault && e.fault !== "none" ? e.fault : "");

@@ -93,6 +93,13 @@ func (f *fakeUpstream) serve(w http.ResponseWriter, r *http.Request) {
 		case "redirect":
 			http.Redirect(w, r, f.target+"/v1/chat-messages", http.StatusTemporaryRedirect)
 			return
+		case "break":
+			// One frame, then the connection drops mid-stream.
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			_, _ = io.WriteString(w, `data: {"event":"agent_message","conversation_id":"c1c1c1c1-0000-4000-8000-000000000001","message_id":"m1m1m1m1-0000-4000-8000-000000000002","created_at":1764471600,"task_id":"t1t1t1t1-0000-4000-8000-000000000003","id":"m1m1m1m1-0000-4000-8000-000000000002","answer":"Half an ans"}`+"\n\n")
+			http.NewResponseController(w).Flush()
+			panic(http.ErrAbortHandler)
 		case "slow":
 			select {
 			case <-time.After(3 * time.Second):
@@ -426,4 +433,95 @@ func TestHybridWithAnEmptyFolderAndNoUpstream(t *testing.T) {
 	resp, body := e.do(http.MethodPost, "/chat-messages", map[string]any{"query": "hi", "user": "fe-dev", "inputs": map[string]any{}, "response_mode": "streaming"})
 	e.wantError(resp, body, http.StatusBadGateway, "bad_gateway",
 		"dify-mock: the upstream Dify did not answer (the upstream answered HTTP 503: service_unavailable Down for maintenance) and no cassette is loaded to answer instead.")
+}
+
+// A live stream the upstream cuts after it started cannot fall back: the
+// client gets the frames so far and a Dify-style error event; the turn is
+// stored as an error and not saved. A stop ends a live turn with
+// message_end, as Dify answers a stop, and it is not saved either.
+func TestHybridLiveStreamBreaksAndStops(t *testing.T) {
+	up := newFakeUpstream(t)
+	dir := t.TempDir()
+	e, logs := hybridEnv(t, up, dir, nil)
+
+	up.mode.Store("break")
+	resp, frames := hybridAsk(e, "A question the upstream drops", "")
+	if resp.Header.Get(mockserver.HeaderUpstream) != "live" || len(frames) != 2 || frames[0].str("answer") != "Half an ans" ||
+		frames[1].event() != "error" || !strings.HasPrefix(frames[1].str("message"), "dify-mock: the upstream stream broke") {
+		t.Fatalf("broken stream: %v %+v", resp.Header, frames)
+	}
+	conv := frames[0].str("conversation_id")
+	if frames[1].str("conversation_id") != conv {
+		t.Errorf("the error frame names conversation %q, the stream %q", frames[1].str("conversation_id"), conv)
+	}
+	_, body := e.do(http.MethodGet, "/messages?user=fe-dev&conversation_id="+conv, nil)
+	var history struct {
+		Data []map[string]any `json:"data"`
+	}
+	if err := json.Unmarshal(body, &history); err != nil || len(history.Data) != 1 || history.Data[0]["status"] != "error" {
+		t.Errorf("GET /messages after a broken live turn: %s", body)
+	}
+	if !strings.Contains(logs.String(), "the live stream broke") {
+		t.Errorf("no log line for the broken stream:\n%s", logs)
+	}
+
+	up.mode.Store("")
+	start := time.Now()
+	stream := e.send(http.MethodPost, "/chat-messages", map[string]any{"query": "Plan a long trip", "user": "fe-dev", "inputs": map[string]any{}, "response_mode": "streaming"})
+	defer stream.Body.Close()
+	stopped := false
+	got := readFrames(t, stream.Body, start, func(f sseFrame) bool {
+		if !stopped && f.str("task_id") != "" {
+			stopped = true
+			r, b := e.do(http.MethodPost, "/chat-messages/"+f.str("task_id")+"/stop", map[string]any{"user": "fe-dev"})
+			if r.StatusCode != http.StatusOK {
+				t.Errorf("stop: %d %s", r.StatusCode, b)
+			}
+		}
+		return true
+	})
+	if len(got) == 0 || got[len(got)-1].event() != "message_end" || len(got) >= len(up.frames) {
+		t.Errorf("stopped live turn: %d frames (the whole turn has %d), last %q", len(got), len(up.frames), got[len(got)-1].event())
+	}
+	if n := len(folderFiles(t, dir)); n != 1 { // app.yaml only
+		t.Errorf("%d files in the folder; a broken or stopped turn was saved", n)
+	}
+}
+
+// A mock serving the same folder with --watch-cassettes picks up what a
+// hybrid mock saves.
+func TestHybridSavesReachWatchingMocks(t *testing.T) {
+	up := newFakeUpstream(t)
+	dir := t.TempDir()
+	name, data, err := author.GenerateBytes("local.yaml", []byte(localScenario), author.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := author.WriteCassette(dir, name, data, false); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := hybridEnv(t, up, dir, func(c *mockserver.Config) { c.Speed = 0 })
+	set, err := cassette.LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := newEnv(t, mockserver.Config{Cassettes: set, Control: mockserver.ControlConfig{CassetteDir: dir}})
+	other.srv.WatchCassettes(20 * time.Millisecond)
+
+	if resp, _ := hybridAsk(e, "Which museums open on Mondays?", ""); resp.Header.Get(mockserver.HeaderUpstream) != "live" {
+		t.Fatalf("not answered live: %v", resp.Header)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if _, ok := other.srv.Cassette("which-museums-open-on-mondays"); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the watching mock never loaded the new cassette: %v", other.srv.CassetteNames())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	resp, _ := hybridAsk(other, "which museums open on mondays", "")
+	if resp.Header.Get(mockserver.HeaderCassette) != "which-museums-open-on-mondays" {
+		t.Errorf("the watching mock answered from %q", resp.Header.Get(mockserver.HeaderCassette))
+	}
 }

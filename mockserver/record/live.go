@@ -178,11 +178,14 @@ func (r *Recorder) Forward(ctx context.Context, t ChatTurn, relay func(raw []byt
 	fwd := &Forwarded{Header: resp.Header}
 	seen := map[string]bool{}
 	var relayErr error
+	ended := false // a message_end or error event came: the turn is whole
 	frames, streamErr := readFrames(resp.Body, start, func(f dify.SSEFrame) {
 		frameTimer()
+		ff := parseFrameFields(f.Raw)
 		if fwd.ConversationID == "" {
-			fwd.ConversationID = parseFrameFields(f.Raw).ConversationID
+			fwd.ConversationID = ff.ConversationID
 		}
+		ended = ended || ff.Event == dify.EventMessageEnd || ff.Event == dify.EventError
 		r.learnIDs(s, f.Data, seen)
 		if relayErr == nil {
 			if relayErr = relay(f.Raw); relayErr != nil {
@@ -205,6 +208,10 @@ func (r *Recorder) Forward(ctx context.Context, t ChatTurn, relay func(raw []byt
 			detail = r.scrub.string(streamErr.Error())
 		}
 		return nil, &UpstreamError{Kind: UpstreamUnreachable, Detail: detail}
+	}
+	if streamErr == nil && !ended {
+		// A connection cut between frames reads as the end of the body.
+		streamErr = errNoEnd
 	}
 	fwd.Frames, fwd.StreamErr = frames, streamErr
 	r.mu.Lock()
@@ -255,6 +262,7 @@ var (
 	errFirstFrame = errors.New("no first frame in time")
 	errIdle       = errors.New("the upstream stream went silent")
 	errClientGone = errors.New("the client disconnected")
+	errNoEnd      = errors.New("it ended without message_end")
 )
 
 // takeTurn reserves one of the run's MaxTurns saves; false when none is

@@ -5,7 +5,6 @@ package mockserver
 // generator make before anything runs.
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"path"
@@ -43,8 +42,33 @@ type chatRequest struct {
 	uploadIDs []string           // the upload ids of files[], in request order
 }
 
-// chatModel is the pydantic model Dify validates the body with.
-const chatModel = "ChatRequestPayload"
+// chatRequestPayload is ChatRequestPayload
+// (api/controllers/service_api/app/completion.py), in its field order.
+var chatRequestPayload = pydantic.Model{Name: "ChatRequestPayload", Fields: []pydantic.Field{
+	{Name: "inputs", Rule: pydantic.DictRule, Required: true},
+	{Name: "query", Rule: pydantic.StrRule, Required: true},
+	{Name: "files", Rule: pydantic.ListOfDicts, Optional: true},
+	{Name: "response_mode", Rule: pydantic.Literal(dify.ResponseModeBlocking, dify.ResponseModeStreaming), Optional: true, Default: ""},
+	{Name: "conversation_id", Rule: conversationIDRule, Optional: true, Default: ""},
+	{Name: "retriever_from", Rule: pydantic.StrRule, Default: "dev"},
+	{Name: "auto_generate_name", Rule: pydantic.BoolRule, Default: true},
+	{Name: "workflow_id", Rule: pydantic.StrRule, Optional: true},
+}}
+
+// conversationIDRule is the payload's normalize_conversation_id: stripped,
+// blank is a new conversation (""), else helper.uuid_value (Python's
+// uuid.UUID spellings), canonicalised.
+func conversationIDRule(loc string, v any) (any, []pydantic.Error) {
+	str, isStr := v.(string)
+	str = strings.TrimSpace(str)
+	if isStr && str == "" {
+		return "", nil
+	}
+	if id, ok := pydantic.PythonUUID(str); isStr && ok {
+		return id, nil
+	}
+	return nil, []pydantic.Error{{Loc: loc, Msg: "Value error, conversation_id must be a valid UUID", Type: "value_error", Input: v}}
+}
 
 // parseChat validates the body in Dify's order
 // (api/controllers/service_api/app/completion.py ChatApi.post): the JSON
@@ -69,84 +93,16 @@ func (s *Server) parseChat(w http.ResponseWriter, r *http.Request) (*chatRequest
 			break
 		}
 	}
-	var errs []pydantic.Error
-	fail := func(pe *pydantic.Error) {
-		if pe != nil {
-			errs = append(errs, *pe)
-		}
-	}
-	missing := func(loc string) {
-		errs = append(errs, pydantic.Error{Loc: loc, Msg: "Field required", Type: "missing", Input: dict})
-	}
-
-	if v, ok := dict.Vals["inputs"]; !ok {
-		missing("inputs")
-	} else if _, isDict := v.(map[string]any); !isDict {
-		fail(&pydantic.Error{Loc: "inputs", Msg: "Input should be a valid dictionary", Type: "dict_type", Input: v})
-	} else {
-		// json.Number keeps 5 and 5.0 apart, as Python's json does.
-		dec := json.NewDecoder(bytes.NewReader(body["inputs"]))
-		dec.UseNumber()
-		_ = dec.Decode(&req.inputs)
-	}
-	if v, ok := dict.Vals["query"]; !ok {
-		missing("query")
-	} else {
-		q, pe := pydantic.Str("query", v)
-		fail(pe)
-		req.rawQuery = q
-		req.query = strings.ReplaceAll(q, "\x00", "")
-	}
-	if v := dict.Vals["files"]; v != nil {
-		list, isList := v.([]any)
-		if !isList {
-			fail(&pydantic.Error{Loc: "files", Msg: "Input should be a valid list", Type: "list_type", Input: v})
-		}
-		for i, item := range list {
-			if _, isDict := item.(map[string]any); !isDict {
-				fail(&pydantic.Error{Loc: "files." + strconv.Itoa(i), Msg: "Input should be a valid dictionary", Type: "dict_type", Input: item})
-			}
-		}
-	}
-	mode := ""
-	if v := dict.Vals["response_mode"]; v != nil {
-		m, _ := v.(string)
-		if m != dify.ResponseModeStreaming && m != dify.ResponseModeBlocking {
-			fail(&pydantic.Error{Loc: "response_mode", Msg: pydantic.LiteralMessage(dify.ResponseModeBlocking, dify.ResponseModeStreaming), Type: "literal_error", Input: v})
-		}
-		mode = m
-	}
-	if v, ok := dict.Vals["conversation_id"]; ok {
-		// normalize_conversation_id: strip, blank = new conversation,
-		// else helper.uuid_value (Python's uuid.UUID spellings).
-		str, isStr := v.(string)
-		if isStr {
-			str = strings.TrimSpace(str)
-		}
-		if v != nil && (!isStr || str != "") {
-			id, ok := pydantic.PythonUUID(str)
-			if !isStr || !ok {
-				fail(&pydantic.Error{Loc: "conversation_id", Msg: "Value error, conversation_id must be a valid UUID", Type: "value_error", Input: v})
-			}
-			req.convID = id
-		}
-	}
-	if v, ok := dict.Vals["retriever_from"]; ok {
-		_, pe := pydantic.Str("retriever_from", v)
-		fail(pe)
-	}
-	if v, ok := dict.Vals["auto_generate_name"]; ok {
-		b, pe := pydantic.Bool("auto_generate_name", v)
-		fail(pe)
-		req.autoName = b
-	}
-	if v := dict.Vals["workflow_id"]; v != nil {
-		_, pe := pydantic.Str("workflow_id", v)
-		fail(pe)
-	}
+	p, errs := chatRequestPayload.Validate(dict)
 	if len(errs) > 0 {
-		return nil, pydanticError(chatModel, errs...)
+		return nil, pydanticError(chatRequestPayload.Name, errs...)
 	}
+	req.inputs, _ = p["inputs"].(map[string]any)
+	req.rawQuery = p.Str("query")
+	req.query = strings.ReplaceAll(req.rawQuery, "\x00", "")
+	req.convID = p.Str("conversation_id")
+	req.autoName = p.Bool("auto_generate_name")
+	mode := p.Str("response_mode")
 	if raw, ok := body["files"]; ok && !isNull(raw) {
 		if err := json.Unmarshal(raw, &req.files); err != nil {
 			return nil, invalidParam("files: Input should be a valid list of file objects")

@@ -63,10 +63,10 @@ var conversationVariablesQuery = pydantic.Model{Name: "ConversationVariablesQuer
 
 // variableName is ConversationVariablesQuery's variable_name checks:
 // length 1–255, then validate_variable_name.
-func variableName(_ string, value any) (any, *pydantic.Error) {
+func variableName(_ string, value any) (any, []pydantic.Error) {
 	v, _ := value.(string) // a query value
 	if e := variableNameError(v); e != nil {
-		return nil, e
+		return nil, []pydantic.Error{*e}
 	}
 	return v, nil
 }

@@ -1,5 +1,7 @@
 package pydantic
 
+import "strconv"
+
 // A Model is a pydantic request model declared as a table of fields, in the
 // order of the Python class: reviewing a route against Dify is comparing
 // the two declarations. Validate reads a Dict (a body or the query string),
@@ -29,8 +31,8 @@ type Field struct {
 }
 
 // Rule converts a present field value as pydantic's lax mode does, or says
-// why it does not validate.
-type Rule func(loc string, v any) (any, *Error)
+// why it does not validate (a list may fail at several items).
+type Rule func(loc string, v any) (any, []Error)
 
 // Values are a validated model's fields by name: the converted value of
 // each present field, the Default of each absent one.
@@ -68,8 +70,8 @@ func (m Model) Validate(d *Dict) (Values, []Error) {
 			vals[f.Name] = f.Default
 		default:
 			v, e := f.Rule(f.Name, raw)
-			if e != nil {
-				errs = append(errs, *e)
+			if len(e) > 0 {
+				errs = append(errs, e...)
 				continue
 			}
 			vals[f.Name] = v
@@ -86,23 +88,46 @@ func (m Model) Validate(d *Dict) (Values, []Error) {
 // The rules of the field types Dify's models use.
 var (
 	// StrRule is `str`.
-	StrRule Rule = func(loc string, v any) (any, *Error) { return wrap(Str(loc, v)) }
+	StrRule Rule = func(loc string, v any) (any, []Error) { return wrap(Str(loc, v)) }
 	// BoolRule is `bool` (lax: "true", "1", 1, …).
-	BoolRule Rule = func(loc string, v any) (any, *Error) { return wrap(Bool(loc, v)) }
+	BoolRule Rule = func(loc string, v any) (any, []Error) { return wrap(Bool(loc, v)) }
 	// FloatRule is `float` (lax).
-	FloatRule Rule = func(loc string, v any) (any, *Error) { return wrap(Float(loc, v)) }
+	FloatRule Rule = func(loc string, v any) (any, []Error) { return wrap(Float(loc, v)) }
+	// DictRule is `dict`: a JSON object, decoded with its numbers kept as
+	// written (json.Number).
+	DictRule Rule = func(loc string, v any) (any, []Error) {
+		if _, ok := v.(map[string]any); !ok {
+			return nil, []Error{{Loc: loc, Msg: "Input should be a valid dictionary", Type: "dict_type", Input: v}}
+		}
+		return v, nil
+	}
+	// ListOfDicts is `list[dict]`: a list error, or one error per item that
+	// is not an object (loc "files.2").
+	ListOfDicts Rule = func(loc string, v any) (any, []Error) {
+		list, ok := v.([]any)
+		if !ok {
+			return nil, []Error{{Loc: loc, Msg: "Input should be a valid list", Type: "list_type", Input: v}}
+		}
+		var errs []Error
+		for i, item := range list {
+			if _, ok := item.(map[string]any); !ok {
+				errs = append(errs, Error{Loc: loc + "." + strconv.Itoa(i), Msg: "Input should be a valid dictionary", Type: "dict_type", Input: item})
+			}
+		}
+		return list, errs
+	}
 	// UUIDRule is `uuid.UUID`, with pydantic_core's parsing errors; the value
 	// is the canonical lower-case form.
-	UUIDRule Rule = func(loc string, v any) (any, *Error) {
+	UUIDRule Rule = func(loc string, v any) (any, []Error) {
 		s, ok := v.(string)
 		if !ok {
-			return nil, &Error{Loc: loc, Msg: "UUID input should be a string, bytes or UUID object", Type: "uuid_type", Input: v}
+			return nil, []Error{{Loc: loc, Msg: "UUID input should be a string, bytes or UUID object", Type: "uuid_type", Input: v}}
 		}
 		return wrap(UUID(loc, s))
 	}
 	// UUIDStrOrEmpty is Dify's UUIDStrOrEmpty (api/libs/helper.py): "" or a
 	// string uuid.UUID() accepts, canonicalised.
-	UUIDStrOrEmpty Rule = func(loc string, v any) (any, *Error) {
+	UUIDStrOrEmpty Rule = func(loc string, v any) (any, []Error) {
 		s, _ := v.(string)
 		if s == "" {
 			return "", nil
@@ -110,14 +135,14 @@ var (
 		if id, ok := PythonUUID(s); ok {
 			return id, nil
 		}
-		return nil, &Error{Loc: loc, Msg: "Value error, must be a valid UUID", Type: "value_error", Input: v}
+		return nil, []Error{{Loc: loc, Msg: "Value error, must be a valid UUID", Type: "value_error", Input: v}}
 	}
 )
 
 // IntRange is `int = Field(ge=ge, le=le)` read from a query string (le <= 0:
 // no upper bound).
 func IntRange(ge, le int) Rule {
-	return func(loc string, v any) (any, *Error) {
+	return func(loc string, v any) (any, []Error) {
 		s, _ := v.(string)
 		return wrap(IntQuery(loc, s, ge, le))
 	}
@@ -125,7 +150,7 @@ func IntRange(ge, le int) Rule {
 
 // Literal is `Literal[options…]`.
 func Literal(options ...string) Rule {
-	return func(loc string, v any) (any, *Error) {
+	return func(loc string, v any) (any, []Error) {
 		if s, ok := v.(string); ok {
 			for _, o := range options {
 				if s == o {
@@ -133,13 +158,13 @@ func Literal(options ...string) Rule {
 				}
 			}
 		}
-		return nil, &Error{Loc: loc, Msg: LiteralMessage(options...), Type: "literal_error", Input: v}
+		return nil, []Error{{Loc: loc, Msg: LiteralMessage(options...), Type: "literal_error", Input: v}}
 	}
 }
 
-func wrap[T any](v T, e *Error) (any, *Error) {
+func wrap[T any](v T, e *Error) (any, []Error) {
 	if e != nil {
-		return nil, e
+		return nil, []Error{*e}
 	}
 	return v, nil
 }

@@ -82,3 +82,21 @@ func TestQueryModel(t *testing.T) {
 		t.Errorf("errors %v", got)
 	}
 }
+
+func TestListOfDictsReportsEachBadItem(t *testing.T) {
+	m := pydantic.Model{Name: "P", Fields: []pydantic.Field{
+		{Name: "files", Rule: pydantic.ListOfDicts, Optional: true},
+		{Name: "inputs", Rule: pydantic.DictRule, Required: true},
+	}}
+	_, errs := m.Validate(pydantic.Body([]byte(`{"files":[{}, 3, "x"], "inputs": []}`)))
+	var got []string
+	for _, e := range errs {
+		got = append(got, e.Loc+":"+e.Type)
+	}
+	if strings.Join(got, " ") != "files.1:dict_type files.2:dict_type inputs:dict_type" {
+		t.Errorf("errors %v", got)
+	}
+	if v, errs := m.Validate(pydantic.Body([]byte(`{"files":null,"inputs":{"n":5.0}}`))); len(errs) != 0 || v.Set("files") {
+		t.Errorf("null files: %v %v", v, errs)
+	}
+}

@@ -103,7 +103,7 @@ terraform: ## Find or build Terraform >= 1.5 and print its path
 .PHONY: tofu-test
 tofu-test: ## Only the acceptance tests, against OpenTofu 1.10.6 (built from source the first time, ~8 min; make test runs them too)
 	@tofu="$$(scripts/ensure-tofu.sh | tail -n1)"; \
-	 TF_ACC=1 TF_ACC_TERRAFORM_PATH="$$tofu" TF_ACC_PROVIDER_NAMESPACE=hashicorp TF_CLI_CONFIG_FILE=/dev/null CHECKPOINT_DISABLE=1 \
+	 TF_ACC=1 TF_ACC_TERRAFORM_PATH="$$tofu" TF_ACC_PROVIDER_HOST=registry.opentofu.org TF_ACC_PROVIDER_NAMESPACE=hashicorp TF_CLI_CONFIG_FILE=/dev/null CHECKPOINT_DISABLE=1 \
 	   go test -count=1 -timeout 30m ./provider/... -run '^TestAcc'
 
 .PHONY: clean

@@ -254,14 +254,17 @@ stage_acceptance() {
 		TF_ACC=1 TF_ACC_TERRAFORM_PATH="$tf14" go_test_detail_on_failure ./provider/... -run '^TestAcc' -timeout "$ACC_TIMEOUT" || rc=$?
 	fi
 	# And on OpenTofu, so supporting it is a fact, not a claim. The test
-	# framework names providers registry.terraform.io/<namespace>/dify; with
-	# OpenTofu it must be told the namespace its built provider answers to.
+	# framework hands the provider under test to the CLI as
+	# HOST/NAMESPACE/dify (registry.terraform.io/hashicorp by default);
+	# OpenTofu reads a configuration's bare "dify" as
+	# registry.opentofu.org/hashicorp/dify, so it is named that way here (a
+	# test whose first step is an import fails to init otherwise).
 	local out tofu
 	out="$("$REPO_ROOT/scripts/ensure-tofu.sh")" || die "no OpenTofu (scripts/ensure-tofu.sh)"
 	tofu="$(tail -n1 <<<"$out")"
 	[[ "$tofu" == /* && -x "$tofu" ]] || die "ensure-tofu.sh returned '$tofu', not an absolute path"
-	log "again on $("$tofu" version | head -n1): TF_ACC_TERRAFORM_PATH=$tofu TF_ACC_PROVIDER_NAMESPACE=hashicorp"
-	TF_ACC=1 TF_ACC_TERRAFORM_PATH="$tofu" TF_ACC_PROVIDER_NAMESPACE=hashicorp \
+	log "again on $("$tofu" version | head -n1): TF_ACC_TERRAFORM_PATH=$tofu TF_ACC_PROVIDER_HOST=registry.opentofu.org TF_ACC_PROVIDER_NAMESPACE=hashicorp"
+	TF_ACC=1 TF_ACC_TERRAFORM_PATH="$tofu" TF_ACC_PROVIDER_HOST=registry.opentofu.org TF_ACC_PROVIDER_NAMESPACE=hashicorp \
 		go_test_detail_on_failure ./provider/... -run '^TestAcc' -timeout "$ACC_TIMEOUT" || rc=$?
 	return "$rc"
 }

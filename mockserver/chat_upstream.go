@@ -14,6 +14,7 @@ import (
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 	"github.com/difyops/terraform-provider-dify/mockserver/journal"
+	"github.com/difyops/terraform-provider-dify/mockserver/netguard"
 	"github.com/difyops/terraform-provider-dify/mockserver/record"
 	"github.com/difyops/terraform-provider-dify/mockserver/replay"
 	"github.com/difyops/terraform-provider-dify/mockserver/store"
@@ -47,6 +48,12 @@ func (s *Server) upstreamSource(in *steerInput, plan *turnPlan) (bool, *apiError
 	if s.cfg.Upstream == nil || in.cassette != "" || len(req.files) > 0 || !in.faultFor("").IsZero() {
 		return false, nil
 	}
+	if why := s.keyRefused(in.r); why != "" {
+		// Answered locally, as a failed upstream would be.
+		plan.fallback = why
+		s.log.Warn("upstream: answered from the recorded turns instead", "reason", why)
+		return false, nil
+	}
 	lc := &liveChat{req: req, rec: journal.FromContext(in.r.Context()), rule: plan.rule}
 	if req.convID != "" {
 		c, err := s.store.Conversation(req.convID, req.endUserID)
@@ -69,6 +76,25 @@ func (s *Server) upstreamSource(in *steerInput, plan *turnPlan) (bool, *apiError
 	}
 	s.log.Warn("upstream: answered from the recorded turns instead", "reason", plan.fallback)
 	return false, nil
+}
+
+// upstreamPolicy: the upstream key is spent only for requests addressed
+// to this machine (a loopback name or an IP address: a DNS-rebound name is
+// refused) and, from a browser, for pages of this machine or origins named
+// with --cors-origin. With the default "--cors-origin *" any site may use
+// the mock's recorded turns, as always, but not the key: the recorder's
+// rule (docs/security.md).
+var upstreamPolicy = netguard.Policy{IPLiterals: true}
+
+// keyRefused says why r may not spend the upstream key, "" when it may.
+func (s *Server) keyRefused(r *http.Request) string {
+	if !upstreamPolicy.AllowsHost(r.Host) {
+		return "the request names another host than this machine, so the upstream key is not used for it"
+	}
+	if o := r.Header.Get("Origin"); o != "" && !upstreamPolicy.AllowsOrigin(o) && s.origins.Grant(o) != o {
+		return "the request comes from a web page of another site; only this machine's pages and origins named with --cors-origin may use the upstream key"
+	}
+	return ""
 }
 
 // liveChat is one chat request to answer from the upstream.

@@ -525,3 +525,54 @@ func TestHybridSavesReachWatchingMocks(t *testing.T) {
 		t.Errorf("the watching mock answered from %q", resp.Header.Get(mockserver.HeaderCassette))
 	}
 }
+
+// The upstream key is spent only for this machine's own clients: a page of
+// another site (any site may use the recorded turns, CORS "*") and a
+// DNS-rebound host name get the recorded turns, saying why.
+func TestHybridKeyOnlyForThisMachinesClients(t *testing.T) {
+	up := newFakeUpstream(t)
+	dir := t.TempDir()
+	name, data, err := author.GenerateBytes("local.yaml", []byte(localScenario), author.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := author.WriteCassette(dir, name, data, false); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := hybridEnv(t, up, dir, func(c *mockserver.Config) { c.Speed = 0; c.CORSOrigin = "*" })
+	send := func(query, host, origin string) *http.Response {
+		t.Helper()
+		body := `{"query":` + js(query) + `,"user":"fe-dev","inputs":{},"response_mode":"streaming"}`
+		req, _ := http.NewRequest(http.MethodPost, e.url("/chat-messages"), strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer app-test")
+		req.Header.Set("Content-Type", "application/json")
+		if host != "" {
+			req.Host = host
+		}
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := e.hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	for _, tc := range []struct{ query, host, origin, want string }{
+		{"Which bridges cross the Seine?", "", "https://evil.example", "fallback: the request comes from a web page of another site"},
+		{"Where do the trams stop?", "evil.example", "", "fallback: the request names another host than this machine"},
+		{"Is the opera open on Sunday?", "", "http://localhost:5173", "live"},
+		{"How far is the airport by taxi?", "localhost", "", "live"},
+	} {
+		before := up.chats.Load()
+		resp := send(tc.query, tc.host, tc.origin)
+		if got := resp.Header.Get(mockserver.HeaderUpstream); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("host %q origin %q: %s %q, want %q", tc.host, tc.origin, mockserver.HeaderUpstream, got, tc.want)
+		}
+		if forwarded := up.chats.Load() > before; forwarded != (tc.want == "live") {
+			t.Errorf("host %q origin %q: forwarded %v", tc.host, tc.origin, forwarded)
+		}
+	}
+}

@@ -135,7 +135,7 @@ func TestVerifyUsage(t *testing.T) {
 	}{
 		{nil, "--upstream is required"},
 		{[]string{"--upstream", "http://127.0.0.1:1/v1"}, "no upstream API key"},
-		{[]string{"--upstream", "ftp://x", "--upstream-key", verifyTestKey, "--yes"}, "want an http(s) URL"},
+		{[]string{"--upstream", "ftp://x", "--upstream-key", verifyTestKey, "--yes"}, "want http(s)://host"},
 		{[]string{"--upstream", "http://127.0.0.1:1/v1", "--upstream-key", verifyTestKey, "--inputs", "[1]"}, "--inputs"},
 		{[]string{"--upstream", "http://127.0.0.1:1/v1", "--upstream-key", verifyTestKey, "--max-chat-turns", "-1"}, "--max-chat-turns"},
 		{[]string{"--upstream", "http://127.0.0.1:1/v1", "--upstream-key", verifyTestKey, "--yes", "--quiet"}, "upstream:"},

@@ -97,7 +97,7 @@ func (f *fakeUpstream) serve(w http.ResponseWriter, r *http.Request) {
 			// One frame, then the connection drops mid-stream.
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.WriteHeader(http.StatusOK)
-			_, _ = io.WriteString(w, `data: {"event":"agent_message","conversation_id":"c1c1c1c1-0000-4000-8000-000000000001","message_id":"m1m1m1m1-0000-4000-8000-000000000002","created_at":1764471600,"task_id":"t1t1t1t1-0000-4000-8000-000000000003","id":"m1m1m1m1-0000-4000-8000-000000000002","answer":"Half an ans"}`+"\n\n")
+			_, _ = io.WriteString(w, `data: {"event":"agent_message","conversation_id":"c1c1c1c1-0000-4000-8000-000000000001","message_id":"a1a1a1a1-0000-4000-8000-000000000002","created_at":1764471600,"task_id":"b1b1b1b1-0000-4000-8000-000000000003","id":"a1a1a1a1-0000-4000-8000-000000000002","answer":"Half an ans"}`+"\n\n")
 			http.NewResponseController(w).Flush()
 			panic(http.ErrAbortHandler)
 		case "slow":
@@ -451,6 +451,9 @@ func TestHybridLiveStreamBreaksAndStops(t *testing.T) {
 		t.Fatalf("broken stream: %v %+v", resp.Header, frames)
 	}
 	conv := frames[0].str("conversation_id")
+	if strings.Contains(frames[0].raw, "a1a1a1a1-0000-4000-8000-000000000002") || frames[0].str("message_id") != frames[1].str("message_id") {
+		t.Errorf("the live frame kept the upstream's message id: %s", frames[0].raw)
+	}
 	if frames[1].str("conversation_id") != conv {
 		t.Errorf("the error frame names conversation %q, the stream %q", frames[1].str("conversation_id"), conv)
 	}

@@ -32,6 +32,12 @@ package mockserver
 //   - routeFault is //go:noinline so that its locals stay out of the frames
 //     of the handlers that call it.
 //
+// The exception: a turn hybrid mode answers live from the upstream
+// (chat_upstream.go) streams from inside steer, below the recorder's read
+// loop, and may take a 16 KiB stack. Such turns are a developer's new
+// questions, a handful at a time, not the thousands of replays the budget
+// is for; storing them still runs on a fresh stack.
+//
 // The guard: TestStreamKeepsASmallStack (stack_test.go) runs 200 chats on
 // keep-alive connections with the collector off and fails when the idle
 // connections' goroutines average more than 12 KiB of stack. Any change to

@@ -51,8 +51,10 @@ func (l *liveIDs) learn(raw []byte) string {
 		return ""
 	}
 	for _, p := range [][2]string{{env.ConversationID, l.conv}, {env.MessageID, l.msg}, {env.TaskID, l.task}} {
-		// Short values could occur in text by accident (replay's minIDLen).
-		if len(p[0]) < 8 || l.seen[p[0]] || p[0] == p[1] {
+		// Dify's ids are UUIDs; anything shorter could occur in an answer's
+		// text by accident, and a UUID replaced by a UUID keeps every
+		// frame's length.
+		if !dify.IsUUID(p[0]) || l.seen[p[0]] || p[0] == p[1] {
 			continue
 		}
 		l.seen[p[0]] = true

@@ -79,3 +79,34 @@ func TestUpstreamConversationsAreBounded(t *testing.T) {
 		t.Errorf("get = %q %v", up, ok)
 	}
 }
+
+// FuzzLiveIDs: whatever the upstream sends, rewriting never panics, keeps
+// every frame's length (UUIDs replace UUIDs), leaves a frame without a
+// learnt id as it was, and replaces a learnt conversation id where it
+// stands alone.
+func FuzzLiveIDs(f *testing.F) {
+	f.Add(upFrame(`"agent_message","id":"`+upMsg+`","answer":"Hello"`), []byte("event: ping\n\n"))
+	f.Add([]byte(`data: {"event":"message_end","conversation_id":"short","task_id":null}`+"\n\n"), []byte("data: not json\n\n"))
+	f.Add([]byte("data: {\"conversation_id\":\""+upConv+"\"}\r\n\r\n"), upFrame(`"error","code":"x"`))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		conv, msg, task := replay.NewUUID(), replay.NewUUID(), replay.NewUUID()
+		ids := newLiveIDs(conv, msg, task)
+		for _, raw := range [][]byte{a, b, a} {
+			out, _ := ids.rewrite(raw)
+			if len(out) != len(raw) {
+				t.Fatalf("%q became %q: another length", raw, out)
+			}
+			touched := false
+			for _, old := range ids.from {
+				touched = touched || strings.Contains(string(raw), string(old))
+			}
+			if !touched && string(out) != string(raw) {
+				t.Fatalf("%q holds no learnt id but became %q", raw, out)
+			}
+		}
+		probe := []byte("data: {\"conversation_id\":\"" + upConv + "\"}\n\n")
+		if out, _ := ids.rewrite(probe); strings.Contains(string(out), upConv) && conv != upConv {
+			t.Fatalf("the upstream conversation id survived: %q", out)
+		}
+	})
+}

@@ -74,13 +74,22 @@ func TestPeerTargets(t *testing.T) {
 			{Kind: "peers-http", Target: "bare", RPS: 36000},
 		},
 		peerStreams: []peerStreamResult{{Kind: "peers-stream", Target: "dify-mock", Runs: 10, AbsError: summary{Count: 70, Max: 4 * time.Millisecond}}},
-		streams: []streamsResult{{Streams: 10000, Completed: 10000, Lateness: summary{P99: 25 * time.Millisecond}, Server: serverFigures{PeakRSSKiB: 200 * 1024}},
+		streams: []streamsResult{{Streams: 10000, Completed: 10000, PeakConcurrent: 10000, Lateness: summary{P99: 25 * time.Millisecond}, Server: serverFigures{PeakRSSKiB: 200 * 1024}},
 			{Streams: 50000, Completed: 50000, PeakConcurrent: 50000, Lateness: summary{P99: 90 * time.Millisecond}, Server: serverFigures{PeakRSSKiB: 1600 * 1024}}},
 		provider: []providerResult{{Conversations: 1}, {Conversations: 100}},
 	}
 	got := map[string]string{}
 	for _, r := range peerTargetRows(in) {
 		got[r[0]] = r[2] + " " + r[1]
+	}
+	// Figures from a run whose streams were never all live at once measure
+	// nothing about N concurrent streams.
+	starved := *in
+	starved.streams = []streamsResult{{Streams: 10000, Completed: 10000, PeakConcurrent: 3600, Server: serverFigures{PeakRSSKiB: 100 * 1024}}}
+	for _, r := range peerTargetRows(&starved) {
+		if strings.HasPrefix(r[0], "10,000 streams in") && r[2] == "met" {
+			t.Errorf("10,000 streams of which 3,600 were live at once passed the memory target")
+		}
 	}
 	for target, want := range map[string]string{
 		"`GET /v1/parameters` ≥ 2× WireMock's req/s":              "met 3.00×",

@@ -74,7 +74,7 @@ func runStreams(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.IntVar(&o.connect, "connect-concurrency", 1000, "requests waiting for their first frame at once (a ramp, so the accept queue never overflows)")
 	fs.StringVar(&o.profile, "profile", "", "save a CPU profile of the server to this file (needs --debug-url)")
 	fs.DurationVar(&o.profileFor, "profile-seconds", 10*time.Second, "length of the CPU profile")
-	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (default: the turn's length + 2m)")
+	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (default: the turn's length + 2m + 10ms per stream)")
 	fs.StringVar(&o.out, "out", "", "append the JSON result to this file (default stdout)")
 	fs.StringVar(&o.label, "label", "", "free-form label stored with the result")
 	fs.StringVar(&o.sources, "sources", "auto", "local addresses to dial from: a count N (127.0.0.2 … 127.0.0.N+1), a comma-separated list, or auto (one per 20,000 streams: one source and one server address give at most the ephemeral port range)")
@@ -162,7 +162,10 @@ func streams(ctx context.Context, o streamsOptions, turn *cassette.RecordedTurn,
 	}
 	length := due[len(due)-1]
 	if o.timeout == 0 {
-		o.timeout = length + 2*time.Minute
+		// The ramp is part of the run: on a starved machine 18,500 streams
+		// took over two minutes to start, and a fixed allowance cut the
+		// last of them mid-stream.
+		o.timeout = length + 2*time.Minute + time.Duration(o.streams)*10*time.Millisecond
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()

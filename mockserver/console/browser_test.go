@@ -73,138 +73,96 @@ func TestBrowserConsole(t *testing.T) {
 		t.Fatal(err)
 	}
 	mock := httptest.NewServer(srv)
-	defer mock.Close()
+	t.Cleanup(mock.Close) // after the browser closes (cleanups run last first): its live updates hold a connection
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprintf(w, appPage, mock.URL)
 	}))
-	defer app.Close()
+	t.Cleanup(app.Close)
 
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chrome), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900),
-	}
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-
-	do := func(c context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(c, actions...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	eval := func(c context.Context, expr string) int {
-		t.Helper()
-		n, err := chromedp.Run(c, chromedp.Evaluate[int](expr))
-		if err != nil {
-			t.Fatalf("%s: %v", expr, err)
-		}
-		return n
-	}
-	text := func(c context.Context, sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(c, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ""`, sel)))
-		if err != nil {
-			t.Fatalf("%s: %v", sel, err)
-		}
-		return s
-	}
-	// waitText waits (polling in the page) until sel's text contains want.
-	waitText := func(c context.Context, sel, want string) {
-		t.Helper()
-		js := fmt.Sprintf(`(() => { const n = document.querySelector(%q); return !!n && n.textContent.includes(%q); })()`, sel, want)
-		if _, err := chromedp.Run(c, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(60*time.Second))); err != nil {
-			t.Fatalf("%s: want text containing %q, got %q (%v)", sel, want, text(c, sel), err)
-		}
-	}
+	ctx := startBrowser(t, chrome)
 	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
 	shot := screenshots(t)
 
 	// Open the console; it connects to the live updates.
-	do(ctx, "open console", chromedp.Navigate(mock.URL+"/__mock/"), chromedp.WaitVisible(css("#tab-requests")))
-	waitText(ctx, "#live", "live")
+	do(t, ctx, "open console", chromedp.Navigate(mock.URL+"/__mock/"), chromedp.WaitVisible(css("#tab-requests")))
+	waitText(t, ctx, "#live", "live")
 	appCtx, cancelApp := chromedp.NewContext(ctx) // a second tab of the same browser: the frontend
 	defer cancelApp()
 
 	// A chat from the app on another origin appears with its frames.
-	do(appCtx, "open app", chromedp.Navigate(app.URL), chromedp.Click(css("#send")))
-	waitText(appCtx, "#status", "200 done")
-	stream := text(appCtx, "#out")
-	waitText(ctx, "#req-list li.req", "POST /v1/chat-messages")
-	waitText(ctx, "#req-list li.req", "frames")
-	do(ctx, "open the request", chromedp.Click(css("#req-list li.req button")))
-	waitText(ctx, "#req-detail", "Timeline")
-	circles := eval(ctx, `document.querySelectorAll("#req-detail svg.timeline circle.actual").length`)
-	frames := eval(ctx, `document.querySelectorAll("#req-detail table.frames tbody tr").length`)
+	do(t, appCtx, "open app", chromedp.Navigate(app.URL), chromedp.Click(css("#send")))
+	waitText(t, appCtx, "#status", "200 done")
+	stream := text(t, appCtx, "#out")
+	waitText(t, ctx, "#req-list li.req", "POST /v1/chat-messages")
+	waitText(t, ctx, "#req-list li.req", "frames")
+	do(t, ctx, "open the request", chromedp.Click(css("#req-list li.req button")))
+	waitText(t, ctx, "#req-detail", "Timeline")
+	circles := eval(t, ctx, `document.querySelectorAll("#req-detail svg.timeline circle.actual").length`)
+	frames := eval(t, ctx, `document.querySelectorAll("#req-detail table.frames tbody tr").length`)
 	if want := strings.Count(stream, "\n\n"); circles != want || frames != want || want < 5 {
 		t.Fatalf("timeline shows %d frames, table %d; the app received %d", circles, frames, want)
 	}
 	// "Match": how the turn was picked (docs/mock/hybrid.md), here its exact query.
-	if facts := text(ctx, "#req-detail dl.facts"); !strings.Contains(facts, app.URL) || !strings.Contains(facts, "tool-use") || !strings.Contains(facts, "Matchexact") {
+	if facts := text(t, ctx, "#req-detail dl.facts"); !strings.Contains(facts, app.URL) || !strings.Contains(facts, "tool-use") || !strings.Contains(facts, "Matchexact") {
 		t.Fatalf("request facts: %q", facts)
 	}
-	if answer := text(ctx, "#req-detail [data-role=answer]"); !strings.Contains(answer, "Lisbon") {
+	if answer := text(t, ctx, "#req-detail [data-role=answer]"); !strings.Contains(answer, "Lisbon") {
 		t.Fatalf("chat view answer: %q", answer)
 	}
-	if eval(ctx, `document.querySelectorAll("#req-detail .bubble.thought .tool").length`) == 0 {
+	if eval(t, ctx, `document.querySelectorAll("#req-detail .bubble.thought .tool").length`) == 0 {
 		t.Fatal("the chat view shows no tool call for the tool-use cassette")
 	}
 	shot(ctx, "console-requests")
 
 	// Keyboard: arrows move between tabs.
-	do(ctx, "keyboard tabs", chromedp.Focus(css("#tab-requests")), chromedp.KeyEvent(kb.ArrowRight))
+	do(t, ctx, "keyboard tabs", chromedp.Focus(css("#tab-requests")), chromedp.KeyEvent(kb.ArrowRight))
 	if sel, err := chromedp.Run(ctx, chromedp.AttributeValue(css("#tab-rules"), "aria-selected")); err != nil || sel.Value != "true" {
 		t.Fatalf("ArrowRight on the first tab did not select the Rules tab (%v)", err)
 	}
 
 	// A fault rule set in the UI makes the next chat fail with 429.
-	do(ctx, "add rule",
+	do(t, ctx, "add rule",
 		chromedp.WaitVisible(css("#rule-form")),
 		chromedp.SetValue(css("#rule-fault"), "status:429"),
 		chromedp.SetValue(css("#rule-times"), "1"),
 		chromedp.Click(css("#rule-add")))
-	waitText(ctx, "#rule-msg", "Added rule-1")
-	waitText(ctx, "#rules-table", "status:429")
+	waitText(t, ctx, "#rule-msg", "Added rule-1")
+	waitText(t, ctx, "#rules-table", "status:429")
 	shot(ctx, "console-rules")
-	do(appCtx, "send again", chromedp.Click(css("#send")))
-	waitText(appCtx, "#status", "429 done")
-	waitText(ctx, "#rules-table", "No rules")
-	do(ctx, "back to requests", chromedp.Click(css("#tab-requests")))
-	waitText(ctx, "#req-list li.req:first-child", "429")
-	waitText(ctx, "#req-list li.req:first-child", "fault status:429")
+	do(t, appCtx, "send again", chromedp.Click(css("#send")))
+	waitText(t, appCtx, "#status", "429 done")
+	waitText(t, ctx, "#rules-table", "No rules")
+	do(t, ctx, "back to requests", chromedp.Click(css("#tab-requests")))
+	waitText(t, ctx, "#req-list li.req:first-child", "429")
+	waitText(t, ctx, "#req-list li.req:first-child", "fault status:429")
 
 	// Stop mid-stream: a rule that resets the connection after 3 frames.
-	do(ctx, "add reset rule",
+	do(t, ctx, "add reset rule",
 		chromedp.Click(css("#tab-rules")),
 		chromedp.WaitVisible(css("#rule-form")),
 		chromedp.SetValue(css("#rule-fault"), "reset-after:3"),
 		chromedp.SetValue(css("#rule-times"), "1"),
 		chromedp.Click(css("#rule-add")))
-	waitText(ctx, "#rule-msg", "Added rule-2")
-	do(appCtx, "send a third time", chromedp.Click(css("#send")))
-	waitText(appCtx, "#status", "failed")
-	if got := strings.Count(text(appCtx, "#out"), "\n\n"); got != 3 {
+	waitText(t, ctx, "#rule-msg", "Added rule-2")
+	do(t, appCtx, "send a third time", chromedp.Click(css("#send")))
+	waitText(t, appCtx, "#status", "failed")
+	if got := strings.Count(text(t, appCtx, "#out"), "\n\n"); got != 3 {
 		t.Fatalf("the app received %d frames before the reset, want 3", got)
 	}
-	do(ctx, "requests again", chromedp.Click(css("#tab-requests")))
-	waitText(ctx, "#req-list li.req:first-child", "fault reset-after:3")
-	waitText(ctx, "#req-list li.req:first-child", "3 frames")
+	do(t, ctx, "requests again", chromedp.Click(css("#tab-requests")))
+	waitText(t, ctx, "#req-list li.req:first-child", "fault reset-after:3")
+	waitText(t, ctx, "#req-list li.req:first-child", "3 frames")
 
 	// State: the chat's end user is listed; reset empties the state.
-	do(ctx, "state tab", chromedp.Click(css("#tab-state")))
-	waitText(ctx, "#state-totals", "1 end users · 2 conversations · 2 messages")
-	do(ctx, "show user", chromedp.Click(css("#users-table tbody button.link")))
-	waitText(ctx, "#user-detail", "End user browser-user")
+	do(t, ctx, "state tab", chromedp.Click(css("#tab-state")))
+	waitText(t, ctx, "#state-totals", "1 end user · 2 conversations · 2 messages")
+	do(t, ctx, "show user", chromedp.Click(css("#users-table tbody button.link")))
+	waitText(t, ctx, "#user-detail", "End user browser-user")
 	shot(ctx, "console-state")
-	do(ctx, "reset", chromedp.Click(css("#state-reset")))
-	waitText(ctx, "#state-msg", "All state was reset.")
-	waitText(ctx, "#state-totals", "0 end users")
+	do(t, ctx, "reset", chromedp.Click(css("#state-reset")))
+	waitText(t, ctx, "#state-msg", "All state was reset.")
+	waitText(t, ctx, "#state-totals", "0 end users")
 	resp, err := http.Get(mock.URL + "/__mock/api/state")
 	if err != nil {
 		t.Fatal(err)
@@ -217,14 +175,78 @@ func TestBrowserConsole(t *testing.T) {
 	}
 
 	// The cassette player plays a cassette in the page.
-	do(ctx, "player",
+	do(t, ctx, "player",
 		chromedp.Click(css("#tab-cassettes")),
 		chromedp.WaitVisible(css("#player-form")),
 		chromedp.SetValue(css("#player-cassette"), "tool-use"),
 		chromedp.SetValue(css("#player-speed"), "5"),
 		chromedp.Click(css("#player-play")))
-	waitText(ctx, "#player-out [data-role=answer]", "Lisbon")
+	waitText(t, ctx, "#player-out [data-role=answer]", "Lisbon")
 	shot(ctx, "console-player")
+}
+
+// startBrowser starts a headless Chromium for the test and returns its first
+// tab's context (bounded to 8 minutes: the machines that run it are often loaded).
+func startBrowser(t *testing.T, chrome string) context.Context {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chrome), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(actx)
+	ctx, cancelTime := context.WithTimeout(ctx, 8*time.Minute)
+	t.Cleanup(func() { cancelTime(); cancelTab(); cancelAlloc() })
+	return ctx
+}
+
+func do(t *testing.T, c context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(c, actions...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func eval(t *testing.T, c context.Context, expr string) int {
+	t.Helper()
+	n, err := chromedp.Run(c, chromedp.Evaluate[int](expr))
+	if err != nil {
+		t.Fatalf("%s: %v", expr, err)
+	}
+	return n
+}
+
+func evalString(t *testing.T, c context.Context, expr string) string {
+	t.Helper()
+	s, err := chromedp.Run(c, chromedp.Evaluate[string](expr))
+	if err != nil {
+		t.Fatalf("%s: %v", expr, err)
+	}
+	return s
+}
+
+func text(t *testing.T, c context.Context, sel string) string {
+	t.Helper()
+	return evalString(t, c, fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ""`, sel))
+}
+
+// waitText waits (polling in the page) until sel's text contains want.
+func waitText(t *testing.T, c context.Context, sel, want string) {
+	t.Helper()
+	js := fmt.Sprintf(`(() => { const n = document.querySelector(%q); return !!n && n.textContent.includes(%q); })()`, sel, want)
+	if _, err := chromedp.Run(c, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(60*time.Second))); err != nil {
+		t.Fatalf("%s: want text containing %q, got %q (%v)", sel, want, text(t, c, sel), err)
+	}
+}
+
+// waitTrue waits until the expression is true in the page.
+func waitTrue(t *testing.T, c context.Context, what, js string) {
+	t.Helper()
+	if _, err := chromedp.Run(c, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(60*time.Second))); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
 }
 
 // screenshots returns a function that saves a PNG of the page into

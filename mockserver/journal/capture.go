@@ -47,11 +47,19 @@ func (j *Journal) Middleware(next http.Handler) http.Handler {
 				e.Conversation = redactID(c)
 			}
 		})
-		cw := &captureWriter{ResponseWriter: w}
 		body := newBodyCapture(r)
 		if body != nil {
 			r.Body = body
 		}
+		// When the headers go out, the entry shows the status, and the body
+		// the handler has read (user, conversation) so far: a request in
+		// flight (a 30 s agent turn) is not a blank row meanwhile.
+		cw := &captureWriter{ResponseWriter: w, onHeaders: func(status int) {
+			if body != nil && body.pw == nil {
+				body.finish(rec)
+			}
+			rec.Headers(status)
+		}}
 		defer func() {
 			if body != nil {
 				body.finish(rec)
@@ -104,18 +112,24 @@ func redact(s string) string {
 type captureWriter struct {
 	http.ResponseWriter
 	status int
+	// onHeaders runs once, before the headers go out with status
+	// (informational 1xx answers aside).
+	onHeaders func(status int)
 }
 
 func (w *captureWriter) WriteHeader(code int) {
-	if w.status == 0 {
+	if w.status == 0 && code >= 200 {
 		w.status = code
+		if w.onHeaders != nil {
+			w.onHeaders(code)
+		}
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *captureWriter) Write(p []byte) (int, error) {
 	if w.status == 0 {
-		w.status = http.StatusOK
+		w.WriteHeader(http.StatusOK)
 	}
 	return w.ResponseWriter.Write(p)
 }
@@ -128,6 +142,7 @@ func (w *captureWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // the text fields.
 type bodyCapture struct {
 	io.ReadCloser
+	finished  bool // finish ran (when the headers went out, or at the end)
 	size      int64
 	kept      bytes.Buffer
 	truncated bool
@@ -215,8 +230,14 @@ func (b *bodyCapture) parseMultipart(mr *multipart.Reader, pr *io.PipeReader) {
 	}
 }
 
-// finish stores what was captured in rec.
+// finish stores what was captured in rec, once: a plain body when the
+// response headers go out (the handler has read it by then), else at the
+// end of the request.
 func (b *bodyCapture) finish(rec *Record) {
+	if b.finished {
+		return
+	}
+	b.finished = true
 	if b.pw != nil {
 		_ = b.pw.Close()
 		<-b.parsed

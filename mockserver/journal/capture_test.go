@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -47,5 +48,49 @@ func TestMiddlewareCutsAndRedactsEveryField(t *testing.T) {
 	}
 	if h := j.Held(); h > 64<<10 {
 		t.Errorf("two requests hold %d bytes", h)
+	}
+}
+
+// TestInFlightRequestShowsStatusUserAndBody: once a handler has read the
+// body and sent the headers, the entry (and the listing the console and
+// GET /__mock/api/journal show) has the status, the user and the body,
+// while the response is still streaming.
+func TestInFlightRequestShowsStatusUserAndBody(t *testing.T) {
+	j := New(10)
+	headersOut, release := make(chan struct{}), make(chan struct{})
+	h := j.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		http.NewResponseController(w).Flush()
+		close(headersOut)
+		<-release
+	}))
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		resp, err := http.Post(srv.URL+"/v1/chat-messages", "application/json",
+			strings.NewReader(`{"query":"hi","user":"alice","conversation_id":"C0000000-0000-4000-8000-000000000001"}`))
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
+	<-headersOut
+	list := j.List(Filter{})
+	if len(list) != 1 {
+		t.Fatalf("%d entries", len(list))
+	}
+	e := list[0]
+	if e.Done || e.Status != http.StatusOK || e.User != "alice" || e.Conversation != "c0000000-0000-4000-8000-000000000001" || !strings.Contains(string(e.Body), `"query":"hi"`) {
+		t.Errorf("in flight: done %v status %d user %q conversation %q body %s", e.Done, e.Status, e.User, e.Conversation, e.Body)
+	}
+	close(release)
+	<-done
+	e, _ = j.Get(e.ID)
+	if !e.Done || e.Status != http.StatusOK || e.User != "alice" {
+		t.Errorf("finished: %+v", e)
 	}
 }

@@ -622,6 +622,18 @@ func (r *Record) Frame(index int, event string, planned, actual time.Duration, d
 	}
 }
 
+// Headers records the status of a response whose headers went out while
+// the request is still in flight (Done stays false until Finish).
+func (r *Record) Headers(status int) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.e.Status = status
+	r.mu.Unlock()
+	r.j.hub.publish(Event{Type: EventUpdate, ID: r.ID()}, func() any { return r.Summary() })
+}
+
 // Finish completes the entry with the response status.
 func (r *Record) Finish(status int) {
 	if r == nil {

@@ -1,10 +1,13 @@
 // dify-mock console: plain JavaScript, no dependencies, no network access
 // besides this server's control API (/__mock/api). Every piece of request
-// data is put into the page with textContent, never parsed as HTML.
+// data is put into the page with textContent, never parsed as HTML; answers
+// are rendered as Markdown by building elements (markdown below), so HTML in
+// an answer stays text.
 "use strict";
 
 const API = "/__mock/api";
-const state = { entries: new Map(), order: [], selected: 0, cassettes: [], filter: "", refetch: null, player: null };
+const state = { entries: new Map(), order: [], selected: 0, active: 0, cassettes: [], filter: "", hidePreflight: true,
+  refetch: null, player: null, shownUser: null };
 
 // ---------- helpers
 
@@ -32,11 +35,25 @@ async function api(method, path, body) {
   if (!r.ok) throw new Error((data && data.message) || r.status + " " + r.statusText);
   return data;
 }
-function say(id, text, ok) { const p = $(id); p.textContent = text; p.className = ok ? "msg-ok" : "msg-bad"; }
+function say(id, text, ok) { const p = $(id); p.textContent = text; p.className = "notice " + (ok ? "msg-ok" : "msg-bad"); }
+// A notice answers the action that made it; the next action in the same
+// panel clears it (capture phase: before that action's own handler runs).
+function setupNotices() {
+  for (const type of ["click", "change", "submit"]) {
+    document.addEventListener(type, (ev) => {
+      const panel = ev.target.closest && ev.target.closest("[role=tabpanel]");
+      if (!panel || !ev.target.closest("button, input, select, form, summary")) return;
+      for (const n of panel.querySelectorAll(".notice")) if (!n.contains(ev.target)) { n.textContent = ""; n.className = ""; }
+    }, true);
+  }
+}
+// plural: "1 message", "2 messages".
+function plural(n, one, many) { return n + " " + (n === 1 ? one : (many || one + "s")); }
 function fmtMs(ms) { return ms >= 1000 ? (ms / 1000).toFixed(2) + " s" : Math.round(ms) + " ms"; }
 function fmtTime(t) { const d = new Date(t); return d.toLocaleTimeString([], { hour12: false }); }
 function statusClass(e) { return e.done ? "status s" + Math.floor((e.status || 0) / 100) : "status pending"; }
-function statusText(e) { return e.done ? (e.status || "—") : "…"; }
+// An entry in flight shows its status once the headers went out.
+function statusText(e) { return e.done ? (e.status || "—") : (e.status ? e.status + "…" : "…"); }
 
 // ---------- tabs (WAI-ARIA tabs pattern: arrows move, Enter/Space/click select)
 
@@ -80,7 +97,10 @@ function upsert(e) {
   while (state.order.length > 2000) state.entries.delete(state.order.pop());
 }
 
+function isPreflight(e) { return e.method === "OPTIONS"; }
+
 function matches(e) {
+  if (state.hidePreflight && isPreflight(e)) return false;
   const f = state.filter.toLowerCase();
   if (!f) return true;
   return [e.method + " " + e.path, e.user, String(e.status), e.cassette, e.fault, e.rule].some((v) => v && String(v).toLowerCase().includes(f));
@@ -95,39 +115,70 @@ function matchText(e) {
   return e.match;
 }
 
+// The list is one Tab stop (roving tabindex): the active row has tabindex 0,
+// the others -1; arrows, Home and End move between rows, Enter or a click
+// opens one. Re-rendering keeps focus on the active row.
 function renderList() {
   const list = $("req-list");
-  const rows = state.order.map((id) => state.entries.get(id)).filter(matches);
+  const hadFocus = list.contains(document.activeElement);
+  const all = state.order.map((id) => state.entries.get(id));
+  const rows = all.filter(matches);
+  const hidden = state.hidePreflight ? all.filter(isPreflight).length : 0;
+  $("req-hidden").textContent = hidden ? plural(hidden, "CORS preflight") + " hidden" : "";
   $("req-empty").hidden = state.order.length > 0;
+  if (!rows.some((e) => e.id === state.active)) state.active = rows.some((e) => e.id === state.selected) ? state.selected : (rows[0] ? rows[0].id : 0);
   list.replaceChildren(...rows.map((e) => {
-    const frames = e.frame_count ? e.frame_count + " frames" : "";
+    const frames = e.frame_count ? plural(e.frame_count, "frame") : "";
     const sub = [e.user && "user " + e.user, e.cassette && "cassette " + e.cassette + (e.turn != null ? " #" + e.turn : ""),
       matchText(e), e.fault && e.fault !== "none" && "fault " + e.fault, e.rule && e.rule, frames].filter(Boolean).join(" · ");
     const b = el("button", { type: "button", "data-id": e.id, "aria-current": e.id === state.selected ? "true" : "false",
-      onclick: () => select(e.id) },
+      tabindex: e.id === state.active ? "0" : "-1", onclick: () => select(e.id) },
       el("span", { class: "muted", text: fmtTime(e.time) }),
       el("span", { class: statusClass(e), text: statusText(e) }),
       el("span", { text: e.method + " " + e.path }),
-      el("span", { class: "muted", text: e.done ? fmtMs(e.duration_ms) : "" }),
+      el("span", { class: "muted", text: e.done ? fmtMs(e.duration_ms) : "in flight" }),
       el("span", { class: "sub", text: sub }));
     return el("li", { class: "req", "data-id": e.id }, b);
   }));
+  if (hadFocus) {
+    const b = list.querySelector('button[tabindex="0"]');
+    if (b) b.focus();
+  }
 }
 
 function setupList() {
   $("req-list").addEventListener("keydown", (ev) => {
-    if (ev.key !== "ArrowDown" && ev.key !== "ArrowUp") return;
     const btns = [...$("req-list").querySelectorAll("button")];
     const i = btns.indexOf(document.activeElement);
-    const j = ev.key === "ArrowDown" ? Math.min(i + 1, btns.length - 1) : Math.max(i - 1, 0);
-    if (btns[j]) { ev.preventDefault(); btns[j].focus(); }
+    let j = null;
+    if (ev.key === "ArrowDown") j = Math.min(i + 1, btns.length - 1);
+    if (ev.key === "ArrowUp") j = Math.max(i - 1, 0);
+    if (ev.key === "Home") j = 0;
+    if (ev.key === "End") j = btns.length - 1;
+    if (j === null || !btns[j]) return;
+    ev.preventDefault();
+    btns[i] && (btns[i].tabIndex = -1);
+    btns[j].tabIndex = 0;
+    state.active = Number(btns[j].dataset.id);
+    btns[j].focus();
   });
   $("req-filter").addEventListener("input", (ev) => { state.filter = ev.target.value; renderList(); });
-  $("req-clear").addEventListener("click", async () => { await api("DELETE", "/journal"); });
+  $("req-preflight").addEventListener("change", (ev) => { state.hidePreflight = ev.target.checked; renderList(); });
+  // Clearing cannot be undone: the button asks first, with the focus on
+  // Cancel, so an Enter meant for something else clears nothing.
+  const ask = $("req-clear-confirm");
+  $("req-clear").addEventListener("click", () => {
+    $("req-clear-what").textContent = "Clear " + plural(state.order.length, "request") + " from the journal?";
+    ask.hidden = false;
+    $("req-clear-no").focus();
+  });
+  $("req-clear-no").addEventListener("click", () => { ask.hidden = true; $("req-clear").focus(); });
+  $("req-clear-yes").addEventListener("click", async () => { ask.hidden = true; $("req-clear").focus(); await api("DELETE", "/journal"); });
 }
 
 async function select(id) {
   state.selected = id;
+  state.active = id;
   renderList();
   await fetchEntry(id);
 }
@@ -154,7 +205,7 @@ function renderDetail(e) {
   const facts = el("dl", { class: "facts" });
   const add = (k, v) => { if (v !== undefined && v !== null && v !== "") facts.append(el("dt", { text: k }), el("dd", { text: String(v) })); };
   add("Request", e.method + " " + e.path + (e.query ? "?" + e.query : ""));
-  add("Status", e.done ? e.status : "streaming…");
+  add("Status", e.done ? e.status : (e.status ? e.status + ", still streaming…" : "waiting for the headers…"));
   add("Time", new Date(e.time).toISOString());
   add("Duration", fmtMs(e.duration_ms));
   add("Origin", e.origin);
@@ -167,7 +218,7 @@ function renderDetail(e) {
   add("Rule", e.rule);
   add("Fault", e.fault && e.fault !== "none" ? e.fault : "");
   add("Outcome", e.outcome);
-  add("Frames", e.frame_count ? e.frame_count + (e.frames_dropped ? " (" + e.frames_dropped + " not kept)" : "") : "");
+  add("Frames", e.frame_count ? plural(e.frame_count, "frame") + (e.frames_dropped ? " (" + e.frames_dropped + " not kept)" : "") : "");
   add("Cut by the journal", (e.truncated || []).join(", ") + (e.stream_data_dropped ? (e.truncated && e.truncated.length ? ", " : "") + "frame bytes" : ""));
   const parts = [el("h2", { text: "Request " + e.id }), facts];
   if (e.uploads && e.uploads.length) {
@@ -239,6 +290,75 @@ function frameTable(frames) {
       el("tbody", {}, rows)));
 }
 
+// ---------- Markdown, as chat UIs render answers, built from elements only
+// (never innerHTML): headings, paragraphs, lists, quotes, fenced code,
+// inline code, bold, italic and http(s) links. Anything else, HTML
+// included, is shown as the text it is.
+
+function markdown(src) {
+  const out = document.createDocumentFragment();
+  const lines = String(src).replace(/\r\n?/g, "\n").split("\n");
+  let para = [];
+  let list = null;
+  const flush = () => {
+    if (para.length) {
+      const p = el("p");
+      para.forEach((l, i) => { if (i) p.append(el("br")); p.append(inline(l)); });
+      out.append(p);
+      para = [];
+    }
+    list = null;
+  };
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    let m;
+    if ((m = line.match(/^\s*(```|~~~)\s*([\w+-]*)\s*$/))) {
+      flush();
+      const fence = m[1], code = [];
+      for (i++; i < lines.length && !lines[i].trim().startsWith(fence); i++) code.push(lines[i]);
+      out.append(el("pre", { class: "md-code" }, el("code", { text: code.join("\n") })));
+      continue;
+    }
+    if (!line.trim()) { flush(); continue; }
+    if ((m = line.match(/^(#{1,6})\s+(.*)$/))) { flush(); out.append(el("h" + Math.min(6, m[1].length + 2), { class: "md-h" }, inline(m[2]))); continue; }
+    if ((m = line.match(/^\s*>\s?(.*)$/))) { flush(); out.append(el("blockquote", {}, inline(m[1]))); continue; }
+    const ul = line.match(/^\s*[-*+]\s+(.*)$/), ol = line.match(/^\s*\d+[.)]\s+(.*)$/);
+    if (ul || ol) {
+      if (para.length) flush();
+      const tag = ul ? "ul" : "ol";
+      if (!list || list.tagName.toLowerCase() !== tag) { list = el(tag); out.append(list); }
+      list.append(el("li", {}, inline((ul || ol)[1])));
+      continue;
+    }
+    if (list && /^\s+\S/.test(line)) { list.lastChild.append(" ", inline(line.trim())); continue; }
+    list = null;
+    para.push(line);
+  }
+  flush();
+  return out;
+}
+
+// inline renders `code`, **bold**, *italic*/_italic_ and [text](http…)
+// within one line.
+function inline(text) {
+  const frag = document.createDocumentFragment();
+  // Underscores emphasise only at word boundaries (snake_case and
+  // window.__x stay as they are), as in CommonMark.
+  const re = /(`+)([^`]+?)\1|\*\*([^*]+)\*\*|(?<!\w)__([^_]+)__(?!\w)|\*([^*\s][^*]*)\*|(?<!\w)_([^_\s][^_]*)_(?!\w)|\[([^\]]+)\]\(([^)\s]+)\)/g;
+  let last = 0, m;
+  while ((m = re.exec(text))) {
+    if (m.index > last) frag.append(text.slice(last, m.index));
+    if (m[2] !== undefined) frag.append(el("code", { text: m[2] }));
+    else if (m[3] !== undefined || m[4] !== undefined) frag.append(el("strong", {}, inline(m[3] !== undefined ? m[3] : m[4])));
+    else if (m[5] !== undefined || m[6] !== undefined) frag.append(el("em", {}, inline(m[5] !== undefined ? m[5] : m[6])));
+    else if (/^https?:\/\//i.test(m[8])) frag.append(el("a", { href: m[8], target: "_blank", rel: "noopener noreferrer" }, inline(m[7])));
+    else frag.append(m[0]); // only http(s) links: javascript: and the like stay text
+    last = re.lastIndex;
+  }
+  if (last < text.length) frag.append(text.slice(last));
+  return frag;
+}
+
 // ---------- chat rendering: thoughts with tool calls, the growing answer, errors
 
 function parseFrame(raw) {
@@ -292,7 +412,7 @@ function chatView(query, frames) {
     }
     items.push(b);
   }
-  if (c.answer) items.push(el("div", { class: "bubble answer", "data-role": "answer" }, el("span", { class: "label", text: "answer" }), c.answer));
+  if (c.answer) items.push(el("div", { class: "bubble answer", "data-role": "answer" }, el("span", { class: "label", text: "answer" }), markdown(c.answer)));
   for (const f of c.files) items.push(el("div", { class: "bubble" }, el("span", { class: "label", text: "file" }), f));
   for (const e of c.errors) items.push(el("div", { class: "bubble error", role: "alert" }, el("span", { class: "label", text: "error" }), e));
   if (c.usage) items.push(el("p", { class: "usage", text: `${c.usage.total_tokens} tokens · ${c.usage.total_price} ${c.usage.currency} · latency ${c.usage.latency}s` }));
@@ -352,7 +472,7 @@ function setupRules() {
 async function loadState() {
   const s = await api("GET", "/state");
   const t = s.totals;
-  $("state-totals").textContent = `${t.end_users} end users · ${t.conversations} conversations · ${t.messages} messages · ${t.files} uploads`;
+  $("state-totals").textContent = [plural(t.end_users, "end user"), plural(t.conversations, "conversation"), plural(t.messages, "message"), plural(t.files, "upload")].join(" · ");
   const tb = $("users-table").querySelector("tbody");
   tb.replaceChildren(...s.end_users.map((u) => el("tr", {},
     el("th", { scope: "row" }, el("button", { type: "button", class: "link", text: u.user, onclick: () => showUser(u.user) })),
@@ -360,25 +480,35 @@ async function loadState() {
     el("td", {}, el("button", { type: "button", "aria-label": "Reset end user " + u.user, text: "Reset", onclick: async () => {
       await api("POST", "/state/reset", { user: u.user }); say("state-msg", "Reset end user " + u.user + ".", true); loadState();
     } })))));
+  // The open details follow the state: a reset user's deleted data goes.
+  if (state.shownUser !== null) showUser(state.shownUser);
   if (!s.end_users.length) tb.append(el("tr", {}, el("td", { colspan: 5, class: "muted", text: "No end users yet." })));
 }
 
 async function showUser(user) {
-  const u = await api("GET", "/state/users/" + encodeURIComponent(user));
+  state.shownUser = user;
+  let u;
+  try { u = await api("GET", "/state/users/" + encodeURIComponent(user)); }
+  catch (err) {
+    if (state.shownUser === user) $("user-detail").replaceChildren(el("h2", { text: "End user " + user }), el("p", { class: "muted", text: "No conversations or uploads (" + err.message + ")." }));
+    return;
+  }
+  if (state.shownUser !== user) return;
   const out = [el("h2", { text: "End user " + u.user })];
   for (const [i, c] of u.conversations.entries()) {
-    out.push(el("details", { open: i === 0 }, el("summary", { text: `${c.name} — ${c.messages.length} messages (${c.id})` }),
+    out.push(el("details", { open: i === 0 }, el("summary", { text: `${c.name} — ${plural(c.messages.length, "message")} (${c.id})` }),
       el("div", { class: "chat" }, c.messages.flatMap((m) => [
         el("div", { class: "bubble user" }, m.query),
-        el("div", { class: m.status === "error" ? "bubble error" : "bubble answer" }, m.answer || m.error || "")]))));
+        m.status === "error" ? el("div", { class: "bubble error" }, m.error || "") : el("div", { class: "bubble answer" }, markdown(m.answer || ""))]))));
   }
+  if (!u.conversations.length && !u.files.length) out.push(el("p", { class: "muted", text: "No conversations or uploads." }));
   if (u.files.length) out.push(el("h2", { text: "Uploads" }), el("ul", {}, u.files.map((f) => el("li", { text: `${f.file.name} (${f.file.size} bytes)` }))));
   $("user-detail").replaceChildren(...out);
 }
 
 function setupState() {
   $("state-reset").addEventListener("click", async () => {
-    try { await api("POST", "/state/reset", {}); say("state-msg", "All state was reset.", true); $("user-detail").replaceChildren(); loadState(); }
+    try { await api("POST", "/state/reset", {}); say("state-msg", "All state was reset.", true); state.shownUser = null; $("user-detail").replaceChildren(); loadState(); }
     catch (err) { say("state-msg", err.message, false); }
   });
   $("state-import").addEventListener("change", async (ev) => {
@@ -483,7 +613,7 @@ async function loadInfo() {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
-  setupTabs(); setupList(); setupRules(); setupState(); setupPlayer();
+  setupTabs(); setupNotices(); setupList(); setupRules(); setupState(); setupPlayer();
   loadInfo().catch((e) => { $("server-info").textContent = e.message; });
   loadCassettes().catch(() => {});
   connect();

@@ -376,7 +376,11 @@ func TestAnnotationAgentChatPacing(t *testing.T) {
 	if took := time.Since(start); took < 90*time.Millisecond {
 		t.Errorf("10 characters streamed in %v, want at least 9 × 10 ms", took)
 	}
-	if gap := frames[9].at - frames[0].at; gap < 90*time.Millisecond {
-		t.Errorf("first to last character %v apart, want ≥ 90 ms", gap)
+	// The characters are due 9 × 10 ms apart; the client's clock only sees
+	// them arrive, and the first may arrive a little late on a loaded machine
+	// (seen: 89.96 ms), so the gap is checked with 5 ms of slack. A stream
+	// that sent the characters together would show a gap near zero.
+	if gap := frames[9].at - frames[0].at; gap < 85*time.Millisecond {
+		t.Errorf("first to last character %v apart, want ≥ 85 ms (9 × 10 ms due)", gap)
 	}
 }

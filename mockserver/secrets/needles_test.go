@@ -21,7 +21,8 @@ func withoutNeedles() []Pattern {
 // TestNeedlesNeverHideAMatch: every pattern's needles are in every match it
 // makes, so redacting with the pre-check gives what redacting without it
 // gives, over secret-shaped inputs (every pattern's shape, in upper and
-// lower case, mixed into ordinary text) and the built-in cassettes.
+// lower case, mixed into ordinary text) and the start of each built-in
+// cassette.
 func TestNeedlesNeverHideAMatch(t *testing.T) {
 	shapes := []string{
 		"app-Q7xk2LmN9pRt4VwY6zAb8CdE", "dataset-abcdefghijklmnopqrstuvwx1", "Bearer abcdefghijklmnop1234", "BEARER\tabcdefghijklmnop1234",
@@ -44,7 +45,7 @@ func TestNeedlesNeverHideAMatch(t *testing.T) {
 		check(s)
 		check(strings.ToLower(s))
 		check(strings.ToUpper(s))
-		for range 50 {
+		for range 10 {
 			var b strings.Builder
 			for range 4 {
 				b.WriteString(filler[rng.IntN(len(filler))])
@@ -63,7 +64,10 @@ func TestNeedlesNeverHideAMatch(t *testing.T) {
 		}
 		data, err := fs.ReadFile(cassettes.FS(), path)
 		if err == nil {
-			check(string(data))
+			// The first 16 KiB of each: their frames, headers and
+			// JSON-in-JSON (all of them made this test take 5 s
+			// under -race).
+			check(string(data[:min(len(data), 16<<10)]))
 		}
 		return err
 	})

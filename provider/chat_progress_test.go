@@ -157,3 +157,20 @@ func TestCleanIsTerminalSafeAndKeepsNewlines(t *testing.T) {
 		t.Errorf("clean changed plain text: %q", r.clean(plain))
 	}
 }
+
+// FuzzTerminalSafe: whatever a server sends, the escaped text holds no
+// control character but tab (and newline when kept), and escaping again
+// changes nothing.
+func FuzzTerminalSafe(f *testing.F) {
+	for _, s := range []string{hostile, "plain\ntext", "\r\n", "\xff\xfe", "a\u202eb", ""} {
+		f.Add(s, true)
+		f.Add(s, false)
+	}
+	f.Fuzz(func(t *testing.T, s string, keepNewlines bool) {
+		got := terminalSafe(s, keepNewlines)
+		assertTerminalSafe(t, "terminalSafe", got, keepNewlines)
+		if again := terminalSafe(got, keepNewlines); again != got {
+			t.Fatalf("not stable: %q then %q", got, again)
+		}
+	})
+}

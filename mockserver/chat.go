@@ -6,6 +6,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/difyops/terraform-provider-dify/dify"
+	"github.com/difyops/terraform-provider-dify/internal/freshstack"
 )
 
 // chatMessages is POST /chat-messages (docs/api §2). Every chat request
@@ -31,7 +32,7 @@ func (s *Server) chatMessages(w http.ResponseWriter, r *http.Request, _ httprout
 		req *chatRequest
 		e   *apiError
 	)
-	onFreshStack(func() { req, e = s.parseChat(w, r) }) // stack.go: the deepest point of a chat
+	freshstack.Run(func() { req, e = s.parseChat(w, r) }) // stack.go: the deepest point of a chat
 	if e != nil {
 		writeError(w, e)
 		return

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/difyops/terraform-provider-dify/internal/freshstack"
 	"github.com/difyops/terraform-provider-dify/mockserver/journal"
 	"github.com/difyops/terraform-provider-dify/mockserver/replay"
 )
@@ -25,7 +26,7 @@ func (s *Server) playChat(w http.ResponseWriter, r *http.Request, cs *chatStream
 		sink, opts.Observe = js, js.observe
 	}
 	rep := cs.bound.Play(r.Context(), sink, opts, replay.Signals{Stop: cs.tk.stop, Shutdown: s.closing}, func(rep *replay.Report) {
-		onFreshStack(func() { s.storeTurn(cs, rep) }) // stack.go: storing is deep
+		freshstack.Run(func() { s.storeTurn(cs, rep) }) // stack.go: storing is deep
 	})
 	cs.rec.Update(func(e *journal.Entry) { e.Outcome = rep.Outcome.String() })
 	s.log.Debug("replay ended", "cassette", plan.ref.cassette, "turn", plan.ref.turn, "annotation", plan.annotation, "outcome", rep.Outcome.String(), "frames", rep.Sent)
@@ -38,7 +39,7 @@ func (s *Server) playChat(w http.ResponseWriter, r *http.Request, cs *chatStream
 //
 // The call that makes net/http write the response header (the first flush,
 // or a write that overflows its 2 KiB response buffer first) runs on a
-// fresh goroutine (onFreshStack): net/http writes the header in a function
+// fresh goroutine (freshstack.Run): net/http writes the header in a function
 // with a 2.8 KiB stack frame, which on top of the handler's deep stack would
 // double the connection goroutine's stack from 8 to 16 KiB for the rest of
 // the stream, the largest single item of a stream's memory
@@ -64,7 +65,7 @@ func (f *flushSink) Write(p []byte) (int, error) {
 }
 
 func (f *flushSink) writeFresh(p []byte) (n int, err error) {
-	onFreshStack(func() { n, err = f.w.Write(p) })
+	freshstack.Run(func() { n, err = f.w.Write(p) })
 	return n, err
 }
 
@@ -77,7 +78,7 @@ func (f *flushSink) Flush() error {
 }
 
 func (f *flushSink) flushFresh() (err error) {
-	onFreshStack(func() { err = f.rc.Flush() })
+	freshstack.Run(func() { err = f.rc.Flush() })
 	return err
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/difyops/terraform-provider-dify/dify"
+	"github.com/difyops/terraform-provider-dify/internal/freshstack"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 	"github.com/difyops/terraform-provider-dify/mockserver/journal"
 	"github.com/difyops/terraform-provider-dify/mockserver/netguard"
@@ -163,7 +164,7 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request, lc *liveChat)
 			return
 		}
 		cs := &chatStream{bound: bound, conv: conv, req: req, plan: &turnPlan{}, now: binding.Now}
-		onFreshStack(func() { s.storeTurn(cs, &replay.Report{Result: bound.Fold(len(sent))}) }) // stack.go
+		freshstack.Run(func() { s.storeTurn(cs, &replay.Report{Result: bound.Fold(len(sent))}) }) // stack.go
 	}
 	relay := func(raw []byte) error {
 		if ids == nil { // the first frame: the turn is the upstream's now

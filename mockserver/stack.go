@@ -22,7 +22,7 @@ package mockserver
 // How the chat path keeps to it:
 //
 //   - the deep moments run on a fresh goroutine that ends when they do
-//     (onFreshStack): parseChat (chat.go), the player's first flush or
+//     (freshstack.Run, internal/freshstack): parseChat (chat.go), the player's first flush or
 //     first large write (flushSink, chat_stream.go) and storeTurn (the
 //     player's settle callback);
 //   - the phases are called one after the other from chatMessages, never
@@ -42,18 +42,3 @@ package mockserver
 // keep-alive connections with the collector off and fails when the idle
 // connections' goroutines average more than 12 KiB of stack. Any change to
 // the chat path that adds a deep call or a large frame shows there first.
-
-// onFreshStack runs fn on a new goroutine and waits for it; a panic in fn
-// is raised again on the caller's goroutine.
-func onFreshStack(fn func()) {
-	done := make(chan any, 1)
-	go func() {
-		var p any
-		defer func() { done <- p }()
-		defer func() { p = recover() }()
-		fn()
-	}()
-	if p := <-done; p != nil {
-		panic(p)
-	}
-}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/difyops/terraform-provider-dify/internal/freshstack"
 	"github.com/difyops/terraform-provider-dify/mockserver/secrets"
 )
 
@@ -121,7 +122,10 @@ func (w *captureWriter) WriteHeader(code int) {
 	if w.status == 0 && code >= 200 {
 		w.status = code
 		if w.onHeaders != nil {
-			w.onHeaders(code)
+			// On a fresh goroutine: storing the body redacts it, deep
+			// enough to double the stack of a chat's connection goroutine
+			// for the whole stream (mockserver/stack.go).
+			freshstack.Run(func() { w.onHeaders(code) })
 		}
 	}
 	w.ResponseWriter.WriteHeader(code)

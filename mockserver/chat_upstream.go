@@ -14,6 +14,7 @@ import (
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/internal/freshstack"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/fault"
 	"github.com/difyops/terraform-provider-dify/mockserver/journal"
 	"github.com/difyops/terraform-provider-dify/mockserver/netguard"
 	"github.com/difyops/terraform-provider-dify/mockserver/record"
@@ -179,6 +180,8 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request, lc *liveChat)
 			h.Set(HeaderMatch, matchUpstream)
 			h.Set(HeaderUpstream, "live")
 			w.WriteHeader(http.StatusOK)
+			// A live turn plays at the upstream's pace: speed 1.
+			lc.rec.Choice(journal.Choice{Rule: lc.rule, Fault: fault.None, Speed: 1, Match: matchUpstream, Upstream: "live"})
 		}
 		out, event := ids.rewrite(raw)
 		off := time.Since(start)

@@ -191,11 +191,16 @@ func TestHybridWalkthrough(t *testing.T) {
 	if len(live) != len(up.frames) {
 		t.Fatalf("relayed %d frames, the upstream sends %d", len(live), len(up.frames))
 	}
-	// Live: each frame arrives about when the upstream sends it.
+	// Live: each frame arrives about when the upstream sends it (generous
+	// bounds for a loaded machine), not in one burst at the end.
+	last := len(live) - 1
 	for i, f := range live {
-		if d := f.at - up.frames[i].Offset; d < -20*time.Millisecond || d > 250*time.Millisecond {
+		if d := f.at - up.frames[i].Offset; d < -50*time.Millisecond || d > time.Second {
 			t.Errorf("frame %d arrived at %v, the upstream sends it at %v", i, f.at, up.frames[i].Offset)
 		}
+	}
+	if spread := up.frames[last].Offset - up.frames[0].Offset; live[last].at-live[0].at < spread/2 {
+		t.Errorf("the frames arrived within %v, the upstream spreads them over %v: not relayed live", live[last].at-live[0].at, spread)
 	}
 	conv := live[0].str("conversation_id")
 	var upConvs struct {
@@ -267,7 +272,7 @@ func TestHybridWalkthrough(t *testing.T) {
 		t.Fatalf("replay %v %q, live %v %q", againEvents, againAnswer, liveEvents, liveAnswer)
 	}
 	for i := range again {
-		if d := again[i].at - live[i].at; d < -100*time.Millisecond || d > 150*time.Millisecond {
+		if d := again[i].at - live[i].at; d < -500*time.Millisecond || d > 500*time.Millisecond {
 			t.Errorf("frame %d replayed at %v, streamed live at %v", i, again[i].at, live[i].at)
 		}
 		outputs.WriteString(again[i].raw)

@@ -50,12 +50,6 @@ func (s *Server) upstreamSource(in *steerInput, plan *turnPlan) (bool, *apiError
 	if s.cfg.Upstream == nil || in.cassette != "" || len(req.files) > 0 || !in.faultFor("").IsZero() {
 		return false, nil
 	}
-	if why := s.keyRefused(in.r); why != "" {
-		// Answered locally, as a failed upstream would be.
-		plan.fallback = why
-		s.log.Warn("upstream: answered from the recorded turns instead", "reason", why)
-		return false, nil
-	}
 	lc := &liveChat{req: req, rec: journal.FromContext(in.r.Context()), rule: plan.rule}
 	if req.convID != "" {
 		c, err := s.store.Conversation(req.convID, req.endUserID)
@@ -69,6 +63,12 @@ func (s *Server) upstreamSource(in *steerInput, plan *turnPlan) (bool, *apiError
 			}
 		}
 	} else if _, ok := in.cat.matchRecorded(req.query, "", 0); ok {
+		return false, nil
+	}
+	if why := s.keyRefused(in.r); why != "" {
+		// Answered locally, as a failed upstream would be.
+		plan.fallback = why
+		s.log.Warn("upstream: answered from the recorded turns instead", "reason", why)
 		return false, nil
 	}
 	plan.fallback = s.serveLive(in.w, in.r, lc)

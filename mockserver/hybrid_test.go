@@ -568,6 +568,10 @@ func TestHybridKeyOnlyForThisMachinesClients(t *testing.T) {
 		resp.Body.Close()
 		return resp
 	}
+	// A recorded query is answered as always, whoever asks.
+	if h := send("What is the capital of Portugal?", "", "https://evil.example").Header; h.Get(mockserver.HeaderMatch) != "exact" || h.Get(mockserver.HeaderUpstream) != "" {
+		t.Errorf("a recorded query from another site: match %q upstream %q", h.Get(mockserver.HeaderMatch), h.Get(mockserver.HeaderUpstream))
+	}
 	for _, tc := range []struct{ query, host, origin, want string }{
 		{"Which bridges cross the Seine?", "", "https://evil.example", "fallback: the request comes from a web page of another site"},
 		{"Where do the trams stop?", "evil.example", "", "fallback: the request names another host than this machine"},

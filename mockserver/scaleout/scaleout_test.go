@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -319,10 +320,13 @@ func chat(ctx context.Context, c *dify.Client, req dify.ChatRequest) (turnIDs, e
 // through the balancer, at once. Each frame's lateness is measured as the
 // bench measures it (bench/README.md): arrival minus recorded offset,
 // against the stream's own start (its least late frame), so connection
-// set-up does not count. Every frame must arrive, none more than 200 ms
-// late: HAProxy buffering a frame until a later one (the recorded gaps
-// are 250 ms and more) or holding the stream back would fail it. The
-// bound is generous because -race and a busy machine add their own delays.
+// set-up does not count. Every frame must arrive; over all frames of all
+// streams the median lateness must stay under 100 ms and the worst under
+// 1 s. HAProxy buffering frames until later ones (the recorded gaps are
+// 250 ms and more) or holding them for the ~200 ms it does without
+// `option http-no-delay` moves the median past the bound; a busy machine
+// stalling every stream once (seen: one frame of each stream ~220 ms late
+// at load 22) moves only the tail, which the 1 s bound leaves to noise.
 func TestStreamsKeepTheirTimingThroughHAProxy(t *testing.T) {
 	b := startBalancer(t)
 	set, err := cassette.LoadFS(cassettes.FS(), "built-in cassettes")
@@ -331,8 +335,11 @@ func TestStreamsKeepTheirTimingThroughHAProxy(t *testing.T) {
 	}
 	cas, _ := set.Get("plain-answer")
 	frames := cas.Turns[0].Frames
-	const streams, late = 20, 200 * time.Millisecond
+	const streams = 20
+	const medianBound, worstBound = 100 * time.Millisecond, time.Second
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var lateness []time.Duration
 	errs := make(chan error, streams)
 	for i := range streams {
 		wg.Add(1)
@@ -375,8 +382,12 @@ func TestStreamsKeepTheirTimingThroughHAProxy(t *testing.T) {
 			for n, at := range arrivals {
 				start = min(start, at-frames[n].Offset)
 			}
+			mu.Lock()
+			defer mu.Unlock()
 			for n, at := range arrivals {
-				if l := at - frames[n].Offset - start; l > late {
+				l := at - frames[n].Offset - start
+				lateness = append(lateness, l)
+				if l > worstBound {
 					errs <- fmt.Errorf("stream %d frame %d (recorded at %v) was %v late", i, n, frames[n].Offset, l)
 					return
 				}
@@ -387,5 +398,14 @@ func TestStreamsKeepTheirTimingThroughHAProxy(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+	if len(lateness) == 0 {
+		return
+	}
+	slices.Sort(lateness)
+	median, worst := lateness[len(lateness)/2], lateness[len(lateness)-1]
+	t.Logf("lateness over %d frames: median %v, worst %v", len(lateness), median, worst)
+	if median > medianBound {
+		t.Errorf("median lateness %v through the balancer, want ≤ %v (frames held back)", median, medianBound)
 	}
 }

@@ -201,7 +201,9 @@ type RetrieverResource struct {
 }
 
 // Usage is LLMUsage from message_end.metadata.usage (docs/api §2.5). Prices are
-// decimal strings exactly as Dify sends them.
+// decimal strings exactly as Dify sends them. The timing keys are null when
+// unknown, as Dify's LLMUsage writes them (never left out), so a usage the
+// mock makes up carries the same keys as a recorded one.
 type Usage struct {
 	PromptTokens        int64    `json:"prompt_tokens"`
 	PromptUnitPrice     string   `json:"prompt_unit_price"`
@@ -215,8 +217,8 @@ type Usage struct {
 	TotalPrice          string   `json:"total_price"`
 	Currency            string   `json:"currency"`
 	Latency             float64  `json:"latency"`
-	TimeToFirstToken    *float64 `json:"time_to_first_token,omitempty"`
-	TimeToGenerate      *float64 `json:"time_to_generate,omitempty"`
+	TimeToFirstToken    *float64 `json:"time_to_first_token"`
+	TimeToGenerate      *float64 `json:"time_to_generate"`
 }
 
 // FileUploadResult is the 201 body of POST /files/upload (docs/api §9.1).

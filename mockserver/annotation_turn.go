@@ -88,35 +88,15 @@ type annotationMessageEnd struct {
 	Metadata struct {
 		AnnotationReply    dify.AnnotationReply     `json:"annotation_reply"`
 		RetrieverResources []dify.RetrieverResource `json:"retriever_resources"`
-		Usage              llmUsage                 `json:"usage"`
+		Usage              dify.Usage               `json:"usage"`
 	} `json:"metadata"`
 	Files json.RawMessage `json:"files"`
 }
 
-// llmUsage is Dify's LLMUsage as message_end carries it: every key,
-// time_to_first_token and time_to_generate null when unknown, as recorded
-// model turns carry them (graphon's llm_entities.LLMUsage).
-type llmUsage struct {
-	PromptTokens        int64    `json:"prompt_tokens"`
-	PromptUnitPrice     string   `json:"prompt_unit_price"`
-	PromptPriceUnit     string   `json:"prompt_price_unit"`
-	PromptPrice         string   `json:"prompt_price"`
-	CompletionTokens    int64    `json:"completion_tokens"`
-	CompletionUnitPrice string   `json:"completion_unit_price"`
-	CompletionPriceUnit string   `json:"completion_price_unit"`
-	CompletionPrice     string   `json:"completion_price"`
-	TotalTokens         int64    `json:"total_tokens"`
-	TotalPrice          string   `json:"total_price"`
-	Currency            string   `json:"currency"`
-	Latency             float64  `json:"latency"`
-	TimeToFirstToken    *float64 `json:"time_to_first_token"`
-	TimeToGenerate      *float64 `json:"time_to_generate"`
-}
-
 // emptyUsage is LLMUsage.empty_usage() with a latency: zero tokens, every
 // price Decimal("0.0") (which pydantic writes as "0.0"), USD.
-func emptyUsage(latency float64) llmUsage {
-	return llmUsage{
+func emptyUsage(latency float64) dify.Usage {
+	return dify.Usage{
 		PromptUnitPrice: "0.0", PromptPriceUnit: "0.0", PromptPrice: "0.0",
 		CompletionUnitPrice: "0.0", CompletionPriceUnit: "0.0", CompletionPrice: "0.0",
 		TotalPrice: "0.0", Currency: "USD", Latency: latency,

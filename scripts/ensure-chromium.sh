@@ -53,10 +53,7 @@ if [[ "$(id -u)" != 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
 	die "no Chromium found (chromium, chromium-browser, google-chrome). Install one (Debian/Ubuntu: sudo apt-get install -y chromium) or set CHROME_PATH."
 fi
 log "no Chromium found; installing Debian's chromium package with apt-get"
-export DEBIAN_FRONTEND=noninteractive
-apt-get install -y --no-install-recommends chromium >&2 ||
-	{ apt-get update >&2 && apt-get install -y --no-install-recommends chromium >&2; } ||
-	die "apt-get could not install chromium"
+apt_install chromium || die "apt-get could not install chromium"
 browser="$(find_browser)" || die "chromium was installed but does not run"
 log "using $browser ($("$browser" --version 2>/dev/null | head -n1))"
 printf '%s\n' "$browser"

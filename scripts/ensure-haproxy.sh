@@ -58,10 +58,7 @@ if [[ "$(id -u)" != 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
 	die "no HAProxy 2.6+ found. Install one (Debian/Ubuntu: sudo apt-get install -y haproxy) or set HAPROXY."
 fi
 log "no HAProxy found; installing Debian's haproxy package with apt-get"
-export DEBIAN_FRONTEND=noninteractive
-apt-get install -y --no-install-recommends haproxy >&2 ||
-	{ apt-get update >&2 && apt-get install -y --no-install-recommends haproxy >&2; } ||
-	die "apt-get could not install haproxy"
+apt_install haproxy || die "apt-get could not install haproxy"
 bin="$(find_haproxy)" || die "haproxy was installed but is not a working 2.6+"
 log "installed $bin"
 printf '%s\n' "$bin"

@@ -28,13 +28,7 @@ install_packages() {
 	have_all && return 0
 	local start=$SECONDS
 	log "installing ${PACKAGES[*]} from the distribution (apt-get, first time only)"
-	export DEBIAN_FRONTEND=noninteractive
-	local apt=(apt-get -o DPkg::Lock::Timeout=600 -y -q --no-install-recommends)
-	# A fresh machine may have no package lists yet: update once and retry.
-	if ! "${apt[@]}" install "${PACKAGES[@]}" >&2; then
-		apt-get -o DPkg::Lock::Timeout=600 -q update >&2 || return 1
-		"${apt[@]}" install "${PACKAGES[@]}" >&2 || return 1
-	fi
+	apt_install "${PACKAGES[@]}" || return 1
 	log "installed in $(elapsed "$start")"
 }
 
@@ -49,7 +43,7 @@ main() {
 			warn "Podman (with runc, skopeo, umoci) is not installed and cannot be installed here (needs apt-get as root)"
 			exit 3
 		fi
-		with_lock apt install_packages || {
+		install_packages || {
 			warn "apt-get could not install ${PACKAGES[*]} (see above)"
 			exit 3
 		}

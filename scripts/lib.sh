@@ -71,6 +71,24 @@ with_lock() {
 	fi
 }
 
+# apt_install PKG...: installs Debian packages with apt-get (root only),
+# refreshing the package lists once if the first try fails (a fresh machine
+# may have none). Every script installs through here, under one lock and
+# with dpkg's own lock wait, because make test prepares tools in the
+# background: two apt-gets at once would otherwise fail on dpkg's lock.
+apt_install() {
+	[[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null 2>&1 || return 1
+	with_lock apt _apt_install "$@"
+}
+
+_apt_install() {
+	local apt=(apt-get -o DPkg::Lock::Timeout=600 -y -q --no-install-recommends)
+	export DEBIAN_FRONTEND=noninteractive
+	"${apt[@]}" install "$@" >&2 && return 0
+	apt-get -o DPkg::Lock::Timeout=600 -q update >&2 || return 1
+	"${apt[@]}" install "$@" >&2
+}
+
 # elapsed SECONDS_START: human-readable time since SECONDS_START (bash $SECONDS).
 elapsed() {
 	local s=$((SECONDS - $1))

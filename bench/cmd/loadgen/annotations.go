@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -104,40 +103,15 @@ func seedAnnotations(ctx context.Context, c *http.Client, base string) error {
 	if err := json.Unmarshal(data, &page); err != nil {
 		return err
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, 1)
-	next := make(chan int)
-	for range 50 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				body := fmt.Sprintf(`{"question":"what are the opening hours of shop %d %s","answer":"9 to 5."}`, i, strings.Repeat("x", i%40+1))
-				if _, status, err := do(http.MethodPost, "/apps/annotations", body); err != nil || status != http.StatusCreated {
-					select {
-					case errs <- fmt.Errorf("creating annotation %d: HTTP %d %v", i, status, err):
-					default:
-					}
-					return
-				}
-			}
-		}()
-	}
-	for i := page.Total; i < benchAnnotations; i++ {
-		select {
-		case next <- i:
-		case err := <-errs:
-			close(next)
-			wg.Wait()
-			return err
+	err = forEach(page.Total, benchAnnotations, 50, func(i int) error {
+		body := fmt.Sprintf(`{"question":"what are the opening hours of shop %d %s","answer":"9 to 5."}`, i, strings.Repeat("x", i%40+1))
+		if _, status, err := do(http.MethodPost, "/apps/annotations", body); err != nil || status != http.StatusCreated {
+			return fmt.Errorf("creating annotation %d: HTTP %d %v", i, status, err)
 		}
-	}
-	close(next)
-	wg.Wait()
-	select {
-	case err := <-errs:
+		return nil
+	})
+	if err != nil {
 		return err
-	default:
 	}
 	data, status, err = do(http.MethodPost, "/apps/annotation-reply/enable",
 		`{"score_threshold":0.8,"embedding_provider_name":"bench","embedding_model_name":"bench"}`)

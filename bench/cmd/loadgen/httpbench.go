@@ -163,41 +163,10 @@ func seedConversations(ctx context.Context, c *http.Client, base, user string, n
 // seedCrowd creates n conversations spread over users other users, with
 // conc requests in flight: the store a long-running mock accumulates.
 func seedCrowd(ctx context.Context, c *http.Client, base string, n, users, conc int) error {
-	var wg sync.WaitGroup
-	errs := make(chan error, conc)
-	next := make(chan int)
-	for range conc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if _, err := seedConversations(ctx, c, base, "crowd-"+strconv.Itoa(i%users), 1); err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-					return
-				}
-			}
-		}()
-	}
-	for i := range n {
-		select {
-		case next <- i:
-		case err := <-errs:
-			close(next)
-			wg.Wait()
-			return err
-		}
-	}
-	close(next)
-	wg.Wait()
-	select {
-	case err := <-errs:
+	return forEach(0, n, conc, func(i int) error {
+		_, err := seedConversations(ctx, c, base, "crowd-"+strconv.Itoa(i%users), 1)
 		return err
-	default:
-		return nil
-	}
+	})
 }
 
 func runHTTP(ctx context.Context, args []string, stderr io.Writer) error {

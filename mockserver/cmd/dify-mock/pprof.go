@@ -75,6 +75,18 @@ func pprofHandler() http.Handler {
 // startPprof serves the profiling listener until the returned stop is
 // called; the caller has already opened ln with listenPprof.
 func startPprof(ln net.Listener) (stop func()) {
+	// Lock contention is what a CPU profile of many streams does not show
+	// (/debug/pprof/mutex); sampled (1 in 100), so it costs little, and
+	// only while the listener is on. No block profile: every stream's wait
+	// for its next frame is a blocking event.
+	runtime.SetMutexProfileFraction(100)
+	defer func() {
+		prev := stop
+		stop = func() {
+			prev()
+			runtime.SetMutexProfileFraction(0)
+		}
+	}()
 	hs := &http.Server{
 		Handler:           pprofHandler(),
 		ReadHeaderTimeout: 10 * time.Second,

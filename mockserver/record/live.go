@@ -113,7 +113,8 @@ type liveBody struct {
 // failed before the first frame (relay was never called).
 //
 // The turn joins the session of its upstream conversation, else starts one
-// named after the query. Config.MaxTurns bounds the turns saved; with
+// named after the query; a follow-up whose session was closed (bound.go)
+// is forwarded but not saved. Config.MaxTurns bounds the turns saved; with
 // Config.SkipRecordedQueries a session whose first query a chat cassette in
 // the folder already answers is not saved.
 func (r *Recorder) Forward(ctx context.Context, t ChatTurn, relay func(raw []byte) error) (*Forwarded, error) {
@@ -159,9 +160,14 @@ func (r *Recorder) Forward(ctx context.Context, t ChatTurn, relay func(raw []byt
 
 	r.mu.Lock()
 	s := r.byConversation[t.ConversationID]
-	if t.ConversationID == "" || s == nil {
+	// A follow-up whose session was closed (bound.go) would start a new
+	// cassette out of context, as an orphan would.
+	closedConversation := t.ConversationID != "" && s == nil
+	openBound := r.maxOpen
+	if s == nil {
 		s = r.newSessionLocked(slug(r.scrub.string(t.Query)), "", t.User)
 	}
+	r.touchLocked(s)
 	r.mu.Unlock()
 
 	// The first frame decides between relaying and falling back, so it is
@@ -186,7 +192,10 @@ func (r *Recorder) Forward(ctx context.Context, t ChatTurn, relay func(raw []byt
 			fwd.ConversationID = ff.ConversationID
 		}
 		ended = ended || ff.Event == dify.EventMessageEnd || ff.Event == dify.EventError
-		r.learnIDs(s, f.Data, seen)
+		// Only the conversation id: follow-ups come with it, while stop
+		// requests and message calls are the mock's own, so their upstream
+		// ids would never be looked up.
+		r.indexOnce(r.byConversation, ff.ConversationID, s, seen)
 		if relayErr == nil {
 			if relayErr = relay(f.Raw); relayErr != nil {
 				cancel(errClientGone)
@@ -225,6 +234,8 @@ func (r *Recorder) Forward(ctx context.Context, t ChatTurn, relay func(raw []byt
 	s.mu.Unlock()
 
 	switch {
+	case closedConversation:
+		fwd.NotSaved = fmt.Sprintf("its conversation is no longer open for recording (%d more recently used conversations are)", openBound)
 	case orphan:
 		// Replayed without its first turn it would answer out of context.
 		fwd.NotSaved = "the conversation's first turn was not saved"

@@ -18,6 +18,7 @@ package record
 
 import (
 	"bytes"
+	"container/list"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,6 +29,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -109,8 +111,14 @@ type Recorder struct {
 	savedTurns   int   // turns Forward saved (under mu)
 	maxUpload    int64 // streamed upload body limit (maxOtherBody; lowered by tests)
 
-	mu             sync.Mutex
-	closed         bool
+	mu     sync.Mutex
+	closed bool
+	// The session indexes below (reserved … lastByUser) point at open
+	// sessions only, and at most maxOpen sessions are open (bound.go): a
+	// long-running hybrid server holds a bounded number whatever it
+	// forwards.
+	open           *list.List          // open sessions, most recently used first
+	maxOpen        int                 // maxOpenSessions; lowered by tests
 	reserved       map[string]*session // chosen cassette names
 	byRequested    map[string]*session // X-Dify-Mock-Cassette values
 	byConversation map[string]*session
@@ -118,9 +126,12 @@ type Recorder struct {
 	byMessage      map[string]*session
 	lastByUser     map[string]*session
 	pending        map[string][]*vcr.Interaction // by user, not yet claimed by a session
-	sessions       []*session
-	refused        []error
-	written        map[string]bool
+	pendingCount   int                           // interactions in pending, at most maxPending
+	maxPending     int                           // maxPendingInteractions; lowered by tests
+	droppedPending int                           // interactions not kept: pending was full
+	refused        []error                       // the first maxRefusalsKept refused saves
+	moreRefused    int                           // refused saves past those
+	written        map[string]bool               // one entry per file, bounded by the turns saved
 }
 
 // New checks cfg, fetches the app description from the upstream and writes
@@ -165,6 +176,9 @@ func New(ctx context.Context, cfg Config) (*Recorder, error) {
 		byMessage:      map[string]*session{},
 		lastByUser:     map[string]*session{},
 		pending:        map[string][]*vcr.Interaction{},
+		open:           list.New(),
+		maxOpen:        maxOpenSessions,
+		maxPending:     maxPendingInteractions,
 		written:        map[string]bool{},
 		cors:           cors,
 		access:         netguard.Policy{Hosts: cfg.AllowedHosts, IPLiterals: true},
@@ -468,10 +482,11 @@ func (r *Recorder) file(in *vcr.Interaction, requested string, ids requestIDs, u
 		s = r.lastByUser[ids.user]
 	}
 	if s == nil {
-		r.pending[ids.user] = append(r.pending[ids.user], in)
+		r.holdLocked(ids.user, in)
 		r.mu.Unlock()
 		return
 	}
+	r.touchLocked(s)
 	r.mu.Unlock()
 	r.save(s, func(s *session) { s.interactions = append(s.interactions, in) })
 }
@@ -482,14 +497,17 @@ func (r *Recorder) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.closed = true
-	n := 0
-	for _, list := range r.pending {
-		n += len(list)
+	if r.pendingCount > 0 {
+		r.logf("%d interaction(s) were not saved: no chat turn of the same user followed them", r.pendingCount)
 	}
-	if n > 0 {
-		r.logf("%d interaction(s) were not saved: no chat turn of the same user followed them", n)
+	if r.droppedPending > 0 {
+		r.logf("%d interaction(s) were not saved: %d already waited for a chat turn of their user", r.droppedPending, r.maxPending)
 	}
-	return errors.Join(r.refused...)
+	refused := r.refused
+	if r.moreRefused > 0 {
+		refused = append(slices.Clip(refused), fmt.Errorf("%d more save(s) refused (each is in the log)", r.moreRefused))
+	}
+	return errors.Join(refused...)
 }
 
 // Written lists the cassette files written so far (app.yaml included).

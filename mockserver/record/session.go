@@ -1,6 +1,7 @@
 package record
 
 import (
+	"container/list"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -31,6 +32,12 @@ type session struct {
 	path         string      // file written, "" before the first write
 	written      os.FileInfo // what we left on disk, to detect edits
 	failed       error       // a refused save; the session is not written again
+
+	// Under Recorder.mu (bound.go):
+	elem    *list.Element // its place in Recorder.open
+	entries []indexEntry  // the index entries that point at it
+	closed  bool          // no longer open: nothing new joins it
+	hasFile bool          // a save wrote its cassette
 }
 
 // nameOf reads a session's current name (it changes, under both locks, when
@@ -125,12 +132,12 @@ func (r *Recorder) newSessionLocked(base, requested, user string) *session {
 	if s.name != base {
 		r.logf("cassette %s.yaml exists; recording into %s.yaml", base, s.name)
 	}
-	r.reserved[s.name] = s
+	r.openLocked(s)
+	r.indexLocked(r.reserved, s.name, s)
 	if requested != "" {
-		r.byRequested[strings.TrimSuffix(requested, ".yaml")] = s
+		r.indexLocked(r.byRequested, strings.TrimSuffix(requested, ".yaml"), s)
 	}
-	r.sessions = append(r.sessions, s)
-	r.lastByUser[user] = s
+	r.indexLocked(r.lastByUser, user, s)
 	return s
 }
 
@@ -170,7 +177,11 @@ func (r *Recorder) save(s *session, change func(*session)) bool {
 func (r *Recorder) refuse(s *session, err error) {
 	s.failed = err
 	r.mu.Lock()
-	r.refused = append(r.refused, err)
+	if len(r.refused) < maxRefusalsKept {
+		r.refused = append(r.refused, err)
+	} else {
+		r.moreRefused++
+	}
 	r.mu.Unlock()
 	r.logf("%v", err)
 }
@@ -227,10 +238,13 @@ func (r *Recorder) writeSession(s *session, data []byte) error {
 		r.mu.Lock()
 		if name != s.name {
 			r.logf("cassette %s.yaml appeared meanwhile; recording into %s.yaml", s.name, name)
-			delete(r.reserved, s.name)
-			r.reserved[name] = s
+			if r.reserved[s.name] == s {
+				delete(r.reserved, s.name)
+			}
+			r.indexLocked(r.reserved, name, s)
 			s.name = name
 		}
+		s.hasFile = true
 		r.written[path] = true
 		r.mu.Unlock()
 		s.path, s.written = path, st
@@ -254,7 +268,8 @@ func (r *Recorder) replaceOwn(s *session, data []byte) error {
 
 // claimPendingLocked moves the user's waiting interactions to s.
 func (r *Recorder) claimPendingLocked(user string) []*vcr.Interaction {
-	list := r.pending[user]
+	waiting := r.pending[user]
 	delete(r.pending, user)
-	return list
+	r.pendingCount -= len(waiting)
+	return waiting
 }

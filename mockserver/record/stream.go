@@ -59,7 +59,8 @@ func (r *Recorder) serveChat(w http.ResponseWriter, req *http.Request, p string)
 	default:
 		s = r.newSessionLocked(slug(r.scrub.string(query)), "", user)
 	}
-	r.lastByUser[user] = s
+	r.touchLocked(s)
+	r.indexLocked(r.lastByUser, user, s)
 	name := s.name
 	r.mu.Unlock()
 
@@ -189,7 +190,9 @@ func isEventStream(h http.Header) bool {
 // learnIDs ties the conversation, message and task ids a stream reveals to
 // its session, so follow-up turns, stop requests and other calls about them
 // land in the same cassette. It runs while the stream is live (a stop
-// request arrives before the turn ends).
+// request arrives before the turn ends). The entries last as long as the
+// session is open (bound.go): a stop or a feedback call may come after
+// the stream ended.
 func (r *Recorder) learnIDs(s *session, data []byte, seen map[string]bool) {
 	if len(data) == 0 {
 		return
@@ -198,18 +201,9 @@ func (r *Recorder) learnIDs(s *session, data []byte, seen map[string]bool) {
 	if json.Unmarshal(data, &f) != nil {
 		return
 	}
-	for _, id := range []struct {
-		m map[string]*session
-		v string
-	}{{r.byConversation, f.ConversationID}, {r.byMessage, f.MessageID}, {r.byTask, f.TaskID}} {
-		if id.v == "" || seen[id.v] {
-			continue
-		}
-		seen[id.v] = true
-		r.mu.Lock()
-		id.m[id.v] = s
-		r.mu.Unlock()
-	}
+	r.indexOnce(r.byConversation, f.ConversationID, s, seen)
+	r.indexOnce(r.byMessage, f.MessageID, s, seen)
+	r.indexOnce(r.byTask, f.TaskID, s, seen)
 }
 
 // turnInteraction builds the scrubbed interaction of a chat turn: a 200

@@ -73,6 +73,11 @@ type fakeDify struct {
 	otherBody  string        // body of GET /conversations
 	chatBodies []string
 	uploads    []string // per upload: "field filename size sha256" of each file part, as received
+	// freshIDs gives each turn its own message and task ids, and each
+	// first turn its own conversation id (a follow-up keeps the one it
+	// sends), as Dify does; otherwise every turn uses convID, msgID and
+	// taskID.
+	freshIDs bool
 }
 
 func newFakeDify(t *testing.T, turns ...[]scheduledFrame) *fakeDify {
@@ -144,6 +149,9 @@ func (f *fakeDify) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	f.served++
 	frames := f.turns[i]
+	if f.freshIDs {
+		frames = withFreshIDs(frames, body, f.served)
+	}
 	f.sent = append(f.sent, nil)
 	slot := len(f.sent) - 1
 	gate := f.gate
@@ -179,6 +187,27 @@ func (f *fakeDify) chat(w http.ResponseWriter, r *http.Request) {
 		f.sent[slot] = append(f.sent[slot], time.Now())
 		f.mu.Unlock()
 	}
+}
+
+// withFreshIDs is frames with the ids of turn n: the conversation id the
+// chat body sends, else a new one.
+func withFreshIDs(frames []scheduledFrame, body []byte, n int) []scheduledFrame {
+	var b struct {
+		ConversationID string `json:"conversation_id"`
+	}
+	_ = json.Unmarshal(body, &b)
+	conv := b.ConversationID
+	if conv == "" {
+		conv = fmt.Sprintf("c0000000-0000-4000-8000-%012x", n)
+	}
+	ids := strings.NewReplacer(convID, conv,
+		msgID, fmt.Sprintf("a0000000-0000-4000-8000-%012x", n),
+		taskID, fmt.Sprintf("b0000000-0000-4000-8000-%012x", n))
+	out := make([]scheduledFrame, len(frames))
+	for i, fr := range frames {
+		out[i] = scheduledFrame{fr.At, ids.Replace(fr.Raw)}
+	}
+	return out
 }
 
 // recorderFor starts a recorder in front of up, writing into a fresh

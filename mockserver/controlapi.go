@@ -76,7 +76,7 @@ func (s *Server) withControl(api http.Handler) http.Handler {
 // routeRule is takeRule for routes other than chat: the user and the
 // conversation come from the query string or the path.
 func (s *Server) routeRule(r *http.Request, ps httprouter.Params) (rules.Rule, fault.Spec, bool) {
-	if s.rules == nil {
+	if s.rules == nil || s.rules.Len() == 0 { // no rules: no query to parse
 		return rules.Rule{}, fault.Spec{}, false
 	}
 	q := r.URL.Query()

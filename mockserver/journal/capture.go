@@ -39,11 +39,11 @@ func (j *Journal) Middleware(next http.Handler) http.Handler {
 		var cut []string
 		query := redact(clip(r.URL.RawQuery, MaxQuery, &cut, "query"))
 		rec := j.Start(r.Method, redactPath(clip(r.URL.Path, MaxPath, &cut, "path")), query, redactID(r.Header.Get("Origin")))
-		q, _ := url.ParseQuery(clip(r.URL.RawQuery, MaxQuery, nil, ""))
+		raw := clip(r.URL.RawQuery, MaxQuery, nil, "")
 		rec.Update(func(e *Entry) {
 			e.Truncated = append(e.Truncated, cut...)
-			e.User = redactID(q.Get("user"))
-			e.Conversation = redactID(q.Get("conversation_id"))
+			e.User = redactID(queryValue(raw, "user"))
+			e.Conversation = redactID(queryValue(raw, "conversation_id"))
 			if c := pathConversation(e.Path); c != "" {
 				e.Conversation = redactID(c)
 			}
@@ -57,7 +57,12 @@ func (j *Journal) Middleware(next http.Handler) http.Handler {
 		// flight (a 30 s agent turn) is not a blank row meanwhile.
 		cw := &captureWriter{ResponseWriter: w, onHeaders: func(status int) {
 			if body != nil && body.pw == nil {
-				body.finish(rec)
+				// On a fresh goroutine: storing the body redacts it, deep
+				// enough to double the stack of a chat's connection
+				// goroutine for the whole stream (mockserver/stack.go). Only
+				// then: a goroutine per request was a fifth of the CPU of
+				// a request without a body.
+				freshstack.Run(func() { body.finish(rec) })
 			}
 			rec.Headers(status)
 		}}
@@ -71,12 +76,38 @@ func (j *Journal) Middleware(next http.Handler) http.Handler {
 	})
 }
 
+// queryValue is url.ParseQuery(raw).Get(key) without building the map:
+// the journal reads two keys of every request's query.
+func queryValue(raw, key string) string {
+	for raw != "" {
+		var pair string
+		pair, raw, _ = strings.Cut(raw, "&")
+		k, v, _ := strings.Cut(pair, "=")
+		if strings.ContainsAny(k, "%+;") {
+			var err error
+			if k, err = url.QueryUnescape(k); err != nil {
+				continue
+			}
+		}
+		if k != key || strings.Contains(pair, ";") {
+			continue
+		}
+		if u, err := url.QueryUnescape(v); err == nil {
+			return u
+		}
+	}
+	return ""
+}
+
 // pathConversation is the :conversation_id of /v1/conversations/:id[/…].
 func pathConversation(p string) string {
-	segs := strings.Split(strings.Trim(p, "/"), "/")
-	for i := 0; i+1 < len(segs); i++ {
-		if segs[i] == "conversations" {
-			return segs[i+1]
+	rest := strings.Trim(p, "/")
+	for rest != "" {
+		var seg string
+		seg, rest, _ = strings.Cut(rest, "/")
+		if seg == "conversations" && rest != "" {
+			id, _, _ := strings.Cut(rest, "/")
+			return id
 		}
 	}
 	return ""
@@ -89,7 +120,7 @@ func redactID(s string) string {
 	if s == "" {
 		return ""
 	}
-	return string(secrets.Redact([]byte(clip(s, MaxID, nil, ""))))
+	return secrets.RedactString(clip(s, MaxID, nil, ""))
 }
 
 // redactPath redacts a path's segments (a key pasted into a route).
@@ -97,7 +128,7 @@ func redactPath(p string) string {
 	if p == "" {
 		return ""
 	}
-	return string(secrets.Redact([]byte(p)))
+	return secrets.RedactString(p)
 }
 
 func redact(s string) string {
@@ -105,7 +136,7 @@ func redact(s string) string {
 		return ""
 	}
 	// The query/form pattern wants a leading "?" or "&" before a name.
-	return strings.TrimPrefix(string(secrets.Redact([]byte("?"+s))), "?")
+	return strings.TrimPrefix(secrets.RedactString("?"+s), "?")
 }
 
 // captureWriter remembers the status; Unwrap keeps http.ResponseController
@@ -122,10 +153,7 @@ func (w *captureWriter) WriteHeader(code int) {
 	if w.status == 0 && code >= 200 {
 		w.status = code
 		if w.onHeaders != nil {
-			// On a fresh goroutine: storing the body redacts it, deep
-			// enough to double the stack of a chat's connection goroutine
-			// for the whole stream (mockserver/stack.go).
-			freshstack.Run(func() { w.onHeaders(code) })
+			w.onHeaders(code)
 		}
 	}
 	w.ResponseWriter.WriteHeader(code)

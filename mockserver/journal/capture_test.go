@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -93,4 +94,40 @@ func TestInFlightRequestShowsStatusUserAndBody(t *testing.T) {
 	if !e.Done || e.Status != http.StatusOK || e.User != "alice" {
 		t.Errorf("finished: %+v", e)
 	}
+}
+
+// FuzzQueryValue: queryValue reads a key as url.ParseQuery(raw).Get does.
+func FuzzQueryValue(f *testing.F) {
+	for _, s := range []string{"user=u", "a=1&user=%zz&user=b", "us%65r=x", "user=a;b&user=c", "user", "user=a+b&conversation_id=c%20d", "+user=1&user+=2"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		q, _ := url.ParseQuery(raw)
+		for _, k := range []string{"user", "conversation_id"} {
+			if got, want := queryValue(raw, k), q.Get(k); got != want {
+				t.Fatalf("queryValue(%q, %q) = %q, url.ParseQuery gives %q", raw, k, got, want)
+			}
+		}
+	})
+}
+
+// FuzzPathConversation: pathConversation finds the segment after
+// "conversations" as splitting the path on "/" does.
+func FuzzPathConversation(f *testing.F) {
+	for _, s := range []string{"/v1/conversations/c1/name", "/v1/conversations//name", "/v1/conversations/", "conversations/x", "/v1/messages"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		want := ""
+		segs := strings.Split(strings.Trim(p, "/"), "/")
+		for i := 0; i+1 < len(segs); i++ {
+			if segs[i] == "conversations" {
+				want = segs[i+1]
+				break
+			}
+		}
+		if got := pathConversation(p); got != want {
+			t.Fatalf("pathConversation(%q) = %q, want %q", p, got, want)
+		}
+	})
 }

@@ -41,10 +41,16 @@ type Pattern struct {
 	// A needle of a (?i) pattern must not contain k or s, which (?i) also
 	// matches as the Kelvin sign and the long s.
 	Needles []string
+	// MayMatch, when set, is a pre-check that replaces Needles: it must
+	// report true for any data in which Regexp finds a match.
+	MayMatch func(data []byte) bool
 }
 
 // mayMatch reports whether data holds one of p's needles (or p has none).
 func (p Pattern) mayMatch(data []byte) bool {
+	if p.MayMatch != nil {
+		return p.MayMatch(data)
+	}
 	if len(p.Needles) == 0 {
 		return true
 	}
@@ -99,6 +105,31 @@ var credentialNameRE = regexp.MustCompile(`(?i)^(?:` + tokenFieldNames + `)$`)
 // "accessToken", "password", …).
 func IsCredentialName(name string) bool { return credentialNameRE.MatchString(name) }
 
+// maxParamName is more than the longest credential name, with every
+// letter written as a 3-byte rune that (?i) folds to ASCII (the Kelvin sign).
+const maxParamName = 96
+
+// mayHoldCredentialParam is the query/form pattern's pre-check: some
+// parameter's name (from the start, '?' or '&' to '=') is a credential
+// name. Every query has a '=', so the needle "=" sent each one through the
+// regexp (a tenth of the CPU of GET /parameters?user=…); the names are
+// few and short.
+func mayHoldCredentialParam(data []byte) bool {
+	for i, c := range data {
+		if c != '=' {
+			continue
+		}
+		j := i
+		for j > 0 && i-j <= maxParamName && data[j-1] != '?' && data[j-1] != '&' {
+			j--
+		}
+		if i-j <= maxParamName && i > j && credentialNameRE.Match(data[j:i]) {
+			return true
+		}
+	}
+	return false
+}
+
 // credentialHeaders are headers that carry credentials (request and
 // response).
 var credentialHeaders = map[string]bool{
@@ -151,7 +182,7 @@ var Patterns = []Pattern{
 	{Name: "token-like JSON field (escaped)", Regexp: regexp.MustCompile(`(?i)\\"(?:` + tokenFieldNames + `)\\"\s*:\s*\\"((?:[^"\\]|\\\\)*)\\"`), Group: 1, Needles: []string{`\"`}},
 	// ?api_key=… in URLs and form-urlencoded bodies. The value stops at
 	// '<' and '>' too, so a URL in a Link header keeps its ">; rel=…".
-	{Name: "token-like query/form parameter", Regexp: regexp.MustCompile(`(?i)(?:^|[?&])(?:` + tokenFieldNames + `)=([^&\s"'#<>]+)`), Group: 1, Needles: []string{"="}},
+	{Name: "token-like query/form parameter", Regexp: regexp.MustCompile(`(?i)(?:^|[?&])(?:` + tokenFieldNames + `)=([^&\s"'#<>]+)`), Group: 1, MayMatch: mayHoldCredentialParam},
 	// A multipart text field named like a credential.
 	{Name: "token-like multipart field", Regexp: regexp.MustCompile(`(?i)form-data;\s*name="(?:` + tokenFieldNames + `)"[^\r\n]*\r?\n(?:[^\r\n]+\r?\n)*\r?\n([^\r\n]*)`), Group: 1, Needles: []string{"form-data"}},
 }

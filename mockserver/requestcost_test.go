@@ -1,0 +1,37 @@
+package mockserver_test
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/difyops/terraform-provider-dify/mockserver"
+)
+
+// discardWriter is a ResponseWriter that keeps nothing, so the benchmark
+// measures the server's own work per request, not a recorder's.
+type discardWriter struct{ h http.Header }
+
+func (d *discardWriter) Header() http.Header         { return d.h }
+func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (d *discardWriter) WriteHeader(int)             {}
+
+// BenchmarkParametersRequest is the mock's CPU and allocations per
+// GET /v1/parameters with its defaults (journal on, access log at info),
+// without the network: what the bench's `GET /v1/parameters` row pays on
+// top of a bare handler.
+func BenchmarkParametersRequest(b *testing.B) {
+	srv, err := mockserver.New(mockserver.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := httptest.NewRequest(http.MethodGet, "/v1/parameters?user=bench-user", nil)
+	req.Header.Set("Authorization", "Bearer app-bench")
+	b.ReportAllocs()
+	for b.Loop() {
+		w := &discardWriter{h: http.Header{}}
+		srv.ServeHTTP(w, req)
+	}
+}

@@ -270,6 +270,15 @@ func (s *Store) runJob(j *AnnotationJob, now time.Time) {
 // the query is normalised and scored against a prebuilt index without it,
 // so its cost (bounded by similar.MaxWords) delays no other request.
 func (s *Store) MatchAnnotation(query string) (a Annotation, score float64, ok bool) {
+	// Every chat asks, and annotation reply is off in most runs: a shared
+	// lock answers that without queueing chats behind each other on the
+	// store's write lock (settling jobs needs it).
+	s.mu.RLock()
+	idle := s.ann.setting == nil && len(s.ann.jobs) == 0
+	s.mu.RUnlock()
+	if idle {
+		return Annotation{}, 0, false
+	}
 	s.mu.Lock()
 	s.settleJobs()
 	setting, gen := s.ann.setting, s.ann.gen

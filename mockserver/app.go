@@ -35,7 +35,7 @@ func (s *Server) writeAppResponse(w http.ResponseWriter, path string, body []byt
 	}
 	h := w.Header()
 	copyRecordedHeader(h, resp.Header)
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h["Content-Length"] = []string{strconv.Itoa(len(body))} // canonical already: no Set
 	w.WriteHeader(resp.Status)
 	_, _ = w.Write(body)
 }
@@ -104,13 +104,14 @@ func parseForm(params []byte) ([]formField, error) {
 // defaults the Content-Type to JSON as Dify's error and app bodies are.
 func copyRecordedHeader(h, recorded http.Header) {
 	for k, v := range recorded {
-		switch http.CanonicalHeaderKey(k) {
+		k = http.CanonicalHeaderKey(k)
+		switch k {
 		case "Content-Length", "Transfer-Encoding", "Connection", "Date", "Set-Cookie":
 			continue
 		}
-		h[http.CanonicalHeaderKey(k)] = v
+		h[k] = v
 	}
-	if h.Get("Content-Type") == "" {
-		h.Set("Content-Type", "application/json")
+	if ct := h["Content-Type"]; len(ct) == 0 || ct[0] == "" {
+		h["Content-Type"] = []string{"application/json"}
 	}
 }

@@ -176,9 +176,9 @@ func (s *Server) corsHeaders(next http.Handler) http.Handler {
 		if strings.HasPrefix(r.URL.Path, "/v1") {
 			h := w.Header()
 			ao := s.origins.Grant(r.Header.Get("Origin"))
-			if ao != "" {
-				h.Set("Access-Control-Allow-Origin", ao)
-				h.Set("Access-Control-Expose-Headers", corsExposeHeaders)
+			if ao != "" { // canonical keys: assigned, not Set, on every /v1 request
+				h["Access-Control-Allow-Origin"] = []string{ao}
+				h["Access-Control-Expose-Headers"] = []string{corsExposeHeaders}
 			}
 			if ao != "*" {
 				// The answer depends on Origin whether it was allowed or

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/difyops/terraform-provider-dify/mockserver"
@@ -31,6 +32,27 @@ func BenchmarkParametersRequest(b *testing.B) {
 	req.Header.Set("Authorization", "Bearer app-bench")
 	b.ReportAllocs()
 	for b.Loop() {
+		w := &discardWriter{h: http.Header{}}
+		srv.ServeHTTP(w, req)
+	}
+}
+
+// BenchmarkChatRequest is the mock's CPU and allocations for one streamed
+// chat turn (tool-use, played at speed 0) with its defaults, without the
+// network: admission (parse, steer, admit), the replay and storing the turn.
+func BenchmarkChatRequest(b *testing.B) {
+	srv, err := mockserver.New(mockserver.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := `{"query":"What will three nights in Lisbon cost for two?","inputs":{},"user":"bench-user","response_mode":"streaming"}`
+	b.ReportAllocs()
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodPost, "/v1/chat-messages", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer app-bench")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(mockserver.HeaderCassette, "tool-use")
+		req.Header.Set(mockserver.HeaderSpeed, "0")
 		w := &discardWriter{h: http.Header{}}
 		srv.ServeHTTP(w, req)
 	}

@@ -248,13 +248,14 @@ func (s *Store) LookupEndUser(id string) (EndUser, bool) {
 
 // AddFile stores an upload.
 func (s *Store) AddFile(f File) {
+	size := fileOverhead + jsonSize(f.Result) + int64(len(f.Content)) // before the lock, as in AddMessage
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := s.files[f.Result.ID]; ok && old.elem != nil {
 		s.bytes -= s.lru.Remove(old.elem).(*unit).bytes
 	}
 	fp := &f
-	fp.elem = s.track(&unit{file: fp, bytes: fileOverhead + jsonSize(f.Result) + int64(len(f.Content))})
+	fp.elem = s.track(&unit{file: fp, bytes: size})
 	s.files[f.Result.ID] = fp
 	s.evict(fp.elem)
 }
@@ -364,6 +365,10 @@ func (s *Store) ContinueConversation(id string) {
 // automatic name and this is its first message, the name is generated from
 // the query.
 func (s *Store) AddMessage(m dify.Message, cassette string) error {
+	// Sized before the lock: encoding a turn's message (answer, thoughts,
+	// files) was half of a chat's CPU, and under the store's write lock
+	// every other chat queued behind it.
+	size := messageOverhead + jsonSize(m)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.convs[m.ConversationID]
@@ -377,7 +382,7 @@ func (s *Store) AddMessage(m dify.Message, cassette string) error {
 	if c.AutoName && len(c.messages) == 1 {
 		c.Name = GenerateName(m.Query)
 	}
-	s.grow(c.elem, messageOverhead+jsonSize(m))
+	s.grow(c.elem, size)
 	s.evict(c.elem)
 	return nil
 }

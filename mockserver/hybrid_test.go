@@ -50,16 +50,24 @@ type fakeUpstream struct {
 	chats  atomic.Int32
 }
 
-func newFakeUpstream(t *testing.T) *fakeUpstream {
+// scenarioDir is a fresh folder holding the cassette authored from
+// scenario (file names it in messages), and the cassette's name.
+func scenarioDir(t *testing.T, file, scenario string) (dir, name string) {
 	t.Helper()
-	dir := t.TempDir()
-	name, data, err := author.GenerateBytes("upstream.yaml", []byte(upstreamScenario), author.Options{})
+	dir = t.TempDir()
+	name, data, err := author.GenerateBytes(file, []byte(scenario), author.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := author.WriteCassette(dir, name, data, false); err != nil {
 		t.Fatal(err)
 	}
+	return dir, name
+}
+
+func newFakeUpstream(t *testing.T) *fakeUpstream {
+	t.Helper()
+	dir, name := scenarioDir(t, "upstream.yaml", upstreamScenario)
 	set, err := cassette.LoadDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -384,14 +392,7 @@ func TestHybridUpstreamFailuresFallBack(t *testing.T) {
 	defer other.Close()
 	up.target = other.URL
 
-	dir := t.TempDir()
-	name, data, err := author.GenerateBytes("local.yaml", []byte(localScenario), author.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := author.WriteCassette(dir, name, data, false); err != nil {
-		t.Fatal(err)
-	}
+	dir, _ := scenarioDir(t, "local.yaml", localScenario)
 	e, logs := hybridEnv(t, up, dir, func(c *mockserver.Config) { c.Speed = 0 })
 
 	for _, tc := range []struct {
@@ -500,14 +501,7 @@ func TestHybridLiveStreamBreaksAndStops(t *testing.T) {
 // hybrid mock saves.
 func TestHybridSavesReachWatchingMocks(t *testing.T) {
 	up := newFakeUpstream(t)
-	dir := t.TempDir()
-	name, data, err := author.GenerateBytes("local.yaml", []byte(localScenario), author.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := author.WriteCassette(dir, name, data, false); err != nil {
-		t.Fatal(err)
-	}
+	dir, _ := scenarioDir(t, "local.yaml", localScenario)
 	e, _ := hybridEnv(t, up, dir, func(c *mockserver.Config) { c.Speed = 0 })
 	set, err := cassette.LoadDir(dir)
 	if err != nil {
@@ -539,14 +533,7 @@ func TestHybridSavesReachWatchingMocks(t *testing.T) {
 // DNS-rebound host name get the recorded turns, saying why.
 func TestHybridKeyOnlyForThisMachinesClients(t *testing.T) {
 	up := newFakeUpstream(t)
-	dir := t.TempDir()
-	name, data, err := author.GenerateBytes("local.yaml", []byte(localScenario), author.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := author.WriteCassette(dir, name, data, false); err != nil {
-		t.Fatal(err)
-	}
+	dir, _ := scenarioDir(t, "local.yaml", localScenario)
 	e, _ := hybridEnv(t, up, dir, func(c *mockserver.Config) { c.Speed = 0; c.CORSOrigin = "*" })
 	send := func(query, host, origin string) *http.Response {
 		t.Helper()

@@ -16,7 +16,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 case "${1:-}" in
 -h | --help)
-	sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+	print_help
 	exit 0
 	;;
 "") ;;

@@ -40,7 +40,7 @@ DEST="$DEST_DIR/terraform"
 for arg in "$@"; do
 	case "$arg" in
 	-h | --help)
-		sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+		print_help
 		exit 0
 		;;
 	*) die "unknown argument: $arg (try --help)" ;;

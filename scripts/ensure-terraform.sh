@@ -29,7 +29,7 @@ for arg in "$@"; do
 	case "$arg" in
 	--build) force_build=1 ;;
 	-h | --help)
-		sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+		print_help
 		exit 0
 		;;
 	*) die "unknown argument: $arg (try --help)" ;;

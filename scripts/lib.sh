@@ -31,6 +31,12 @@ die() {
 }
 ok() { printf '%sOK:%s %s\n' "$_c_green$_c_bold" "$_c_reset" "$*" >&2; }
 
+# print_help: the calling script's header comment (from line 2 to its
+# `set -euo` line), without the comment marks: what --help prints.
+print_help() {
+	sed -n '2,/^set -euo/p' "${BASH_SOURCE[1]}" | sed '$d; s/^# \{0,1\}//'
+}
+
 # version_ge A B: true when dotted version A >= B (numeric fields, suffixes like
 # "-beta1" are ignored).
 version_ge() {

@@ -133,7 +133,7 @@ func errorReason(body []byte) []slog.Attr {
 	if json.Unmarshal(bytes.TrimSpace(body), &e) != nil || (e.Code == "" && e.Message == "") {
 		return nil
 	}
-	return []slog.Attr{slog.String("code", e.Code), slog.String("message", string(secrets.Redact([]byte(e.Message))))}
+	return []slog.Attr{slog.String("code", e.Code), slog.String("message", secrets.RedactString(e.Message))}
 }
 
 // corsAllowMethods are the methods a preflight grants when the route's own

@@ -15,14 +15,7 @@ set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-case "${1:-}" in
--h | --help)
-	print_help
-	exit 0
-	;;
-"") ;;
-*) die "unknown argument: $1 (try --help)" ;;
-esac
+no_arguments "$@"
 
 # works BIN: true when BIN runs and is 2.6 or newer (balance hash, json_query).
 works() {

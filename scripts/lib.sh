@@ -31,10 +31,23 @@ die() {
 }
 ok() { printf '%sOK:%s %s\n' "$_c_green$_c_bold" "$_c_reset" "$*" >&2; }
 
-# print_help: the calling script's header comment (from line 2 to its
+# print_help: the running script's header comment (from line 2 to its
 # `set -euo` line), without the comment marks: what --help prints.
 print_help() {
-	sed -n '2,/^set -euo/p' "${BASH_SOURCE[1]}" | sed '$d; s/^# \{0,1\}//'
+	sed -n '2,/^set -euo/p' "${BASH_SOURCE[-1]}" | sed '$d; s/^# \{0,1\}//'
+}
+
+# no_arguments "$@": for a script that takes none: --help prints its header,
+# anything else is refused.
+no_arguments() {
+	case "${1:-}" in
+	-h | --help)
+		print_help
+		exit 0
+		;;
+	"") ;;
+	*) die "unknown argument: $1 (try --help)" ;;
+	esac
 }
 
 # version_ge A B: true when dotted version A >= B (numeric fields, suffixes like

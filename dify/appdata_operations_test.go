@@ -28,12 +28,12 @@ func TestSendFeedback(t *testing.T) {
 	}
 	checkJSONBody(t, rec.last(t), `{"rating":null,"user":"u2"}`)
 
-	rec.respond = jsonReply(400, `{"code":"invalid_param","message":"rating cannot be None when feedback not exists","status":400}`)
+	rec.answer(jsonReply(400, `{"code":"invalid_param","message":"rating cannot be None when feedback not exists","status":400}`))
 	err := c.SendFeedback(testContext(t), "m1", FeedbackRequest{})
 	if !IsFeedbackAlreadyRevoked(err) {
 		t.Errorf("revoke without feedback: %v, want IsFeedbackAlreadyRevoked", err)
 	}
-	rec.respond = jsonReply(400, `{"code":"invalid_param","message":"other","status":400}`)
+	rec.answer(jsonReply(400, `{"code":"invalid_param","message":"other","status":400}`))
 	if err := c.SendFeedback(testContext(t), "m1", FeedbackRequest{Rating: "meh"}); err == nil || IsFeedbackAlreadyRevoked(err) {
 		t.Errorf("other 400: %v", err)
 	}
@@ -54,7 +54,7 @@ func TestListAppFeedbacks(t *testing.T) {
 	// No user: the route runs as the workspace owner (docs/api §26).
 	checkQuery(t, rec.last(t), url.Values{"page": {"2"}, "limit": {"101"}})
 
-	rec.respond = jsonReply(200, `{"data":null}`)
+	rec.answer(jsonReply(200, `{"data":null}`))
 	page, err = c.ListAppFeedbacks(testContext(t), ListAppFeedbacksParams{})
 	if err != nil || page.Data == nil || len(page.Data) != 0 {
 		t.Errorf("null data: %+v, %v", page, err)
@@ -90,7 +90,7 @@ func TestAnnotations(t *testing.T) {
 		checkJSONBody(t, rec.last(t), `{"question":"What is X?","answer":"X is Y."}`)
 
 		// Creating is never retried once sent: a retry could add a duplicate.
-		rec.respond = jsonReply(503, `{"code":"unknown","message":"busy","status":503}`)
+		rec.answer(jsonReply(503, `{"code":"unknown","message":"busy","status":503}`))
 		before := rec.count()
 		if _, err := c.CreateAnnotation(testContext(t), AnnotationRequest{Question: "q", Answer: "a"}); err == nil {
 			t.Fatal("503 accepted")
@@ -119,7 +119,7 @@ func TestAnnotations(t *testing.T) {
 		if len(rec.last(t).Body) != 0 {
 			t.Errorf("delete sent a body: %q", rec.last(t).Body)
 		}
-		rec.respond = jsonReply(404, `{"code":"not_found","message":"Annotation not found","status":404}`)
+		rec.answer(jsonReply(404, `{"code":"not_found","message":"Annotation not found","status":404}`))
 		if err := c.DeleteAnnotation(testContext(t), "a1"); !IsNotFound(err) {
 			t.Errorf("second delete: %v, want IsNotFound", err)
 		}
@@ -141,13 +141,13 @@ func TestAnnotationReplyJobs(t *testing.T) {
 	checkJSONBody(t, rec.last(t), `{"score_threshold":0.9,"embedding_provider_name":"openai","embedding_model_name":"text-embedding-3-small"}`)
 
 	// Polling: waiting twice, then completed.
-	rec.respond = func(w http.ResponseWriter, r *http.Request, n int) {
+	rec.answer(func(w http.ResponseWriter, r *http.Request, n int) {
 		status := "waiting"
 		if n >= 4 {
 			status = "completed"
 		}
 		jsonReply(200, `{"job_id":"j1","job_status":"`+status+`","error_msg":""}`)(w, r, n)
-	}
+	})
 	job, err = c.WaitAnnotationReply(testContext(t), AnnotationReplyEnable, "j1", time.Millisecond)
 	if err != nil || job.JobStatus != JobStatusCompleted || !job.Done() {
 		t.Fatalf("wait = %+v, %v", job, err)
@@ -157,7 +157,7 @@ func TestAnnotationReplyJobs(t *testing.T) {
 	}
 	checkCommon(t, rec.last(t), "GET", "/v1/apps/annotation-reply/enable/status/j1")
 
-	rec.respond = jsonReply(200, `{"job_id":"j1","job_status":"error","error_msg":"model not found"}`)
+	rec.answer(jsonReply(200, `{"job_id":"j1","job_status":"error","error_msg":"model not found"}`))
 	job, err = c.WaitAnnotationReply(testContext(t), AnnotationReplyDisable, "j1", 0)
 	var jobErr *AnnotationReplyJobError
 	if !errors.As(err, &jobErr) || jobErr.Message != "model not found" || jobErr.Action != "disable" || job.JobStatus != JobStatusError {
@@ -168,7 +168,7 @@ func TestAnnotationReplyJobs(t *testing.T) {
 	}
 
 	// A job that never finishes ends with the context.
-	rec.respond = jsonReply(200, `{"job_id":"j1","job_status":"waiting","error_msg":""}`)
+	rec.answer(jsonReply(200, `{"job_id":"j1","job_status":"waiting","error_msg":""}`))
 	// Generous: the first poll must answer before the deadline even on a
 	// loaded machine; the job never finishes, so the deadline still ends it.
 	ctx, cancel := context.WithTimeout(testContext(t), 2*time.Second)
@@ -180,7 +180,7 @@ func TestAnnotationReplyJobs(t *testing.T) {
 
 	// Both spellings of an unknown job (docs/api §28.2).
 	for _, status := range []int{400, 404} {
-		rec.respond = jsonReply(status, `{"code":"x","message":"The job does not exist.","status":0}`)
+		rec.answer(jsonReply(status, `{"code":"x","message":"The job does not exist.","status":0}`))
 		_, err := c.AnnotationReplyStatus(testContext(t), AnnotationReplyEnable, "j2")
 		if !IsAnnotationReplyJobNotFound(err) {
 			t.Errorf("HTTP %d: %v, want IsAnnotationReplyJobNotFound", status, err)
@@ -221,7 +221,7 @@ func TestPreviewFile(t *testing.T) {
 	}
 	checkQuery(t, rec.last(t), url.Values{"as_attachment": {"true"}, "user": {"u2"}})
 
-	rec.respond = jsonReply(404, `{"code":"file_not_found","message":"The requested file was not found.","status":404}`)
+	rec.answer(jsonReply(404, `{"code":"file_not_found","message":"The requested file was not found.","status":404}`))
 	if _, err := c.PreviewFile(testContext(t), "f1", FilePreviewParams{}); !IsNotFound(err) {
 		t.Errorf("missing file: %v", err)
 	}
@@ -242,7 +242,7 @@ func TestConversationVariables(t *testing.T) {
 	checkCommon(t, rec.last(t), "GET", "/v1/conversations/c1/variables")
 	checkQuery(t, rec.last(t), url.Values{"user": {"user-1"}, "last_id": {"v0"}, "limit": {"20"}, "variable_name": {"top"}})
 
-	rec.respond = jsonReply(200, item)
+	rec.answer(jsonReply(200, item))
 	if _, err := c.UpdateConversationVariable(testContext(t), "c1", "v1", map[string]any{"k": 1}, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestConversationVariables(t *testing.T) {
 	}
 	checkJSONBody(t, rec.last(t), `{"value":null,"user":"u2"}`)
 
-	rec.respond = jsonReply(400, `{"code":"not_chat_app","message":"Please check if your app mode matches the right API route.","status":400}`)
+	rec.answer(jsonReply(400, `{"code":"not_chat_app","message":"Please check if your app mode matches the right API route.","status":400}`))
 	_, err = c.ListConversationVariables(testContext(t), "c1", ListConversationVariablesParams{})
 	if apiErr, ok := AsAPIError(err); !ok || apiErr.Code != "not_chat_app" {
 		t.Errorf("agent app: %v", err)

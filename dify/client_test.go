@@ -196,7 +196,7 @@ func TestSuggestedQuestions(t *testing.T) {
 	checkCommon(t, rec.last(t), "GET", "/v1/messages/m-1/suggested")
 	checkQuery(t, rec.last(t), url.Values{"user": {"user-1"}})
 
-	rec.respond = jsonReply(200, `{"result":"success","data":null}`)
+	rec.answer(jsonReply(200, `{"result":"success","data":null}`))
 	got, err = c.SuggestedQuestions(testContext(t), "m-1", "other")
 	if err != nil || got == nil || len(got) != 0 {
 		t.Errorf("null data: got %#v, %v; want empty non-nil", got, err)

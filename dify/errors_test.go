@@ -143,7 +143,7 @@ func TestDecodeFailures(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "dify: GET /info: decoding HTTP 200 response") {
 		t.Errorf("truncated JSON: %v", err)
 	}
-	rec.respond = func(w http.ResponseWriter, _ *http.Request, _ int) { w.WriteHeader(200) }
+	rec.answer(func(w http.ResponseWriter, _ *http.Request, _ int) { w.WriteHeader(200) })
 	_, err = newTestClient(t, rec).AppInfo(testContext(t))
 	if err == nil || !strings.Contains(err.Error(), "empty body") {
 		t.Errorf("empty body: %v", err)

@@ -35,8 +35,18 @@ func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec.mu.Lock()
 	rec.requests = append(rec.requests, recorded{r.Method, r.URL.EscapedPath(), r.URL.RawQuery, r.Header.Clone(), body})
 	n := len(rec.requests)
+	respond := rec.respond
 	rec.mu.Unlock()
-	rec.respond(w, r, n)
+	respond(w, r, n)
+}
+
+// answer replaces respond between steps of a test. Under the lock: a
+// request the previous step gave up on (a cancelled poll) may still be
+// in the handler.
+func (rec *recorder) answer(respond func(w http.ResponseWriter, r *http.Request, n int)) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	rec.respond = respond
 }
 
 func (rec *recorder) count() int {

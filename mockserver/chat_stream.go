@@ -5,6 +5,7 @@ package mockserver
 // outcome to the store phase before the frame that ends the stream.
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -15,24 +16,47 @@ import (
 
 // playChat streams the turn admit prepared. It runs after prepareChat
 // has returned, so that its frames are not on the stack below the replay,
-// whose flushes reach deep into net/http (stack.go).
+// whose flushes reach deep into net/http (stack.go). When the server has a
+// Listener the stream is taken off the connection goroutine instead
+// (chat_detach.go): playChat returns at once, and the stream plays once
+// the middleware has returned.
 func (s *Server) playChat(w http.ResponseWriter, r *http.Request, cs *chatStream) {
+	if s.detachStream(w, r, cs) {
+		return
+	}
 	defer s.endStream(cs.bound.Binding.TaskID)
+	rep := s.replayTurn(r.Context(), &flushSink{w: w, rc: http.NewResponseController(w)}, cs, nil, true)
+	if rep.Reset {
+		resetAfterStream(w)
+	}
+}
+
+// replayTurn is the one replay of a chat turn, whichever goroutine runs it:
+// the journal's observer, the run limits and the fault, stop and shutdown,
+// and the store phase before the frame that ends the stream. hangup, when
+// not nil, reports a client gone (a detached stream watches its connection
+// itself; ctx does it for a handler). freshStore stores the turn on a fresh
+// goroutine, for a replay on a connection goroutine (stack.go); a detached
+// stream's goroutine ends soon after storing, so its stack may grow, and a
+// goroutine handoff less per stream end matters when a thousand streams end
+// at once (every handoff is a trip through the run queue behind them all).
+func (s *Server) replayTurn(ctx context.Context, sink replaySink, cs *chatStream, hangup <-chan struct{}, freshStore bool) *replay.Report {
 	plan := cs.plan
-	var sink replaySink = &flushSink{w: w, rc: http.NewResponseController(w)}
 	opts := replay.Options{Speed: plan.speed, RunTimeout: s.cfg.RunTimeout, MaxModelRequests: s.cfg.MaxModelRequests, Fault: plan.spec.Stream}
 	if cs.rec != nil {
 		js := &journalSink{replaySink: sink, rec: cs.rec, speed: plan.speed, start: time.Now()}
 		sink, opts.Observe = js, js.observe
 	}
-	rep := cs.bound.Play(r.Context(), sink, opts, replay.Signals{Stop: cs.tk.stop, Shutdown: s.closing}, func(rep *replay.Report) {
-		freshstack.Run(func() { s.storeTurn(cs, rep) }) // stack.go: storing is deep
+	rep := cs.bound.Play(ctx, sink, opts, replay.Signals{Stop: cs.tk.stop, Shutdown: s.closing, Hangup: hangup}, func(rep *replay.Report) {
+		if freshStore {
+			freshstack.Run(func() { s.storeTurn(cs, rep) }) // stack.go: storing is deep
+		} else {
+			s.storeTurn(cs, rep)
+		}
 	})
 	cs.rec.Update(func(e *journal.Entry) { e.Outcome = rep.Outcome.String() })
 	s.log.Debug("replay ended", "cassette", plan.ref.cassette, "turn", plan.ref.turn, "annotation", plan.annotation, "outcome", rep.Outcome.String(), "frames", rep.Sent)
-	if rep.Reset {
-		resetAfterStream(w)
-	}
+	return rep
 }
 
 // flushSink adapts a ResponseWriter to replay.Sink.

@@ -263,7 +263,9 @@ func newEnv(t testing.TB, cfg mockserver.Config) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(srv)
+	ts := httptest.NewUnstartedServer(srv)
+	ts.Listener = srv.Listener(ts.Listener) // streams as `dify-mock serve` runs them
+	ts.Start()
 	e := &env{t: t, srv: srv, ts: ts, set: cfg.Cassettes, hc: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

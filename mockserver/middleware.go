@@ -2,6 +2,7 @@ package mockserver
 
 import (
 	"bytes"
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"html"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/difyops/terraform-provider-dify/mockserver/detach"
 	"github.com/difyops/terraform-provider-dify/mockserver/netguard"
 	"github.com/difyops/terraform-provider-dify/mockserver/secrets"
 )
@@ -82,44 +84,74 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		}
 		start := time.Now()
 		next.ServeHTTP(w, r)
-		s.logRequest(w, r, time.Since(start))
+		s.logRequest(w, r, start)
 	})
 }
 
-// logRequest writes the access line. Its own frame (not inlined): the
-// attributes and the record are a few hundred bytes that would otherwise sit
-// in logRequests' frame, below every stream's deepest call (stack.go).
+// accessLine is what the access log says about a request, read from the
+// request and its writer when the handler returns (a detached stream's
+// line is written later, and must not keep the writer).
+type accessLine struct {
+	method, path   string
+	status         int
+	cassette, turn string
+	errBody        []byte
+}
+
+// logRequest writes the access line, or leaves it for the end of a stream
+// that outlives the handler (mockserver/detach). Its own frame (not
+// inlined): the attributes and the record are a few hundred bytes that
+// would otherwise sit in logRequests' frame, below every stream's deepest
+// call (stack.go).
 //
 //go:noinline
-func (s *Server) logRequest(w http.ResponseWriter, r *http.Request, took time.Duration) {
-	status := 0
+func (s *Server) logRequest(w http.ResponseWriter, r *http.Request, start time.Time) {
+	a := accessLine{method: r.Method, path: r.URL.Path}
 	rw, _ := w.(*recordingWriter)
 	if rw != nil {
-		status = rw.status
+		a.status = rw.status
+		if rw.status >= 400 {
+			a.errBody = rw.errBody
+		}
 	}
+	// Which recording answered a chat message.
+	if c := w.Header()[HeaderCassette]; len(c) > 0 && c[0] != "" {
+		a.cassette = c[0]
+		if t := w.Header()[HeaderTurn]; len(t) > 0 {
+			a.turn = t[0]
+		}
+	}
+	if t := detach.Of(w); t != nil && s.logLater(t, a, start) {
+		return
+	}
+	s.writeAccessLine(&a, time.Since(start))
+}
+
+// logLater leaves the line for the end of a detached stream; apart, so
+// that the closure does not move every request's line to the heap.
+func (s *Server) logLater(t *detach.Tail, a accessLine, start time.Time) bool {
+	return t.Later(func() { s.writeAccessLine(&a, time.Since(start)) })
+}
+
+func (s *Server) writeAccessLine(a *accessLine, took time.Duration) {
 	// Attributes in a fixed-size array: the access log runs for every
 	// request, and []any boxing was a third of its cost.
 	var buf [8]slog.Attr
-	attrs := append(buf[:0], slog.String("method", r.Method), slog.String("path", r.URL.Path),
-		slog.Int("status", status), slog.Duration("duration", took.Round(time.Microsecond)))
-	// Which recording answered a chat message…
-	if c := w.Header()[HeaderCassette]; len(c) > 0 && c[0] != "" {
-		turn := ""
-		if t := w.Header()[HeaderTurn]; len(t) > 0 {
-			turn = t[0]
-		}
-		attrs = append(attrs, slog.String("cassette", c[0]), slog.String("turn", turn))
+	attrs := append(buf[:0], slog.String("method", a.method), slog.String("path", a.path),
+		slog.Int("status", a.status), slog.Duration("duration", took.Round(time.Microsecond)))
+	if a.cassette != "" {
+		attrs = append(attrs, slog.String("cassette", a.cassette), slog.String("turn", a.turn))
 	}
-	// …and why a request was refused (Dify's error envelope).
-	if rw != nil && rw.status >= 400 {
-		attrs = append(attrs, errorReason(rw.errBody)...)
+	// Why a request was refused (Dify's error envelope).
+	if a.status >= 400 {
+		attrs = append(attrs, errorReason(a.errBody)...)
 	}
 	// A record without a caller (pc 0): the logger would otherwise walk the
 	// stack for every request, and an access line's source is always this
 	// one.
 	line := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
 	line.AddAttrs(attrs...)
-	_ = s.log.Handler().Handle(r.Context(), line)
+	_ = s.log.Handler().Handle(context.Background(), line)
 }
 
 // errorReason turns an error body into log attributes: Dify's envelope's

@@ -87,6 +87,7 @@ func newLoggedServer(t *testing.T, cfg mockserver.Config) *loggedServer {
 		t.Fatal(err)
 	}
 	ts := httptest.NewUnstartedServer(srv)
+	ts.Listener = srv.Listener(ts.Listener) // streams as `dify-mock serve` runs them
 	// Panics that escape the handler are reported here by net/http.
 	ts.Config.ErrorLog = log.New(logs, "net/http: ", 0)
 	ts.Start()

@@ -13,9 +13,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,9 +29,11 @@ import (
 	"github.com/difyops/terraform-provider-dify/cassettes"
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/detach"
 	"github.com/difyops/terraform-provider-dify/mockserver/fault"
 	"github.com/difyops/terraform-provider-dify/mockserver/journal"
 	"github.com/difyops/terraform-provider-dify/mockserver/netguard"
+	"github.com/difyops/terraform-provider-dify/mockserver/rawstream"
 	"github.com/difyops/terraform-provider-dify/mockserver/record"
 	"github.com/difyops/terraform-provider-dify/mockserver/replay"
 	"github.com/difyops/terraform-provider-dify/mockserver/rules"
@@ -149,6 +153,11 @@ type Server struct {
 	// (hybrid mode, chat_upstream.go).
 	upstreamConvs upstreamConversations
 
+	// back is the listener that detached streams' connections return
+	// through (Listener, chat_detach.go); nil: streams stay on net/http's
+	// connection goroutine.
+	back atomic.Pointer[rawstream.Listener]
+
 	mu      sync.Mutex
 	closed  bool
 	closing chan struct{}
@@ -163,6 +172,9 @@ type task struct {
 	owner string
 	stop  chan struct{}
 	once  sync.Once
+	// conn is a detached stream's connection (chat_detach.go), closed by
+	// Shutdown when the stream does not end in time; guarded by Server.mu.
+	conn io.Closer
 }
 
 // CheckAPIKey refuses a key no client could send as itself: empty, or with
@@ -338,6 +350,12 @@ func (s *Server) UpstreamURL() string {
 
 // ServeHTTP serves the API under /v1.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost && s.back.Load() != nil && strings.HasSuffix(r.URL.Path, "/chat-messages") {
+		dw := detach.Wrap(w) // the stream may outlive the handler (chat_detach.go)
+		defer dw.Continue()  // a detached stream must run, even past a panic
+		s.handler.ServeHTTP(dw, r)
+		return
+	}
 	s.handler.ServeHTTP(w, r)
 }
 
@@ -364,6 +382,15 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
+		// A detached stream is no longer the http.Server's to close (its
+		// client may have stopped reading, leaving a write blocked).
+		s.mu.Lock()
+		for _, t := range s.tasks {
+			if t.conn != nil {
+				_ = t.conn.Close()
+			}
+		}
+		s.mu.Unlock()
 		return ctx.Err()
 	}
 }

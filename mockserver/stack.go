@@ -2,6 +2,14 @@ package mockserver
 
 // The stack budget of a chat stream.
 //
+// With a Listener (chat_detach.go: `dify-mock serve`, mocktest) a stream
+// leaves its connection goroutine once the header is out and plays on a
+// goroutine of its own that starts small and ends with the stream, so the
+// budget below is for streams on a connection goroutine: a Server served
+// without its Listener (httptest.NewServer(srv)), HTTP/1.0, or a writer
+// that cannot be hijacked. The rules still hold on the detached path up to
+// the header, and cost nothing there.
+//
 // The rule: a chat's connection goroutine never needs more than the 8 KiB
 // stack Go starts it with. A stream lives for as long as the recorded turn
 // lasts (seconds to minutes), and a goroutine keeps the largest stack it

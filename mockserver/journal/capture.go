@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/difyops/terraform-provider-dify/internal/freshstack"
+	"github.com/difyops/terraform-provider-dify/mockserver/detach"
 	"github.com/difyops/terraform-provider-dify/mockserver/secrets"
 )
 
@@ -70,10 +71,19 @@ func (j *Journal) Middleware(next http.Handler) http.Handler {
 			if body != nil {
 				body.finish(rec)
 			}
-			rec.Finish(cw.status)
+			// A stream that outlives the handler (mockserver/detach)
+			// finishes its entry when it ends.
+			if t := detach.Of(w); t == nil || !finishLater(t, rec, cw.status) {
+				rec.Finish(cw.status)
+			}
 		}()
 		next.ServeHTTP(cw, r.WithContext(WithRecord(r.Context(), rec)))
 	})
+}
+
+// finishLater leaves the entry's Finish for the end of a detached stream.
+func finishLater(t *detach.Tail, rec *Record, status int) bool {
+	return t.Later(func() { rec.Finish(status) })
 }
 
 // queryValue is url.ParseQuery(raw).Get(key) without building the map:

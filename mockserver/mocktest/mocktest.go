@@ -110,7 +110,9 @@ func New(opts ...Option) (*Mock, error) {
 		return nil, err
 	}
 	// httptest binds 127.0.0.1 on a free port.
-	ts := httptest.NewServer(srv)
+	ts := httptest.NewUnstartedServer(srv)
+	ts.Listener = srv.Listener(ts.Listener) // streams as `dify-mock serve` runs them
+	ts.Start()
 	return &Mock{URL: ts.URL, BaseURL: ts.URL + "/v1", Server: srv, http: ts}, nil
 }
 

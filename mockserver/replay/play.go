@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/difyops/terraform-provider-dify/dify"
+	"github.com/difyops/terraform-provider-dify/internal/bufpool"
 	"github.com/difyops/terraform-provider-dify/mockserver/fault"
 )
 
@@ -55,6 +55,9 @@ type Options struct {
 type Signals struct {
 	Stop     <-chan struct{}
 	Shutdown <-chan struct{}
+	// Hangup is closed when the client went away, for a caller that
+	// watches the connection itself (as the context does for a handler).
+	Hangup <-chan struct{}
 }
 
 // Sink is where frames go: an http.ResponseWriter plus its flusher.
@@ -301,14 +304,14 @@ func (p *player) settleTerminal(i int) {
 
 // writeRecorded renders recorded frame i into a pooled buffer and writes it.
 func (p *player) writeRecorded(i int) bool {
-	buf := getFrameBuf(p.t.maxFrame + 256)
+	buf := bufpool.Get(p.t.maxFrame + 256)
 	*buf = p.b.Render((*buf)[:0], i)
 	ok := p.write(*buf)
 	if ok && p.opt.Observe != nil {
 		f := &p.t.Frames[i]
 		p.opt.Observe(SentFrame{Index: i, Event: f.Event, Offset: f.Offset, At: time.Now(), Data: *buf})
 	}
-	putFrameBuf(buf)
+	bufpool.Put(buf)
 	return ok
 }
 
@@ -485,6 +488,8 @@ func (p *player) waitUntil(due time.Time) Outcome {
 			return -1
 		case <-p.ctx.Done():
 			return Disconnected
+		case <-p.sig.Hangup:
+			return Disconnected
 		case <-p.sig.Stop:
 			return Stopped
 		case <-p.sig.Shutdown:
@@ -494,38 +499,14 @@ func (p *player) waitUntil(due time.Time) Outcome {
 	select {
 	case <-p.ctx.Done():
 		return Disconnected
+	case <-p.sig.Hangup:
+		return Disconnected
 	case <-p.sig.Stop:
 		return Stopped
 	case <-p.sig.Shutdown:
 		return ShuttingDown
 	default:
 		return -1
-	}
-}
-
-// Frames are rendered into pooled buffers that go back to the pool as soon
-// as the sink has taken the bytes (an io.Writer does not keep them), so a
-// replay holds no buffer while it waits for its next frame: at 10,000
-// concurrent streams that is a few MB instead of one buffer per stream.
-var framePool sync.Pool
-
-// maxPooledFrame bounds the buffers kept for reuse; a larger one (a huge
-// recorded frame) is left to the garbage collector.
-const maxPooledFrame = 64 << 10
-
-func getFrameBuf(size int) *[]byte {
-	if p, ok := framePool.Get().(*[]byte); ok {
-		if cap(*p) >= size {
-			return p
-		}
-	}
-	b := make([]byte, 0, max(size, 4<<10))
-	return &b
-}
-
-func putFrameBuf(p *[]byte) {
-	if cap(*p) <= maxPooledFrame {
-		framePool.Put(p)
 	}
 }
 

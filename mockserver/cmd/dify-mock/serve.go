@@ -270,11 +270,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	hs := &http.Server{
 		Handler:           srv,
 		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		IdleTimeout:       mockserver.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
 	}
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	go func() { served <- hs.Serve(srv.Listener(ln)) }() // streams off the connection goroutines
 	if o.watchCassettes {
 		srv.WatchCassettes(time.Second) // ends when srv shuts down
 	}

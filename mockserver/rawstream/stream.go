@@ -1,0 +1,208 @@
+// Package rawstream writes a streamed HTTP/1.1 response straight to its
+// connection, off net/http's connection goroutine, and gives the
+// connection back to the http.Server for the client's next request.
+//
+// Why: net/http serves each connection on a goroutine that owns a 4 KiB
+// read buffer, a 4 KiB write buffer, a 2 KiB response buffer and a second
+// goroutine watching for the client going away, for as long as the
+// response lasts. A chat stream lasts seconds to minutes and does nothing
+// but wait between frames: at 10,000 streams those buffers and stacks were
+// more than half of the mock's memory (bench/README.md). A Stream holds
+// none of them: a frame's bytes are held only from Write to Flush (pooled),
+// and one small goroutine reads the connection to notice a hang-up, then
+// waits there for the client's next request (keep-alive) and hands the
+// connection back (Listener).
+package rawstream
+
+import (
+	"bufio"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/difyops/terraform-provider-dify/internal/bufpool"
+)
+
+// Stream is a response body in chunked transfer coding on a connection
+// taken from net/http (http.ResponseController.Hijack) after the response
+// header, which announced the chunked coding, went out. Write and Flush are
+// called from one goroutine; End once, last.
+type Stream struct {
+	conn    net.Conn
+	back    *Listener // where the connection goes after End; nil: it is closed
+	idle    time.Duration
+	pending *[]byte // Write's bytes since the last Flush, after chunkRoom bytes of room; nil when none
+
+	hangup chan struct{} // closed when the client hung up before End
+
+	mu     sync.Mutex
+	early  []byte // bytes the client sent after its request (the next request's start)
+	ended  bool   // End was called
+	keep   bool   // End asked to keep the connection
+	exited bool   // the reader has returned
+}
+
+// chunkRoom is the room kept in front of a chunk's data for its size line
+// (16 hex digits and CRLF at most), so a flush is one write(2) of the
+// chunk as it goes on the wire.
+const chunkRoom = 18
+
+// Take starts a Stream on conn; buffered is what Hijack returned (bytes the
+// client already sent past its request: a pipelined next request). back,
+// if not nil, gets the connection after End for the client's next request,
+// when End keeps it and the client sends one within idle.
+func Take(conn net.Conn, buffered *bufio.Reader, back *Listener, idle time.Duration) *Stream {
+	s := &Stream{conn: conn, back: back, idle: idle, hangup: make(chan struct{})}
+	if n := buffered.Buffered(); n > 0 {
+		s.early, _ = buffered.Peek(n)
+		s.early = append([]byte(nil), s.early...)
+		s.exited = true // the client is there: nothing to watch for
+		return s
+	}
+	go s.read()
+	return s
+}
+
+// Hangup is closed when the client closed or reset the connection before
+// End.
+func (s *Stream) Hangup() <-chan struct{} { return s.hangup }
+
+// read waits for the client's next bytes. Before End they can only be a
+// hang-up (an SSE client sends nothing while it reads the stream) or a
+// pipelined next request; after End they are the client's next request on
+// the kept connection, or the idle deadline End set.
+func (s *Stream) read() {
+	var b [1]byte
+	n, err := s.conn.Read(b[:])
+	s.mu.Lock()
+	if n > 0 {
+		s.early = append(s.early, b[0])
+		err = nil
+	}
+	s.exited = true
+	ended := s.ended
+	s.mu.Unlock()
+	if ended {
+		s.release()
+		return
+	}
+	if err != nil {
+		close(s.hangup)
+	}
+}
+
+// Write queues p for the next Flush.
+func (s *Stream) Write(p []byte) (int, error) {
+	if s.pending == nil {
+		s.pending = bufpool.Get(chunkRoom + len(p) + 2)
+		*s.pending = (*s.pending)[:chunkRoom]
+	}
+	*s.pending = append(*s.pending, p...)
+	return len(p), nil
+}
+
+// Flush writes what was written since the last Flush as one chunk.
+func (s *Stream) Flush() error { return s.send(false) }
+
+// send writes the pending chunk, and the last (empty) chunk when last is
+// set, in one write.
+func (s *Stream) send(last bool) error {
+	var out []byte
+	if s.pending != nil {
+		buf := *s.pending
+		size := strconv.AppendInt(make([]byte, 0, 16), int64(len(buf)-chunkRoom), 16)
+		start := chunkRoom - len(size) - 2
+		copy(buf[start:], size)
+		buf[chunkRoom-2], buf[chunkRoom-1] = '\r', '\n'
+		buf = append(buf, '\r', '\n')
+		if last {
+			buf = append(buf, lastChunk...)
+		}
+		*s.pending = buf
+		out = buf[start:]
+	} else if last {
+		out = []byte(lastChunk)
+	} else {
+		return nil
+	}
+	_, err := s.conn.Write(out)
+	if s.pending != nil {
+		bufpool.Put(s.pending)
+		s.pending = nil
+	}
+	return err
+}
+
+// lastChunk ends a chunked body (no trailers).
+const lastChunk = "0\r\n\r\n"
+
+// End finishes the stream. complete writes the last chunk (with anything
+// not yet flushed); without it the body stays cut where it is, as after a
+// fault. keep keeps the connection for the client's next request (when the
+// Stream has a Listener); otherwise, or when a write fails, it is closed.
+// End returns at once: the wait for a next request is the reader's.
+func (s *Stream) End(complete, keep bool) {
+	if complete {
+		if s.send(true) != nil {
+			keep = false
+		}
+	} else if s.pending != nil {
+		bufpool.Put(s.pending)
+		s.pending = nil
+	}
+	keep = keep && s.back != nil
+	s.mu.Lock()
+	s.ended, s.keep = true, keep
+	exited := s.exited
+	s.mu.Unlock()
+	if exited {
+		s.release()
+		return
+	}
+	if !keep {
+		// The reader closes the connection when it wakes: a Close here
+		// would wait for the reader's Read to let go of the descriptor, a
+		// goroutine handoff more per stream end.
+		_ = s.conn.SetReadDeadline(time.Now())
+		return
+	}
+	// The reader is waiting: bound its wait to the idle time.
+	_ = s.conn.SetReadDeadline(time.Now().Add(s.idle))
+}
+
+// Reset ends the stream with a TCP reset (SO_LINGER 0): the client reads
+// "connection reset by peer" (a fault asked for it).
+func (s *Stream) Reset() {
+	if l, ok := s.conn.(interface{ SetLinger(int) error }); ok {
+		_ = l.SetLinger(0)
+	}
+	s.End(false, false)
+}
+
+// Close closes the connection at once (the server is stopping and the
+// stream did not end in time).
+func (s *Stream) Close() error { return s.conn.Close() }
+
+// release runs once both End was called and the reader returned: the
+// connection goes back to the Listener when End kept it and the client
+// sent its next request, and is closed otherwise.
+func (s *Stream) release() {
+	s.mu.Lock()
+	keep, early := s.keep, s.early
+	s.mu.Unlock()
+	if !keep || len(early) == 0 { // not kept, hung up, or idle too long
+
+		_ = s.conn.Close()
+		return
+	}
+	_ = s.conn.SetReadDeadline(time.Time{})
+	// A connection already returned once is reused: its earlier bytes were
+	// read, and wrapping it again would nest a wrapper per request.
+	pc, ok := s.conn.(*prefixConn)
+	if !ok {
+		pc = &prefixConn{Conn: s.conn}
+	}
+	pc.early = early
+	s.back.give(pc)
+}

@@ -1,0 +1,232 @@
+package rawstream
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// server serves a handler that takes its response over with Take and runs
+// play on the Stream, on a Listener; plain paths get "plain".
+func server(t *testing.T, idle time.Duration, play func(*Stream)) (addr string, ln *Listener) {
+	t.Helper()
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln = Listen(raw)
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/stream" {
+			_, _ = io.WriteString(w, "plain")
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		rc := http.NewResponseController(w)
+		if err := rc.Flush(); err != nil {
+			return
+		}
+		conn, buf, err := rc.Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		go play(Take(conn, buf.Reader, ln, idle))
+	})}
+	go func() { _ = hs.Serve(ln) }()
+	t.Cleanup(func() { _ = hs.Close() })
+	return raw.Addr().String(), ln
+}
+
+func TestStreamIsChunkedAndTheConnectionServesTheNextRequest(t *testing.T) {
+	addr, _ := server(t, time.Minute, func(s *Stream) {
+		_, _ = s.Write([]byte("data: 1\n\n"))
+		_ = s.Flush()
+		_, _ = s.Write([]byte("data: 2\n\n"))
+		_, _ = s.Write([]byte("data: 3\n\n"))
+		s.End(true, true)
+	})
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	var reused []bool
+	get := func(path string) string {
+		t.Helper()
+		trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = append(reused, i.Reused) }}
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodGet, "http://"+addr+path, nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if path == "/stream" && (len(resp.TransferEncoding) != 1 || resp.TransferEncoding[0] != "chunked") {
+			t.Fatalf("transfer encoding %v, want chunked", resp.TransferEncoding)
+		}
+		return string(body)
+	}
+	for i, path := range []string{"/stream", "/stream", "/plain", "/stream"} {
+		want := "data: 1\n\ndata: 2\n\ndata: 3\n\n"
+		if path == "/plain" {
+			want = "plain"
+		}
+		if got := get(path); got != want {
+			t.Fatalf("request %d (%s): body %q, want %q", i, path, got, want)
+		}
+	}
+	if want := []bool{false, true, true, true}; !reflect.DeepEqual(reused, want) {
+		t.Fatalf("connection reused %v, want %v: a stream's connection must come back for the next request", reused, want)
+	}
+}
+
+// rawRequest sends a GET of /stream on a new connection.
+func rawRequest(t *testing.T, addr string, extra string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if _, err := io.WriteString(c, "GET /stream HTTP/1.1\r\nHost: x\r\n\r\n"+extra); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	return c, bufio.NewReader(c)
+}
+
+// readStream reads one chunked response and returns its body.
+func readStream(t *testing.T, br *bufio.Reader) string {
+	t.Helper()
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(body)
+}
+
+func TestPipelinedRequestIsServedAfterTheStream(t *testing.T) {
+	addr, _ := server(t, time.Minute, func(s *Stream) {
+		_, _ = s.Write([]byte("one"))
+		s.End(true, true)
+	})
+	_, br := rawRequest(t, addr, "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n")
+	if got := readStream(t, br); got != "one" {
+		t.Fatalf("stream body %q", got)
+	}
+	if got := readStream(t, br); got != "plain" {
+		t.Fatalf("pipelined request answered %q, want plain", got)
+	}
+}
+
+func TestEndWithoutKeepClosesAndIdleConnectionsAreClosed(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		keep bool
+	}{{"not kept", false}, {"kept, idle too long", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr, _ := server(t, 100*time.Millisecond, func(s *Stream) {
+				_, _ = s.Write([]byte("x"))
+				s.End(true, tc.keep)
+			})
+			c, br := rawRequest(t, addr, "")
+			if got := readStream(t, br); got != "x" {
+				t.Fatalf("body %q", got)
+			}
+			start := time.Now()
+			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if n, err := br.Read(make([]byte, 1)); err != io.EOF {
+				t.Fatalf("after the stream: read %d bytes, %v; want EOF (the server closes)", n, err)
+			}
+			if tc.keep && time.Since(start) < 50*time.Millisecond {
+				t.Fatalf("a kept connection was closed after %v, before its idle time", time.Since(start))
+			}
+		})
+	}
+}
+
+func TestHangupIsReportedAndResetResets(t *testing.T) {
+	hung := make(chan time.Duration, 1)
+	addr, _ := server(t, time.Minute, func(s *Stream) {
+		_, _ = s.Write([]byte("first"))
+		_ = s.Flush()
+		start := time.Now()
+		select {
+		case <-s.Hangup():
+			hung <- time.Since(start)
+		case <-time.After(10 * time.Second):
+			hung <- -1
+		}
+		s.End(true, true)
+	})
+	c, br := rawRequest(t, addr, "")
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := resp.Body.Read(make([]byte, 5)); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Close()
+	if d := <-hung; d < 0 {
+		t.Fatal("a client that closed its connection was not reported within 10 s")
+	}
+
+	addr2, _ := server(t, time.Minute, func(s *Stream) {
+		_, _ = s.Write([]byte("x"))
+		_ = s.Flush()
+		s.Reset()
+	})
+	_, br2 := rawRequest(t, addr2, "")
+	resp2, err := http.ReadResponse(br2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = io.ReadAll(resp2.Body)
+	if !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("after Reset the client read %v, want connection reset", err)
+	}
+}
+
+func TestClosedListenerClosesReturnedConnections(t *testing.T) {
+	released := make(chan struct{})
+	addr, ln := server(t, time.Minute, func(s *Stream) {
+		<-released
+		s.End(true, true)
+	})
+	c, br := rawRequest(t, addr, "")
+	if _, err := http.ReadResponse(br, nil); err != nil {
+		t.Fatal(err)
+	}
+	_ = ln.Close()
+	close(released)
+	// The next request reaches the reader, whose connection can go back to
+	// no server: it is closed.
+	if _, err := io.WriteString(c, "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	rest, err := io.ReadAll(br)
+	if err != nil && !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(rest), "plain") {
+		t.Fatal("a connection was served after its listener was closed")
+	}
+	if _, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Accept after Close: %v, want net.ErrClosed", err)
+	}
+}

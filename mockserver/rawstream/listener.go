@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"time"
 )
 
 // Listener is the listener an http.Server serves on; connections whose
@@ -15,6 +16,9 @@ type Listener struct {
 	accepted chan accepted
 	once     sync.Once
 	closed   chan struct{}
+
+	mu   sync.Mutex
+	idle map[*Stream]struct{} // ended streams whose reader waits for a next request
 }
 
 type accepted struct {
@@ -24,7 +28,7 @@ type accepted struct {
 
 // Listen wraps ln.
 func Listen(ln net.Listener) *Listener {
-	l := &Listener{Listener: ln, back: make(chan net.Conn), accepted: make(chan accepted), closed: make(chan struct{})}
+	l := &Listener{Listener: ln, back: make(chan net.Conn), accepted: make(chan accepted), closed: make(chan struct{}), idle: map[*Stream]struct{}{}}
 	go l.acceptLoop()
 	return l
 }
@@ -60,11 +64,40 @@ func (l *Listener) Accept() (net.Conn, error) {
 	}
 }
 
-// Close closes ln; connections handed back after it are closed.
+// Close closes ln; connections waiting for their next request are closed
+// now (as http.Server.Shutdown closes idle connections), and any handed
+// back later too.
 func (l *Listener) Close() error {
 	err := l.Listener.Close()
+	l.mu.Lock()
 	l.once.Do(func() { close(l.closed) })
+	for s := range l.idle {
+		_ = s.conn.SetReadDeadline(time.Now()) // its reader wakes and closes it
+	}
+	l.mu.Unlock()
 	return err
+}
+
+// wait bounds the wait of s's reader for the client's next request: to
+// s's idle time, or to now once the listener is closed (under l.mu, so
+// that Close cannot come between the check and the deadline).
+func (l *Listener) wait(s *Stream) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	select {
+	case <-l.closed:
+		_ = s.conn.SetReadDeadline(time.Now())
+		return
+	default:
+	}
+	l.idle[s] = struct{}{}
+	_ = s.conn.SetReadDeadline(time.Now().Add(s.idle))
+}
+
+func (l *Listener) done(s *Stream) {
+	l.mu.Lock()
+	delete(l.idle, s)
+	l.mu.Unlock()
 }
 
 // give hands c to the server's next Accept, or closes it once the listener

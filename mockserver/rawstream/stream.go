@@ -167,8 +167,9 @@ func (s *Stream) End(complete, keep bool) {
 		_ = s.conn.SetReadDeadline(time.Now())
 		return
 	}
-	// The reader is waiting: bound its wait to the idle time.
-	_ = s.conn.SetReadDeadline(time.Now().Add(s.idle))
+	// The reader is waiting: its wait is bounded by the idle time, or ends
+	// now when the listener is closed.
+	s.back.wait(s)
 }
 
 // Reset ends the stream with a TCP reset (SO_LINGER 0): the client reads
@@ -191,6 +192,9 @@ func (s *Stream) release() {
 	s.mu.Lock()
 	keep, early := s.keep, s.early
 	s.mu.Unlock()
+	if keep {
+		s.back.done(s)
+	}
 	if !keep || len(early) == 0 { // not kept, hung up, or idle too long
 
 		_ = s.conn.Close()

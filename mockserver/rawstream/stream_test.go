@@ -230,3 +230,19 @@ func TestClosedListenerClosesReturnedConnections(t *testing.T) {
 		t.Fatalf("Accept after Close: %v, want net.ErrClosed", err)
 	}
 }
+
+func TestClosingTheListenerClosesIdleConnections(t *testing.T) {
+	addr, ln := server(t, time.Hour, func(s *Stream) {
+		_, _ = s.Write([]byte("x"))
+		s.End(true, true)
+	})
+	c, br := rawRequest(t, addr, "")
+	if got := readStream(t, br); got != "x" {
+		t.Fatalf("body %q", got)
+	}
+	_ = ln.Close()
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := br.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("an idle connection after the listener closed: %v, want EOF at once (not after the idle hour)", err)
+	}
+}

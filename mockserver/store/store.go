@@ -273,12 +273,21 @@ func (s *Store) File(id, ownerID string) (File, bool) {
 
 // NewConversation creates a conversation owned by ownerID.
 func (s *Store) NewConversation(ownerID string, inputs map[string]any, introduction *string, autoName bool) Conversation {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := s.nextKey()
 	if inputs == nil {
 		inputs = map[string]any{}
 	}
+	// Sized before the lock, as AddMessage does (encoding the inputs under
+	// it queued every chat of a ramp behind each other): the draft has no
+	// id, whose length is added below, and today's timestamps, as long as
+	// the stored ones.
+	now := s.now().Unix()
+	size := conversationOverhead + jsonSize(dify.Conversation{
+		Name: DefaultConversationName, Inputs: inputs, Status: "normal",
+		Introduction: introduction, CreatedAt: now, UpdatedAt: now,
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := s.nextKey()
 	c := &Conversation{
 		Conversation: dify.Conversation{
 			ID: s.newID(), Name: DefaultConversationName, Inputs: inputs, Status: "normal",
@@ -290,7 +299,7 @@ func (s *Store) NewConversation(ownerID string, inputs map[string]any, introduct
 	o := s.owner(ownerID)
 	o.byCreated = insertSorted(o.byCreated, createdKey, c)
 	o.byUpdated = insertSorted(o.byUpdated, updatedKey, c)
-	c.elem = s.track(&unit{conv: c, bytes: conversationOverhead + jsonSize(c.Conversation)})
+	c.elem = s.track(&unit{conv: c, bytes: size + int64(len(c.ID))})
 	s.evict(c.elem)
 	return c.copy()
 }

@@ -91,6 +91,7 @@ func (s *Server) playDetached(d *detachedStream) {
 		// process down. The response cannot be answered any more.
 		if v := recover(); v != nil {
 			s.log.Error("panic serving request", "method", d.method, "path", d.path, "panic", v, "stack", string(debug.Stack()))
+			d.tail.End() // the journal entry and the access line still finish
 			_ = d.raw.Close()
 		}
 	}()

@@ -95,7 +95,7 @@ func (s *Server) playDetached(d *detachedStream) {
 			_ = d.raw.Close()
 		}
 	}()
-	rep := s.replayTurn(context.Background(), d.raw, d.cs, d.raw.Hangup(), false)
+	rep := s.replayTurn(context.Background(), d.raw, d.cs, d.raw.Hangup(), true)
 	d.tail.End()
 	if rep.Reset {
 		d.raw.Reset()

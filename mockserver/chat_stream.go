@@ -25,7 +25,7 @@ func (s *Server) playChat(w http.ResponseWriter, r *http.Request, cs *chatStream
 		return
 	}
 	defer s.endStream(cs.bound.Binding.TaskID)
-	rep := s.replayTurn(r.Context(), &flushSink{w: w, rc: http.NewResponseController(w)}, cs, nil, true)
+	rep := s.replayTurn(r.Context(), &flushSink{w: w, rc: http.NewResponseController(w)}, cs, nil, false)
 	if rep.Reset {
 		resetAfterStream(w)
 	}
@@ -35,23 +35,25 @@ func (s *Server) playChat(w http.ResponseWriter, r *http.Request, cs *chatStream
 // the journal's observer, the run limits and the fault, stop and shutdown,
 // and the store phase before the frame that ends the stream. hangup, when
 // not nil, reports a client gone (a detached stream watches its connection
-// itself; ctx does it for a handler). freshStore stores the turn on a fresh
-// goroutine, for a replay on a connection goroutine (stack.go); a detached
-// stream's goroutine ends soon after storing, so its stack may grow, and a
-// goroutine handoff less per stream end matters when a thousand streams end
-// at once (every handoff is a trip through the run queue behind them all).
-func (s *Server) replayTurn(ctx context.Context, sink replaySink, cs *chatStream, hangup <-chan struct{}, freshStore bool) *replay.Report {
+// itself; ctx does it for a handler). detached is a replay on a detached
+// stream's own goroutine (chat_detach.go), which differs in two ways that
+// matter when a thousand streams end together: it stores the turn on its
+// own stack (it ends soon after, so its stack may grow; a goroutine handoff
+// is a trip through the run queue behind every other stream), and it leaves
+// the last flush to the end of the body (one write fewer).
+func (s *Server) replayTurn(ctx context.Context, sink replaySink, cs *chatStream, hangup <-chan struct{}, detached bool) *replay.Report {
 	plan := cs.plan
-	opts := replay.Options{Speed: plan.speed, RunTimeout: s.cfg.RunTimeout, MaxModelRequests: s.cfg.MaxModelRequests, Fault: plan.spec.Stream}
+	opts := replay.Options{Speed: plan.speed, RunTimeout: s.cfg.RunTimeout, MaxModelRequests: s.cfg.MaxModelRequests, Fault: plan.spec.Stream,
+		CallerEndsBody: detached}
 	if cs.rec != nil {
 		js := &journalSink{replaySink: sink, rec: cs.rec, speed: plan.speed, start: time.Now()}
 		sink, opts.Observe = js, js.observe
 	}
 	rep := cs.bound.Play(ctx, sink, opts, replay.Signals{Stop: cs.tk.stop, Shutdown: s.closing, Hangup: hangup}, func(rep *replay.Report) {
-		if freshStore {
-			freshstack.Run(func() { s.storeTurn(cs, rep) }) // stack.go: storing is deep
-		} else {
+		if detached {
 			s.storeTurn(cs, rep)
+		} else {
+			freshstack.Run(func() { s.storeTurn(cs, rep) }) // stack.go: storing is deep
 		}
 	})
 	cs.rec.Update(func(e *journal.Entry) { e.Outcome = rep.Outcome.String() })

@@ -172,9 +172,11 @@ func (s *Stream) End(complete, keep bool) {
 	s.back.wait(s)
 }
 
-// Reset ends the stream with a TCP reset (SO_LINGER 0): the client reads
-// "connection reset by peer" (a fault asked for it).
+// Reset ends the stream with a TCP reset (SO_LINGER 0) after what was
+// written: the client reads those bytes, then "connection reset by peer"
+// (a fault asked for it).
 func (s *Stream) Reset() {
+	_ = s.Flush()
 	if l, ok := s.conn.(interface{ SetLinger(int) error }); ok {
 		_ = l.SetLinger(0)
 	}

@@ -49,6 +49,11 @@ type Options struct {
 	// turn's end (message_end, a recorded error, a run-limit cut) fires
 	// there instead, so the fault always happens.
 	Fault *fault.Stream
+	// CallerEndsBody leaves the flush after the stream's last frame to the
+	// caller, which sends those bytes with the end of the body in one write
+	// (a detached stream's rawstream.Stream.End): one system call fewer per
+	// stream end, which counts when a thousand streams end together.
+	CallerEndsBody bool
 }
 
 // Signals end a replay early; nil channels never fire.
@@ -443,9 +448,10 @@ func (p *player) write(b []byte) bool {
 	return true
 }
 
-// flush flushes what was written since the last flush, if anything.
+// flush flushes what was written since the last flush, if anything, at
+// the end of the stream (unless the caller ends the body itself).
 func (p *player) flush() {
-	if p.dirty {
+	if p.dirty && !p.opt.CallerEndsBody {
 		_ = p.sink.Flush()
 	}
 }

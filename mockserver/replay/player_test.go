@@ -268,3 +268,36 @@ func TestPlayObserverKeepsTheSchedule(t *testing.T) {
 		}
 	}
 }
+
+// With CallerEndsBody the frames after the last wait are written and left
+// unflushed for the caller; without it Play's last act is a flush.
+func TestPlayLeavesTheLastFlushToTheCaller(t *testing.T) {
+	tr := fullTurn(t)
+	for _, callerEnds := range []bool{false, true} {
+		s := &opSink{}
+		rep := bind(tr).Play(context.Background(), s, Options{Speed: 1, CallerEndsBody: callerEnds}, Signals{}, func(*Report) {})
+		if rep.Outcome != Completed || !strings.Contains(s.String(), `"tts_message_end"`) {
+			t.Fatalf("CallerEndsBody=%v: outcome %v, output:\n%s", callerEnds, rep.Outcome, s.String())
+		}
+		last := s.ops[len(s.ops)-1]
+		if callerEnds && last != 'w' || !callerEnds && last != 'f' {
+			t.Errorf("CallerEndsBody=%v: writes and flushes %q: want the last frames %s", callerEnds, s.ops, map[bool]string{true: "left unflushed", false: "flushed"}[callerEnds])
+		}
+	}
+}
+
+// opSink records its writes ('w') and flushes ('f') in order.
+type opSink struct {
+	strings.Builder
+	ops []byte
+}
+
+func (s *opSink) Write(p []byte) (int, error) {
+	s.ops = append(s.ops, 'w')
+	return s.Builder.Write(p)
+}
+
+func (s *opSink) Flush() error {
+	s.ops = append(s.ops, 'f')
+	return nil
+}

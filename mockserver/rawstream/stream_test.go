@@ -90,6 +90,14 @@ func TestStreamIsChunkedAndTheConnectionServesTheNextRequest(t *testing.T) {
 	}
 }
 
+// oneChunk plays a stream of body, ending it with the connection kept.
+func oneChunk(body string) func(*Stream) {
+	return func(s *Stream) {
+		_, _ = s.Write([]byte(body))
+		s.End(true, true)
+	}
+}
+
 // rawRequest sends a GET of /stream on a new connection.
 func rawRequest(t *testing.T, addr string, extra string) (net.Conn, *bufio.Reader) {
 	t.Helper()
@@ -120,10 +128,7 @@ func readStream(t *testing.T, br *bufio.Reader) string {
 }
 
 func TestPipelinedRequestIsServedAfterTheStream(t *testing.T) {
-	addr, _ := server(t, time.Minute, func(s *Stream) {
-		_, _ = s.Write([]byte("one"))
-		s.End(true, true)
-	})
+	addr, _ := server(t, time.Minute, oneChunk("one"))
 	_, br := rawRequest(t, addr, "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n")
 	if got := readStream(t, br); got != "one" {
 		t.Fatalf("stream body %q", got)
@@ -232,10 +237,7 @@ func TestClosedListenerClosesReturnedConnections(t *testing.T) {
 }
 
 func TestClosingTheListenerClosesIdleConnections(t *testing.T) {
-	addr, ln := server(t, time.Hour, func(s *Stream) {
-		_, _ = s.Write([]byte("x"))
-		s.End(true, true)
-	})
+	addr, ln := server(t, time.Hour, oneChunk("x"))
 	c, br := rawRequest(t, addr, "")
 	if got := readStream(t, br); got != "x" {
 		t.Fatalf("body %q", got)

@@ -5,7 +5,7 @@
 # The same tests run in the unit stage under -race at a size that keeps
 # them fast. Here the disconnect storm runs without the race detector at
 # ten times the clients, the stream-lifecycle tests run again (with the
-# stack-size check that -race cannot run), and the
+# stack-size and detached-stream checks that -race cannot run), and the
 # cross-user concurrency test repeats under -race to shake out rare
 # interleavings.
 #
@@ -39,7 +39,7 @@ fi
 
 log "disconnect storm: $STORM_CLIENTS clients, $STORM_CONCURRENCY at a time; stream lifecycle tests"
 go test -count=1 -timeout 10m -v \
-	-run '^(TestDisconnectStorm|TestDisconnectInALongGapEndsTheReplayAtOnce|TestDisconnect|TestShutdownEndsStreams|TestStop|TestStreamKeepsASmallStack)$' \
+	-run '^(TestDisconnectStorm|TestDisconnectInALongGapEndsTheReplayAtOnce|TestDisconnect|TestShutdownEndsStreams|TestStop|TestStreamKeepsASmallStack|TestDetachedStreamHoldsLessMemory|TestShutdownClosesADetachedStreamWhoseClientStoppedReading)$' \
 	./mockserver/ 2>&1 | grep -v -E '^=== (RUN|PAUSE|CONT)'
 log "cross-user concurrency under -race, $race_count times"
 go test -race -count="$race_count" -timeout 10m -run '^(TestConcurrentUsersStayIsolated|TestConcurrentUse)$' ./mockserver/

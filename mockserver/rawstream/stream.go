@@ -111,7 +111,8 @@ func (s *Stream) send(last bool) error {
 	var out []byte
 	if s.pending != nil {
 		buf := *s.pending
-		size := strconv.AppendInt(make([]byte, 0, 16), int64(len(buf)-chunkRoom), 16)
+		var digits [16]byte // on the stack: no allocation per frame
+		size := strconv.AppendInt(digits[:0], int64(len(buf)-chunkRoom), 16)
 		start := chunkRoom - len(size) - 2
 		copy(buf[start:], size)
 		buf[chunkRoom-2], buf[chunkRoom-1] = '\r', '\n'

@@ -24,7 +24,8 @@ const IdleTimeout = 2 * time.Minute
 
 // Listener wraps the listener an http.Server serves this Server on. Chat
 // streams on its connections are then taken off net/http's connection
-// goroutine (about 10 KiB and a goroutine less per stream), and their
+// goroutine (about 20 KB less per live stream: net/http's buffers go, and
+// two small goroutines replace the connection's and its reader), and their
 // connections come back through it for the client's next request. Without
 // it a stream stays on its connection goroutine, as for any handler.
 func (s *Server) Listener(ln net.Listener) net.Listener {

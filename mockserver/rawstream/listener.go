@@ -126,6 +126,15 @@ func (c *prefixConn) Read(p []byte) (int, error) {
 	return c.Conn.Read(p)
 }
 
+// CloseWrite keeps the half-close that ends a stream working on a returned
+// connection.
+func (c *prefixConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
+}
+
 // SetLinger keeps a fault's reset (SO_LINGER 0) working on a returned
 // connection.
 func (c *prefixConn) SetLinger(sec int) error {

@@ -135,6 +135,10 @@ func (s *Stream) send(last bool) error {
 	return err
 }
 
+// closeWait is how long a connection that ends with its stream waits for
+// the client to close its side after ours (net/http's rstAvoidanceDelay).
+const closeWait = 500 * time.Millisecond
+
 // lastChunk ends a chunked body (no trailers).
 const lastChunk = "0\r\n\r\n"
 
@@ -162,9 +166,16 @@ func (s *Stream) End(complete, keep bool) {
 		return
 	}
 	if !keep {
-		// The reader closes the connection when it wakes: a Close here
-		// would wait for the reader's Read to let go of the descriptor, a
-		// goroutine handoff more per stream end.
+		// As net/http closes a connection: the write side first (FIN), then
+		// the reader waits a moment for the client's own close before it
+		// closes the descriptor. Closing at once was the most expensive
+		// moment of a 10,000-stream run (bench/results.md, "Issue 21,
+		// third round": lateness p99 712 ms against 156 ms), and a Close
+		// here would also wait for the reader to let go of the descriptor.
+		if cw, ok := s.conn.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
+			_ = s.conn.SetReadDeadline(time.Now().Add(closeWait))
+			return
+		}
 		_ = s.conn.SetReadDeadline(time.Now())
 		return
 	}
@@ -181,7 +192,10 @@ func (s *Stream) Reset() {
 	if l, ok := s.conn.(interface{ SetLinger(int) error }); ok {
 		_ = l.SetLinger(0)
 	}
-	s.End(false, false)
+	s.mu.Lock()
+	s.ended, s.keep = true, false
+	s.mu.Unlock()
+	_ = s.conn.Close() // now, not after a half-close: the reset is the point
 }
 
 // Close closes the connection at once (the server is stopping and the

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/difyops/terraform-provider-dify/mockserver/fault"
+	"github.com/difyops/terraform-provider-dify/mockserver/rawstream"
 )
 
 // Fault injection (docs/mock/faults.md). Which spec applies is decided
@@ -131,7 +131,7 @@ func (s *Server) replaceResponse(w http.ResponseWriter, r *http.Request, spec fa
 	case fault.EmptyResponse:
 		_ = conn.Close()
 	case fault.ConnectionResetByPeer:
-		resetConn(conn)
+		rawstream.ResetConn(conn)
 	case fault.RandomDataThenClose:
 		_, _ = buf.Write(randomData)
 		_ = buf.Flush()
@@ -162,16 +162,7 @@ func resetAfterStream(w http.ResponseWriter) {
 	if err != nil {
 		panic(http.ErrAbortHandler)
 	}
-	resetConn(conn)
-}
-
-// resetConn closes with SO_LINGER 0, which sends a TCP RST: the peer reads
-// "connection reset by peer".
-func resetConn(conn net.Conn) {
-	if l, ok := conn.(interface{ SetLinger(int) error }); ok {
-		_ = l.SetLinger(0)
-	}
-	_ = conn.Close()
+	rawstream.ResetConn(conn)
 }
 
 // randomData is random-data-then-close's payload: 256 bytes from a fixed

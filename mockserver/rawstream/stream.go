@@ -189,13 +189,19 @@ func (s *Stream) End(complete, keep bool) {
 // (a fault asked for it).
 func (s *Stream) Reset() {
 	_ = s.Flush()
-	if l, ok := s.conn.(interface{ SetLinger(int) error }); ok {
-		_ = l.SetLinger(0)
-	}
 	s.mu.Lock()
 	s.ended, s.keep = true, false
 	s.mu.Unlock()
-	_ = s.conn.Close() // now, not after a half-close: the reset is the point
+	ResetConn(s.conn) // now, not after a half-close: the reset is the point
+}
+
+// ResetConn closes conn with SO_LINGER 0, which sends a TCP RST: the peer
+// reads "connection reset by peer".
+func ResetConn(conn net.Conn) {
+	if l, ok := conn.(interface{ SetLinger(int) error }); ok {
+		_ = l.SetLinger(0)
+	}
+	_ = conn.Close()
 }
 
 // Close closes the connection at once (the server is stopping and the
@@ -213,7 +219,6 @@ func (s *Stream) release() {
 		s.back.done(s)
 	}
 	if !keep || len(early) == 0 { // not kept, hung up, or idle too long
-
 		_ = s.conn.Close()
 		return
 	}

@@ -96,7 +96,7 @@ func (s *Server) playDetached(d *detachedStream) {
 			_ = d.raw.Close()
 		}
 	}()
-	rep := s.replayTurn(context.Background(), d.raw, d.cs, d.raw.Hangup(), true)
+	rep := s.replayTurn(context.Background(), d.raw, d.cs, d.raw.Hangup())
 	d.tail.End()
 	if rep.Reset {
 		d.raw.Reset()

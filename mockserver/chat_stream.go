@@ -25,7 +25,7 @@ func (s *Server) playChat(w http.ResponseWriter, r *http.Request, cs *chatStream
 		return
 	}
 	defer s.endStream(cs.bound.Binding.TaskID)
-	rep := s.replayTurn(r.Context(), &flushSink{w: w, rc: http.NewResponseController(w)}, cs, nil, false)
+	rep := s.replayTurn(r.Context(), &flushSink{w: w, rc: http.NewResponseController(w)}, cs, nil)
 	if rep.Reset {
 		resetAfterStream(w)
 	}
@@ -35,13 +35,14 @@ func (s *Server) playChat(w http.ResponseWriter, r *http.Request, cs *chatStream
 // the journal's observer, the run limits and the fault, stop and shutdown,
 // and the store phase before the frame that ends the stream. hangup, when
 // not nil, reports a client gone (a detached stream watches its connection
-// itself; ctx does it for a handler). detached is a replay on a detached
-// stream's own goroutine (chat_detach.go), which differs in two ways that
+// itself; ctx does it for a handler), which makes it a replay on a detached
+// stream's own goroutine (chat_detach.go). That differs in two ways that
 // matter when a thousand streams end together: it stores the turn on its
 // own stack (it ends soon after, so its stack may grow; a goroutine handoff
 // is a trip through the run queue behind every other stream), and it leaves
 // the last flush to the end of the body (one write fewer).
-func (s *Server) replayTurn(ctx context.Context, sink replaySink, cs *chatStream, hangup <-chan struct{}, detached bool) *replay.Report {
+func (s *Server) replayTurn(ctx context.Context, sink replaySink, cs *chatStream, hangup <-chan struct{}) *replay.Report {
+	detached := hangup != nil
 	plan := cs.plan
 	opts := replay.Options{Speed: plan.speed, RunTimeout: s.cfg.RunTimeout, MaxModelRequests: s.cfg.MaxModelRequests, Fault: plan.spec.Stream,
 		CallerEndsBody: detached}

@@ -281,20 +281,16 @@ func (s *Store) NewConversation(ownerID string, inputs map[string]any, introduct
 	// id, whose length is added below, and today's timestamps, as long as
 	// the stored ones.
 	now := s.now().Unix()
-	size := conversationOverhead + jsonSize(dify.Conversation{
+	conv := dify.Conversation{
 		Name: DefaultConversationName, Inputs: inputs, Status: "normal",
 		Introduction: introduction, CreatedAt: now, UpdatedAt: now,
-	})
+	}
+	size := conversationOverhead + jsonSize(conv)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := s.nextKey()
-	c := &Conversation{
-		Conversation: dify.Conversation{
-			ID: s.newID(), Name: DefaultConversationName, Inputs: inputs, Status: "normal",
-			Introduction: introduction, CreatedAt: k.t.Unix(), UpdatedAt: k.t.Unix(),
-		},
-		OwnerID: ownerID, AutoName: autoName, created: k, updated: k,
-	}
+	conv.ID, conv.CreatedAt, conv.UpdatedAt = s.newID(), k.t.Unix(), k.t.Unix()
+	c := &Conversation{Conversation: conv, OwnerID: ownerID, AutoName: autoName, created: k, updated: k}
 	s.convs[c.ID] = c
 	o := s.owner(ownerID)
 	o.byCreated = insertSorted(o.byCreated, createdKey, c)

@@ -86,7 +86,7 @@ mock: build ## Build and run dify-mock in the foreground (Ctrl-C stops it; MOCK_
 
 .PHONY: soak
 soak: ## Soak the mock with mixed traffic for SOAK_DURATION (default 30m); figures go to bench/results.md by hand
-	SOAK_DURATION='$(or $(SOAK_DURATION),30m)' go test -count=1 -timeout 2h -run '^TestSoak$$' -v ./mockserver/ | grep -E 'soak:|^(---|ok|FAIL|PASS)'
+	SOAK_DURATION='$(or $(SOAK_DURATION),30m)' go test -count=1 -timeout 2h -run '^TestSoak$$' -v ./mockserver/ | grep -E '_test\.go:[0-9]+:|^(---|ok|FAIL|PASS|panic)'
 
 .PHONY: lint
 lint: ## staticcheck ./... (built into the tool cache the first time)

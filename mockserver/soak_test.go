@@ -54,7 +54,9 @@ func TestSoak(t *testing.T) {
 	// soak samples is the server's, not a list of every id ever seen.
 	ledger := newSoakLedger()
 	s := newSoakServer(t, mockserver.Config{Speed: 0, MaxStateBytes: int64(envInt(t, "SOAK_MAX_STATE_MIB", 16)) << 20, OnEvict: ledger.evict})
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers}}
+	// Every exchange is bounded: a client left waiting for a response
+	// that never ends is a failure the soak reports, not a hang.
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers}, Timeout: soakExchangeLimit}
 	defer client.CloseIdleConnections()
 
 	cassettes := []stormCassette{}
@@ -69,7 +71,17 @@ func TestSoak(t *testing.T) {
 
 	users := make([]*soakUser, workers)
 	var ops [8]atomic.Int64 // chat, follow-up, fault, left, upload, list, rename, delete
-	var failures atomic.Int64
+	var failures, stuck atomic.Int64
+	// timedOut counts an exchange that ran out of time as stuck.
+	timedOut := func(err error) {
+		if err != nil && os.IsTimeout(err) {
+			stuck.Add(1)
+		}
+	}
+	drain := func(body io.Reader) {
+		_, err := io.Copy(io.Discard, body)
+		timedOut(err)
+	}
 	var heapPeaks [4]atomic.Uint64
 	start := time.Now()
 	deadline := start.Add(dur)
@@ -100,7 +112,9 @@ func TestSoak(t *testing.T) {
 		for i := 0; i+1 < len(hdr); i += 2 {
 			req.Header.Set(hdr[i], hdr[i+1])
 		}
-		return client.Do(req)
+		resp, err := client.Do(req)
+		timedOut(err)
+		return resp, err
 	}
 	// chat plays one turn; it returns the conversation and message ids of
 	// a completed turn ("" when the turn did not complete).
@@ -120,7 +134,7 @@ func TestSoak(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
-			_, _ = io.Copy(io.Discard, resp.Body)
+			drain(resp.Body)
 			return "", ""
 		}
 		fr := dify.NewFrameReader(resp.Body)
@@ -128,6 +142,7 @@ func TestSoak(t *testing.T) {
 		for n := 0; ; n++ {
 			f, err := fr.Next()
 			if err != nil {
+				timedOut(err)
 				break
 			}
 			if leave && n == 1+rng.IntN(3) {
@@ -184,7 +199,7 @@ func TestSoak(t *testing.T) {
 					body, ct := multipartBody(t, part{field: "user", filename: "-", data: strings.NewReader(user)},
 						part{field: "file", filename: "notes.txt", contentType: "text/plain", data: strings.NewReader(strings.Repeat("n", 1+rng.IntN(4096)))})
 					if resp, err := send(http.MethodPost, "/files/upload", body, "Content-Type", ct); err == nil {
-						_, _ = io.Copy(io.Discard, resp.Body)
+						drain(resp.Body)
 						resp.Body.Close()
 						if resp.StatusCode != http.StatusCreated {
 							failures.Add(1)
@@ -193,7 +208,7 @@ func TestSoak(t *testing.T) {
 				case op == 7:
 					ops[5].Add(1)
 					if resp, err := send(http.MethodGet, "/conversations?limit=20&user="+user, nil); err == nil {
-						_, _ = io.Copy(io.Discard, resp.Body)
+						drain(resp.Body)
 						resp.Body.Close()
 						if resp.StatusCode != http.StatusOK {
 							failures.Add(1)
@@ -204,7 +219,7 @@ func TestSoak(t *testing.T) {
 						ops[6].Add(1)
 						b := fmt.Sprintf(`{"name":"renamed %d","user":%q}`, rng.IntN(1000), user)
 						if resp, err := send(http.MethodPost, "/conversations/"+conv+"/name", strings.NewReader(b), "Content-Type", "application/json"); err == nil {
-							_, _ = io.Copy(io.Discard, resp.Body)
+							drain(resp.Body)
 							resp.Body.Close()
 						}
 					}
@@ -214,7 +229,7 @@ func TestSoak(t *testing.T) {
 						b := fmt.Sprintf(`{"user":%q}`, user)
 						resp, err := send(http.MethodDelete, "/conversations/"+conv, strings.NewReader(b), "Content-Type", "application/json")
 						if err == nil {
-							_, _ = io.Copy(io.Discard, resp.Body)
+							drain(resp.Body)
 							resp.Body.Close()
 							if resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusOK {
 								ledger.forget(st, conv)
@@ -292,6 +307,9 @@ func TestSoak(t *testing.T) {
 		mib(heapPeaks[0].Load()), mib(heapPeaks[1].Load()), mib(heapPeaks[2].Load()), mib(heapPeaks[3].Load()), mib(uint64(used)), mib(uint64(bound)), ledger.evicted)
 	t.Logf("soak: %d conversations and %d messages checked (none lost or duplicated), goroutines back to %d (baseline %d), %d unexpected statuses",
 		checked, msgs, runtime.NumGoroutine(), baseGoroutines, failures.Load())
+	if n := stuck.Load(); n > 0 {
+		t.Errorf("soak: %d exchanges got no complete response within %v: a client waited for a response (or the end of a stream) that never came", n, soakExchangeLimit)
+	}
 	if failures.Load() > 0 {
 		t.Errorf("%d uploads or listings failed", failures.Load())
 	}
@@ -399,6 +417,11 @@ func (l *soakLedger) pick(u *soakUser, rng *rand.Rand) string {
 // collector's headroom, and the test client's buffers in the same process.
 const soakHeapMultiple = 4
 
+// soakExchangeLimit bounds one request and its response: a speed-0 stream
+// or any other exchange here takes milliseconds, so one that takes this
+// long is stuck.
+const soakExchangeLimit = 30 * time.Second
+
 // soakLog keeps warnings, errors and the state bound's eviction lines, not
 // the access log: over a long soak the kept lines would otherwise be the
 // heap growth the test measures.
@@ -420,6 +443,7 @@ func newSoakServer(t *testing.T, cfg mockserver.Config) *loggedServer {
 		t.Fatal(err)
 	}
 	ts := httptest.NewUnstartedServer(srv)
+	ts.Listener = srv.Listener(ts.Listener) // as `dify-mock serve`: streams detached
 	ts.Config.ErrorLog = log.New(logs, "net/http: ", 0)
 	ts.Start()
 	t.Cleanup(func() {

@@ -19,6 +19,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/difyops/terraform-provider-dify/internal/bufpool"
@@ -135,6 +136,11 @@ func (s *Stream) send(last bool) error {
 	return err
 }
 
+// testHookEnded, when set, runs in End once the reader may see that the
+// stream ended (and so may hand the connection back at any moment).
+// (Atomic: a stream of an earlier test may still be ending.)
+var testHookEnded atomic.Pointer[func(*Stream)]
+
 // closeWait is how long a connection that ends with its stream waits for
 // the client to close its side after ours (net/http's rstAvoidanceDelay).
 const closeWait = 500 * time.Millisecond
@@ -157,31 +163,39 @@ func (s *Stream) End(complete, keep bool) {
 		s.pending = nil
 	}
 	keep = keep && s.back != nil
+	if keep {
+		// The reader's wait for the next request is bounded (the idle time,
+		// or now when the listener is closed) before the reader can see
+		// that the stream ended: from then on it may hand the connection
+		// back at any moment, and a deadline set later would land on the
+		// next request's connection (a Hijack stalled for the idle time, a
+		// hang-up the client never made).
+		s.back.wait(s)
+	}
 	s.mu.Lock()
 	s.ended, s.keep = true, keep
 	exited := s.exited
 	s.mu.Unlock()
+	if hook := testHookEnded.Load(); hook != nil {
+		(*hook)(s)
+	}
 	if exited {
 		s.release()
 		return
 	}
-	if !keep {
+	if !keep { // the connection is closed, never handed back
 		// As net/http closes a connection: the write side first (FIN), then
 		// the reader waits a moment for the client's own close before it
 		// closes the descriptor. Closing at once was the most expensive
 		// moment of a 10,000-stream run (bench/results.md, "Issue 21,
 		// third round": lateness p99 712 ms against 156 ms), and a Close
 		// here would also wait for the reader to let go of the descriptor.
+		wait := time.Duration(0)
 		if cw, ok := s.conn.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
-			_ = s.conn.SetReadDeadline(time.Now().Add(closeWait))
-			return
+			wait = closeWait
 		}
-		_ = s.conn.SetReadDeadline(time.Now())
-		return
+		_ = s.conn.SetReadDeadline(time.Now().Add(wait))
 	}
-	// The reader is waiting: its wait is bounded by the idle time, or ends
-	// now when the listener is closed.
-	s.back.wait(s)
 }
 
 // Reset ends the stream with a TCP reset (SO_LINGER 0) after what was

@@ -10,6 +10,8 @@ import (
 	"net/http/httptrace"
 	"reflect"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -246,5 +248,57 @@ func TestClosingTheListenerClosesIdleConnections(t *testing.T) {
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := br.Read(make([]byte, 1)); err != io.EOF {
 		t.Fatalf("an idle connection after the listener closed: %v, want EOF at once (not after the idle hour)", err)
+	}
+}
+
+// Once its reader may see the stream ended, a Stream must not touch its
+// connection again: the reader can hand it back at once, and it is then the
+// next request's. Here End is held at that moment until the next stream on
+// the same connection has started. A read deadline End set after that
+// (its keep-alive wait) landed on the next stream, whose reader then
+// reported a hang-up the client never made; in net/http's hands the same
+// deadline could stall a Hijack for the whole idle time (a soak client
+// waited for the rest of a body the server had already sent).
+func TestAStreamLeavesItsConnectionAloneOnceHandedBack(t *testing.T) {
+	const idle = 100 * time.Millisecond
+	secondStarted := make(chan struct{})
+	var hold sync.Once
+	var ln atomic.Pointer[Listener]
+	hook := func(s *Stream) {
+		if s.back == ln.Load() { // not a stream of an earlier test
+			hold.Do(func() { <-secondStarted })
+		}
+	}
+	testHookEnded.Store(&hook)
+	t.Cleanup(func() { testHookEnded.Store(nil) })
+	var streams atomic.Int32
+	hungUp := make(chan bool, 1)
+	addr, l := server(t, idle, func(s *Stream) {
+		if streams.Add(1) == 2 {
+			close(secondStarted)
+			select { // a hang-up, if one comes, comes one idle time after the first End
+			case <-s.Hangup():
+				hungUp <- true
+			case <-time.After(3 * idle):
+				hungUp <- false
+			}
+		}
+		_, _ = s.Write([]byte("body"))
+		s.End(true, true)
+	})
+	ln.Store(l)
+	c, br := rawRequest(t, addr, "")
+	for i := range 2 {
+		if i == 1 {
+			if _, err := io.WriteString(c, "GET /stream HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := readStream(t, br); got != "body" {
+			t.Fatalf("stream %d: body %q", i+1, got)
+		}
+	}
+	if <-hungUp {
+		t.Fatal("the second stream on the connection saw a hang-up the client did not make: the first stream's End set a deadline on the connection after handing it back")
 	}
 }

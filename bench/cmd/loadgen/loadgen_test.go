@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -306,24 +305,6 @@ func TestCountingProxyBodyOutlivesTheFirstFlush(t *testing.T) {
 	resp.Body.Close()
 	if b := <-got; b != `{"query":"hi"}` {
 		t.Fatalf("the request body read after the first flush: %q", b)
-	}
-}
-
-func TestScanFramesCountsCompleteFrames(t *testing.T) {
-	long := strings.Repeat("x", 10<<10) // longer than the reader's buffer
-	in := "data: {\"a\":1}\n\n\n\nevent: ping\r\n\r\ndata: " + long + "\n\ndata: cut"
-	var sizes []int
-	err := scanFrames(bufio.NewReaderSize(strings.NewReader(in), 16), func(_ time.Time, n int) { sizes = append(sizes, n) })
-	if err != io.ErrUnexpectedEOF {
-		t.Fatalf("a frame cut off at EOF: %v, want io.ErrUnexpectedEOF", err)
-	}
-	want := []int{len("data: {\"a\":1}\n\n"), len("event: ping\r\n\r\n"), len("data: " + long + "\n\n")}
-	if fmt.Sprint(sizes) != fmt.Sprint(want) {
-		t.Fatalf("frames %v, want %v", sizes, want)
-	}
-	sizes = nil
-	if err := scanFrames(bufio.NewReader(strings.NewReader("data: 1\n\n")), func(_ time.Time, n int) { sizes = append(sizes, n) }); err != nil || len(sizes) != 1 {
-		t.Fatalf("clean end: %v %v", err, sizes)
 	}
 }
 

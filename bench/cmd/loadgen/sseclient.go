@@ -18,11 +18,14 @@ import (
 // The streams client is part of the measurement (a late frame counts
 // whether the server or the client was slow), so it is built to cost as
 // little as the server's side of a stream: a raw TCP connection per stream,
-// the request written once from pre-encoded bytes, the response read with
-// http.ReadResponse on small pooled-size buffers, and frames counted by
-// scanning lines in place. One goroutine per stream; no http.Transport
-// (which adds a read and a write goroutine and 8 KiB of buffers per
-// connection, and at 50,000 streams was a third of the client's CPU).
+// the request written once from pre-encoded bytes, the response header read
+// with http.ReadResponse on a small pooled buffer, and the body decoded as
+// it arrives (ssebody.go). On Linux one event loop reads every stream's
+// body (sseloop_linux.go): a read per arrival and no goroutine woken, where
+// a goroutine per stream blocked in Read cost two reads, a poller wake-up
+// and a scheduler hand-off per frame, and at 10,000 streams made the client
+// a third of the machine's CPU. No http.Transport (which adds a read and a
+// write goroutine and 8 KiB of buffers per connection).
 
 // sseTarget is where the streams go and how their requests look.
 type sseTarget struct {
@@ -92,7 +95,6 @@ func loopbackSources(n int) []net.IP {
 
 var (
 	headPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 1<<10) }}
-	bodyPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
 )
 
 // errStatus is a response that is not 200.
@@ -104,9 +106,12 @@ type errStatus struct {
 func (e *errStatus) Error() string { return fmt.Sprintf("HTTP %d: %s", e.code, e.body) }
 
 // sseStream sends req on conn and calls frame(now, size) as each complete,
-// non-empty SSE frame arrives (now is taken when the frame's last line was
-// read). It returns nil at a clean end of the body.
-func sseStream(conn net.Conn, req []byte, frame func(now time.Time, size int)) error {
+// non-empty SSE frame arrives (now is taken when the read that completed
+// the frame returned). It returns nil at a clean end of the body; ctx ends
+// it early.
+func sseStream(ctx context.Context, conn net.Conn, req []byte, frame func(now time.Time, size int)) error {
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	defer stop()
 	if _, err := conn.Write(req); err != nil {
 		return err
 	}
@@ -122,44 +127,21 @@ func sseStream(conn net.Conn, req []byte, frame func(now time.Time, size int)) e
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return &errStatus{resp.StatusCode, string(bytes.TrimSpace(msg))}
 	}
-	r := bodyPool.Get().(*bufio.Reader)
-	r.Reset(resp.Body)
-	defer func() { r.Reset(nil); bodyPool.Put(r) }()
-	return scanFrames(r, frame)
-}
-
-// scanFrames reads SSE frames: lines ending in \n (a \r before it is
-// dropped), a blank line ending a frame. A frame with only blank lines is
-// not a frame. Lines longer than the buffer are read in pieces.
-func scanFrames(r *bufio.Reader, frame func(now time.Time, size int)) error {
-	size, content, midLine := 0, false, false
-	for {
-		line, err := r.ReadSlice('\n')
-		size += len(line)
-		if err == bufio.ErrBufferFull {
-			content, midLine = true, true
-			continue
-		}
-		if err != nil {
-			if err == io.EOF {
-				if content || len(line) > 0 {
-					return io.ErrUnexpectedEOF // a frame cut off
-				}
-				return nil
-			}
+	if len(resp.TransferEncoding) != 1 || resp.TransferEncoding[0] != "chunked" {
+		return fmt.Errorf("a stream's body should be chunked; Transfer-Encoding %v", resp.TransferEncoding)
+	}
+	// The body is decoded here, not by resp.Body, so that the event loop
+	// can read it (watch): first what the header's read brought along.
+	body := &streamBody{frame: frame}
+	if early, _ := br.Peek(br.Buffered()); len(early) > 0 {
+		if done, err := body.push(early, time.Now()); done || err != nil {
 			return err
 		}
-		blank := !midLine && (len(line) == 1 || (len(line) == 2 && line[0] == '\r'))
-		midLine = false
-		if !blank {
-			content = true
-			continue
-		}
-		if content {
-			frame(time.Now(), size)
-		}
-		size, content = 0, false
 	}
+	if !stop() {
+		return ctx.Err()
+	}
+	return watch(ctx, conn, body)
 }
 
 // parseSources reads --sources: a count of loopback source addresses

@@ -334,10 +334,8 @@ func oneStream(ctx context.Context, target *sseTarget, i int, req []byte,
 		return out
 	}
 	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
-	defer stop()
 	arrivals := make([]time.Duration, 0, len(due))
-	err = sseStream(conn, req, func(now time.Time, size int) {
+	err = sseStream(ctx, conn, req, func(now time.Time, size int) {
 		out.bytes += int64(size)
 		if len(arrivals) == 0 {
 			out.ttfe = now.Sub(sent)

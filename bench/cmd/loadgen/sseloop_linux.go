@@ -1,0 +1,172 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// The event loop: one goroutine waits in epoll_wait(2) for every stream's
+// socket and reads each as it becomes readable, on level-triggered
+// readiness, so a read shorter than the buffer means the socket is drained
+// and no read is wasted on EAGAIN. The stream's own goroutine only waits
+// for the result. Why: a goroutine per stream blocked in Read costs, per
+// frame, a read that returns the frame, a read that returns EAGAIN, the
+// runtime's poller waking the goroutine and a scheduler hand-off; at
+// 10,000 streams on 2 CPUs that made the client a third of the machine's
+// CPU at the busiest moment, and every cycle it takes is one the server
+// under test does not get (bench/results.md, "Issue 21, fourth round").
+
+// loop is the process's event loop; loopOnce starts it on first use.
+type loop struct {
+	epfd int
+
+	mu      sync.Mutex // held while a stream is read, and to add or drop one
+	streams map[int32]*watched
+	gen     int32
+}
+
+// watched is a stream the loop reads: its own descriptor (a duplicate:
+// the net.Conn is closed, so the runtime's poller no longer watches it).
+type watched struct {
+	fd   int
+	gen  int32 // tells a reused descriptor number from this stream
+	body *streamBody
+	done chan error // gets the outcome once
+}
+
+var (
+	loopOnce  sync.Once
+	theLoop   *loop
+	errNoLoop error
+)
+
+func sharedLoop() (*loop, error) {
+	loopOnce.Do(func() {
+		fd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+		if err != nil {
+			errNoLoop = err
+			return
+		}
+		theLoop = &loop{epfd: fd, streams: map[int32]*watched{}}
+		go theLoop.run()
+	})
+	return theLoop, errNoLoop
+}
+
+// watch reads the rest of body from conn on the event loop and returns
+// its outcome; it falls back to readBody when the loop cannot take conn.
+func watch(ctx context.Context, conn net.Conn, body *streamBody) error {
+	l, err := sharedLoop()
+	sc, ok := conn.(syscall.Conn)
+	if err != nil || !ok {
+		return readBody(ctx, conn, body)
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return readBody(ctx, conn, body)
+	}
+	fd := -1
+	if cerr := rc.Control(func(f uintptr) { fd, err = syscall.Dup(int(f)) }); cerr != nil || err != nil {
+		return readBody(ctx, conn, body)
+	}
+	// The duplicate shares the socket (and its O_NONBLOCK): closing the
+	// Conn takes it out of the runtime's poller and sends nothing.
+	_ = conn.Close()
+	w := &watched{fd: fd, body: body, done: make(chan error, 1)}
+	if err := l.add(w); err != nil {
+		_ = syscall.Close(fd)
+		return err
+	}
+	select {
+	case err := <-w.done:
+		return err
+	case <-ctx.Done():
+		l.finish(w, ctx.Err())
+		return <-w.done // the loop may have finished it first
+	}
+}
+
+func (l *loop) add(w *watched) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.gen++
+	w.gen = l.gen
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(w.fd), Pad: w.gen}
+	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, w.fd, &ev); err != nil {
+		return err
+	}
+	l.streams[int32(w.fd)] = w
+	return nil
+}
+
+// finish ends w with err, once: the descriptor leaves the loop and closes.
+func (l *loop) finish(w *watched, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.finishLocked(w, err)
+}
+
+func (l *loop) finishLocked(w *watched, err error) {
+	if l.streams[int32(w.fd)] != w {
+		return // already finished
+	}
+	delete(l.streams, int32(w.fd))
+	_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, w.fd, nil)
+	_ = syscall.Close(w.fd)
+	w.done <- err
+}
+
+func (l *loop) run() {
+	events := make([]syscall.EpollEvent, 512)
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := syscall.EpollWait(l.epfd, events, -1)
+		if err != nil {
+			if errors.Is(err, syscall.EINTR) {
+				continue
+			}
+			panic("loadgen: epoll_wait: " + err.Error()) // cannot happen with a valid epoll descriptor
+		}
+		for _, ev := range events[:n] {
+			l.mu.Lock()
+			if w := l.streams[ev.Fd]; w != nil && w.gen == ev.Pad {
+				l.readLocked(w, buf)
+			}
+			l.mu.Unlock()
+		}
+	}
+}
+
+// readLocked reads w until its socket is drained, pushing what arrives.
+func (l *loop) readLocked(w *watched, buf []byte) {
+	for {
+		n, err := syscall.Read(w.fd, buf)
+		switch {
+		case n > 0:
+			done, perr := w.body.push(buf[:n], time.Now())
+			if done || perr != nil {
+				l.finishLocked(w, perr)
+				return
+			}
+			if n < len(buf) {
+				return // drained; level-triggered readiness brings the rest
+			}
+		case n == 0 && err == nil:
+			l.finishLocked(w, io.ErrUnexpectedEOF) // the body's end never came
+			return
+		case errors.Is(err, syscall.EAGAIN):
+			return
+		case errors.Is(err, syscall.EINTR):
+		default:
+			l.finishLocked(w, err)
+			return
+		}
+	}
+}

@@ -154,10 +154,14 @@ func TestStreamsAgainstTheMock(t *testing.T) {
 	})
 	out := filepath.Join(t.TempDir(), "r.jsonl")
 	var log bytes.Buffer
-	err = runStreams(t.Context(), []string{"--url", ts.URL + "/v1", "--streams", "8", "--cassette", "plain-answer", "--speed", "20",
-		"--pid", "0", "--out", out}, &log)
-	if err != nil {
-		t.Fatalf("streams: %v\n%s", err, log.String())
+	// Both ways of reading the bodies: each stream's goroutine, and the
+	// event loop (which --event-loop auto picks from 2,000 streams).
+	for _, loop := range []string{"off", "on"} {
+		err = runStreams(t.Context(), []string{"--url", ts.URL + "/v1", "--streams", "8", "--cassette", "plain-answer", "--speed", "20",
+			"--pid", "0", "--out", out, "--event-loop", loop}, &log)
+		if err != nil {
+			t.Fatalf("streams, --event-loop %s: %v\n%s", loop, err, log.String())
+		}
 	}
 	err = runHTTP(t.Context(), []string{"--url", ts.URL + "/v1", "--endpoint", "rename", "--concurrency", "4",
 		"--warmup", "50ms", "--duration", "200ms", "--out", out}, &log)
@@ -173,17 +177,18 @@ func TestStreamsAgainstTheMock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(in.streams) != 1 || len(in.http) != 1 {
+	if len(in.streams) != 2 || len(in.http) != 1 {
 		t.Fatalf("results: %+v", in)
 	}
-	s := in.streams[0]
 	turn, _ := builtinTurn("plain-answer")
-	if s.Completed != 8 || s.Failed != 0 || s.Lateness.Count != 8*len(turn.Frames) || s.Bytes == 0 {
-		t.Fatalf("streams result %+v", s)
-	}
-	// The first frame is due at its recorded offset / 20; TTFE cannot beat it.
-	if s.TTFE.P50 < time.Duration(float64(turn.Frames[0].Offset)/20) {
-		t.Fatalf("TTFE %v is shorter than the first frame's offset", s.TTFE.P50)
+	for _, s := range in.streams {
+		if s.Completed != 8 || s.Failed != 0 || s.Lateness.Count != 8*len(turn.Frames) || s.Bytes != in.streams[0].Bytes || s.Bytes == 0 {
+			t.Fatalf("streams result %+v", s)
+		}
+		// The first frame is due at its recorded offset / 20; TTFE cannot beat it.
+		if s.TTFE.P50 < time.Duration(float64(turn.Frames[0].Offset)/20) {
+			t.Fatalf("TTFE %v is shorter than the first frame's offset", s.TTFE.P50)
+		}
 	}
 	if h := in.http[0]; h.Requests == 0 || h.Errors != 0 {
 		t.Fatalf("http result %+v", h)
@@ -321,5 +326,37 @@ func TestParseSources(t *testing.T) {
 	}
 	if _, err := parseSources("nope", 1); err == nil {
 		t.Fatal("a bad address was accepted")
+	}
+}
+
+// A stream the server cuts (its connection closed before the last chunk)
+// fails with the frames it got, whichever way the body is read: neither
+// reader may hang on it or count it complete.
+func TestStreamsReportsACutStream(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: {\"event\":\"agent_message\"}\n\n")
+		http.NewResponseController(w).Flush()
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}))
+	defer ts.Close()
+	for _, loop := range []string{"off", "on"} {
+		out := filepath.Join(t.TempDir(), "r.jsonl")
+		var log bytes.Buffer
+		if err := runStreams(t.Context(), []string{"--url", ts.URL + "/v1", "--streams", "3", "--cassette", "plain-answer", "--out", out, "--event-loop", loop}, &log); err != nil {
+			t.Fatal(err)
+		}
+		data, _ := os.ReadFile(out)
+		in, err := readResults(bytes.NewReader(data))
+		if err != nil || len(in.streams) != 1 {
+			t.Fatalf("%v %s", err, data)
+		}
+		if s := in.streams[0]; s.Failed != 3 || s.Completed != 0 || !strings.Contains(strings.Join(s.Errors, " "), "after 1 frames: unexpected EOF") {
+			t.Fatalf("--event-loop %s: %+v", loop, s)
+		}
 	}
 }

@@ -118,4 +118,3 @@ func referenceFrames(body string) (sizes []int, cut bool) {
 	}
 	return sizes, content
 }
-

@@ -36,6 +36,9 @@ type sseTarget struct {
 	// picks). One source and one server address give at most the
 	// ephemeral port range (about 28,000 on Linux) connections.
 	sources []net.IP
+	// loop: bodies are read by the event loop (readOnLoop), not by each
+	// stream's goroutine (readBody).
+	loop bool
 }
 
 func newSSETarget(endpoint string, header http.Header, sources []net.IP) (*sseTarget, error) {
@@ -105,11 +108,11 @@ type errStatus struct {
 
 func (e *errStatus) Error() string { return fmt.Sprintf("HTTP %d: %s", e.code, e.body) }
 
-// sseStream sends req on conn and calls frame(now, size) as each complete,
+// stream sends req on conn and calls frame(now, size) as each complete,
 // non-empty SSE frame arrives (now is taken when the read that completed
 // the frame returned). It returns nil at a clean end of the body; ctx ends
 // it early.
-func sseStream(ctx context.Context, conn net.Conn, req []byte, frame func(now time.Time, size int)) error {
+func (t *sseTarget) stream(ctx context.Context, conn net.Conn, req []byte, frame func(now time.Time, size int)) error {
 	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
 	defer stop()
 	if _, err := conn.Write(req); err != nil {
@@ -131,7 +134,7 @@ func sseStream(ctx context.Context, conn net.Conn, req []byte, frame func(now ti
 		return fmt.Errorf("a stream's body should be chunked; Transfer-Encoding %v", resp.TransferEncoding)
 	}
 	// The body is decoded here, not by resp.Body, so that the event loop
-	// can read it (watch): first what the header's read brought along.
+	// can read it (readOnLoop): first what the header's read brought along.
 	body := &streamBody{frame: frame}
 	if early, _ := br.Peek(br.Buffered()); len(early) > 0 {
 		if done, err := body.push(early, time.Now()); done || err != nil {
@@ -141,7 +144,10 @@ func sseStream(ctx context.Context, conn net.Conn, req []byte, frame func(now ti
 	if !stop() {
 		return ctx.Err()
 	}
-	return watch(ctx, conn, body)
+	if t.loop {
+		return readOnLoop(ctx, conn, body)
+	}
+	return readBody(ctx, conn, body)
 }
 
 // parseSources reads --sources: a count of loopback source addresses

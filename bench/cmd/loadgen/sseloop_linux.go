@@ -60,9 +60,10 @@ func sharedLoop() (*loop, error) {
 	return theLoop, errNoLoop
 }
 
-// watch reads the rest of body from conn on the event loop and returns
-// its outcome; it falls back to readBody when the loop cannot take conn.
-func watch(ctx context.Context, conn net.Conn, body *streamBody) error {
+// readOnLoop reads the rest of body from conn on the event loop and
+// returns its outcome; it falls back to readBody when the loop cannot take
+// conn.
+func readOnLoop(ctx context.Context, conn net.Conn, body *streamBody) error {
 	l, err := sharedLoop()
 	sc, ok := conn.(syscall.Conn)
 	if err != nil || !ok {

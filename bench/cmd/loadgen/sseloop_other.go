@@ -7,8 +7,8 @@ import (
 	"net"
 )
 
-// watch reads the rest of body from conn; without Linux's epoll this is
-// the stream's own goroutine (sseloop_linux.go says what the loop saves).
-func watch(ctx context.Context, conn net.Conn, body *streamBody) error {
+// readOnLoop reads the rest of body from conn; without Linux's epoll this
+// is the stream's own goroutine (sseloop_linux.go says what the loop saves).
+func readOnLoop(ctx context.Context, conn net.Conn, body *streamBody) error {
 	return readBody(ctx, conn, body)
 }

@@ -204,9 +204,19 @@ func TestStreamsReportsFailures(t *testing.T) {
 		_, _ = w.Write([]byte(`{"code":"x","message":"down","status":503}`))
 	}))
 	defer ts.Close()
+	if s := threeStreams(t, ts.URL); s.Failed != 3 || s.Completed != 0 || !strings.Contains(strings.Join(s.Errors, " "), "HTTP 503") {
+		t.Fatalf("%+v", s)
+	}
+}
+
+// threeStreams runs `loadgen streams` with 3 streams against url and
+// returns its one result.
+func threeStreams(t *testing.T, url string, args ...string) streamsResult {
+	t.Helper()
 	out := filepath.Join(t.TempDir(), "r.jsonl")
 	var log bytes.Buffer
-	if err := runStreams(t.Context(), []string{"--url", ts.URL + "/v1", "--streams", "3", "--cassette", "plain-answer", "--out", out}, &log); err != nil {
+	args = append([]string{"--url", url + "/v1", "--streams", "3", "--cassette", "plain-answer", "--out", out}, args...)
+	if err := runStreams(t.Context(), args, &log); err != nil {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(out)
@@ -214,9 +224,7 @@ func TestStreamsReportsFailures(t *testing.T) {
 	if err != nil || len(in.streams) != 1 {
 		t.Fatalf("%v %s", err, data)
 	}
-	if s := in.streams[0]; s.Failed != 3 || s.Completed != 0 || !strings.Contains(strings.Join(s.Errors, " "), "HTTP 503") {
-		t.Fatalf("%+v", s)
-	}
+	return in.streams[0]
 }
 
 // TestCountingProxyKeepsEveryStream: chats through the provider section's
@@ -345,17 +353,7 @@ func TestStreamsReportsACutStream(t *testing.T) {
 	}))
 	defer ts.Close()
 	for _, loop := range []string{"off", "on"} {
-		out := filepath.Join(t.TempDir(), "r.jsonl")
-		var log bytes.Buffer
-		if err := runStreams(t.Context(), []string{"--url", ts.URL + "/v1", "--streams", "3", "--cassette", "plain-answer", "--out", out, "--event-loop", loop}, &log); err != nil {
-			t.Fatal(err)
-		}
-		data, _ := os.ReadFile(out)
-		in, err := readResults(bytes.NewReader(data))
-		if err != nil || len(in.streams) != 1 {
-			t.Fatalf("%v %s", err, data)
-		}
-		if s := in.streams[0]; s.Failed != 3 || s.Completed != 0 || !strings.Contains(strings.Join(s.Errors, " "), "after 1 frames: unexpected EOF") {
+		if s := threeStreams(t, ts.URL, "--event-loop", loop); s.Failed != 3 || s.Completed != 0 || !strings.Contains(strings.Join(s.Errors, " "), "after 1 frames: unexpected EOF") {
 			t.Fatalf("--event-loop %s: %+v", loop, s)
 		}
 	}

@@ -41,10 +41,9 @@ const (
 	chunkDone                      // the body has ended
 )
 
-// push decodes p and hands each piece of chunk data to data. It returns
-// the bytes of p it used: fewer than len(p) only once the body ended (what
-// follows is not this body's).
-func (d *chunkDecoder) push(p []byte, data func([]byte)) (int, error) {
+// push decodes p and hands each piece of chunk data to data. Bytes after
+// the body's end are not this body's and are left alone.
+func (d *chunkDecoder) push(p []byte, data func([]byte)) error {
 	i := 0
 	for i < len(p) && d.state != chunkDone {
 		c := p[i]
@@ -58,7 +57,7 @@ func (d *chunkDecoder) push(p []byte, data func([]byte)) (int, error) {
 				d.state = chunkExt
 				continue // the same byte ends the digits and may end the line
 			default:
-				return i, errBadChunk
+				return errBadChunk
 			}
 		case chunkExt:
 			if c == '\n' {
@@ -80,12 +79,12 @@ func (d *chunkDecoder) push(p []byte, data func([]byte)) (int, error) {
 			continue
 		case chunkDataCR:
 			if c != '\r' {
-				return i, errBadChunk
+				return errBadChunk
 			}
 			d.state = chunkDataLF
 		case chunkDataLF:
 			if c != '\n' {
-				return i, errBadChunk
+				return errBadChunk
 			}
 			d.state = chunkSize
 		case chunkTrailer:
@@ -101,7 +100,7 @@ func (d *chunkDecoder) push(p []byte, data func([]byte)) (int, error) {
 		}
 		i++
 	}
-	return i, nil
+	return nil
 }
 
 func (d *chunkDecoder) done() bool { return d.state == chunkDone }
@@ -170,7 +169,7 @@ type streamBody struct {
 
 // push takes the next bytes read; it reports whether the body is complete.
 func (b *streamBody) push(p []byte, now time.Time) (bool, error) {
-	_, err := b.chunks.push(p, func(data []byte) { b.frames.push(data, now, b.frame) })
+	err := b.chunks.push(p, func(data []byte) { b.frames.push(data, now, b.frame) })
 	if err != nil {
 		return false, err
 	}

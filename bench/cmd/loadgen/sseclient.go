@@ -24,8 +24,9 @@ import (
 // every stream's body (sseloop_linux.go, --event-loop): a read per arrival
 // and no goroutine woken, where a goroutine per stream blocked in Read cost
 // two reads, a poller wake-up and a scheduler hand-off per frame, and at
-// 10,000 streams made the client a third of the machine's CPU. No http.Transport (which adds a read and a
-// write goroutine and 8 KiB of buffers per connection).
+// 10,000 streams made the client a third of the machine's CPU. No
+// http.Transport (which adds a read and a write goroutine and 8 KiB of
+// buffers per connection).
 
 // sseTarget is where the streams go and how their requests look.
 type sseTarget struct {

@@ -71,6 +71,15 @@ func truncateRepr(s string) string {
 // Decode decodes raw JSON keeping number literals, so ints and
 // floats stay apart as in Python's json module.
 func Decode(raw json.RawMessage) any {
+	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '"' {
+		// A string (most fields): no decoder and its read buffer, since
+		// UseNumber does not change how a string decodes.
+		var s string
+		if json.Unmarshal(t, &s) != nil {
+			return nil
+		}
+		return s
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
@@ -101,14 +110,16 @@ func Body(data []byte) *Dict {
 			return d
 		}
 		k, _ := t.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
+		// Each value straight from this decoder (UseNumber, as Decode):
+		// a decoder per field was a quarter of a chat request's garbage.
+		var v any
+		if err := dec.Decode(&v); err != nil {
 			return d
 		}
 		if _, dup := d.Vals[k]; !dup {
 			d.Keys = append(d.Keys, k)
 		}
-		d.Vals[k] = Decode(raw)
+		d.Vals[k] = v
 	}
 	return d
 }

@@ -86,12 +86,22 @@ func (s *Store) Usage() (bytes, maxBytes int64) {
 	return s.bytes, s.maxBytes
 }
 
+// jsonSize is len(json.Marshal(v)), counted as the encoder writes instead
+// of copied out: the copy was most of the garbage of storing a turn.
 func jsonSize(v any) int64 {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var n byteCount
+	if json.NewEncoder(&n).Encode(v) != nil {
 		return 0
 	}
-	return int64(len(b))
+	return int64(n) - 1 // Encode ends the value with a newline
+}
+
+// byteCount is an io.Writer that only counts.
+type byteCount int64
+
+func (c *byteCount) Write(p []byte) (int, error) {
+	*c += byteCount(len(p))
+	return len(p), nil
 }
 
 func feedbackSize(f *Feedback) int64 {

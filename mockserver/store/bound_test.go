@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -157,5 +158,36 @@ func TestLargeImportNeverStallsTheStore(t *testing.T) {
 		if rows[i].UpdatedAt > rows[i-1].UpdatedAt {
 			t.Fatalf("listing out of order at %d", i)
 		}
+	}
+}
+
+// jsonSize counts what json.Marshal would give, HTML escapes included,
+// without keeping the bytes.
+func TestJSONSizeIsTheMarshalledLength(t *testing.T) {
+	m := dify.Message{ID: "m1", ConversationID: "c1", Query: "<b>&é\u2028</b>", Answer: strings.Repeat("answer ", 300),
+		Inputs: map[string]any{"k": []any{1, "x", nil}}}
+	for _, v := range []any{m, Conversation{}, "", map[string]any{}, []int{1, 2}} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := jsonSize(v); got != int64(len(b)) {
+			t.Errorf("jsonSize(%T) = %d, want %d", v, got, len(b))
+		}
+	}
+	if got := jsonSize(func() {}); got != 0 {
+		t.Errorf("jsonSize of what JSON cannot encode = %d, want 0", got)
+	}
+	// It keeps no copy of the encoding: what it allocates (the encoder,
+	// the boxed value, the map's sorted keys) is a fraction of the size.
+	size := jsonSize(m)
+	r := testing.Benchmark(func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			jsonSize(m)
+		}
+	})
+	if got := r.AllocedBytesPerOp(); got > size/2 {
+		t.Errorf("jsonSize allocates %d bytes for a %d-byte encoding, want at most half", got, size)
 	}
 }

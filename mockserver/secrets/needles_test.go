@@ -1,6 +1,7 @@
 package secrets
 
 import (
+	"bytes"
 	"io/fs"
 	"math/rand/v2"
 	"strings"
@@ -30,6 +31,7 @@ func TestNeedlesNeverHideAMatch(t *testing.T) {
 		"AIza" + strings.Repeat("b", 35), "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abcdefghijkl",
 		`"api_key": "s3cr3t"`, `"API_KEY"` + "\n:\t" + `"x"`, `"Password":"p\"q"`, `\"password\": \"hunter2\"`, `\"ACCESS_TOKEN\":\"t\"`,
 		"?token=abc", "&Api-Key=abc", "token=abc&user=u", "?to\u212aen=abc", "&pa\u017f\u017fword=x", "&x_API-\u212aey=abc",
+		`{"toKen" :  "x"}`, `{"a":"b","Session_Token"` + "\r\n:\f" + `"v"}`, `"paſſword":"x"`, `""password":"x"`,
 		"a=b=c&passwd=1", "?proxy-authorization=Basic%20x", "q=1&set_cookie=a",
 		"--b\r\nContent-Disposition: FORM-DATA; name=\"api_key\"\r\n\r\nabc123\r\n--b--\r\n",
 	}
@@ -89,4 +91,62 @@ func TestContainsFold(t *testing.T) {
 			t.Errorf("containsFold(%q, %q) = %v", c.data, c.needle, got)
 		}
 	}
+}
+
+// FuzzNeedlesNeverHideAMatch is TestNeedlesNeverHideAMatch over any input:
+// the pre-checks (needles and MayMatch) only skip work.
+func FuzzNeedlesNeverHideAMatch(f *testing.F) {
+	f.Add([]byte(`{"query":"hi","api_key" : "s3cr3t","user":"u"}`))
+	f.Add([]byte(`{"to\u212aen":"x", "x": "y"}`))
+	f.Add([]byte("?access_token=abc&user=u"))
+	plain := withoutNeedles()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if got, want := Redact(data), Redact(data, plain...); !bytes.Equal(got, want) {
+			t.Fatalf("the pre-checks changed the redaction of %q:\n got %q\nwant %q", data, got, want)
+		}
+	})
+}
+
+func TestMayHoldCredentialField(t *testing.T) {
+	for data, want := range map[string]bool{
+		`{"api_key":"x"}`: true, `{"API-KEY"` + "\t : " + `"x"}`: true, `{"toKen":"x"}`: true,
+		`{"query":"my api_key is x","user":"u"}`: false, `{"total_tokens":5}`: false, `"token"`: false,
+		`:"token":`: true, `{"x":"token"}`: false, `:`: false, `":`: false, ``: false,
+	} {
+		if got := mayHoldCredentialField([]byte(data)); got != want {
+			t.Errorf("mayHoldCredentialField(%q) = %v, want %v", data, got, want)
+		}
+	}
+}
+
+// Every spelling of every credential name passes the name needles: each
+// form of tokenFieldNames with each separator, in lower, upper and title
+// case, with k and s also written as the Kelvin sign and the long s.
+func TestCredentialNameNeedlesMissNoName(t *testing.T) {
+	forms := []string{"api{}key", "x{}api{}key", "access{}token", "refresh{}token", "id{}token", "auth{}token",
+		"session{}token", "bearer{}token", "api{}token", "token", "secret", "client{}secret", "secret{}key",
+		"aws{}secret{}access{}key", "secret{}access{}key", "aws{}secret{}key", "access{}key", "private{}key",
+		"password", "passwd", "authorization", "proxy{}authorization", "cookie", "set{}cookie"}
+	n := 0
+	for _, f := range forms {
+		for _, sep := range []string{"", "_", "-"} {
+			name := strings.ReplaceAll(f, "{}", sep)
+			for _, v := range []string{name, strings.ToUpper(name), strings.ToUpper(name[:1]) + name[1:],
+				strings.ReplaceAll(name, "k", "\u212a"), strings.ReplaceAll(name, "s", "\u017f")} {
+				if !credentialNameRE.MatchString(v) {
+					t.Fatalf("%q is not a credential name: the list of forms is out of date", v)
+				}
+				if !matchCredentialName([]byte(v)) {
+					t.Errorf("the needles miss %q", v)
+				}
+				n++
+			}
+		}
+	}
+	for _, v := range []string{"query", "user", "inputs", "response_mode", "conversation_id", "files", "total_tokens", "tokens"} {
+		if matchCredentialName([]byte(v)) {
+			t.Errorf("%q counted as a credential name", v)
+		}
+	}
+	t.Logf("%d spellings", n)
 }

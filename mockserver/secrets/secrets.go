@@ -100,6 +100,23 @@ const tokenFieldNames = `(?:x[_-]?)?api[_-]?key|(?:access|refresh|id|auth|sessio
 
 var credentialNameRE = regexp.MustCompile(`(?i)^(?:` + tokenFieldNames + `)$`)
 
+// credentialNameNeedles: every credential name holds one of them (ASCII
+// case aside). None has a k or an s, which (?i) also matches as the Kelvin
+// sign and the long s, so a name spelled with those still holds one.
+var credentialNameNeedles = []string{"api", "to", "ecret", "acce", "private", "pa", "auth", "coo"}
+
+// matchCredentialName is credentialNameRE.Match behind the needles: the
+// pre-checks below try every key of a body or query, and most keys
+// ("query", "user", "inputs") hold none.
+func matchCredentialName(name []byte) bool {
+	for _, n := range credentialNameNeedles {
+		if containsFold(name, n) {
+			return credentialNameRE.Match(name)
+		}
+	}
+	return false
+}
+
 // IsCredentialName reports whether a JSON field, form field or query
 // parameter name conventionally holds a credential ("api_key",
 // "accessToken", "password", …).
@@ -123,11 +140,44 @@ func mayHoldCredentialParam(data []byte) bool {
 		for j > 0 && i-j <= maxParamName && data[j-1] != '?' && data[j-1] != '&' {
 			j--
 		}
-		if i-j <= maxParamName && i > j && credentialNameRE.Match(data[j:i]) {
+		if i-j <= maxParamName && i > j && matchCredentialName(data[j:i]) {
 			return true
 		}
 	}
 	return false
+}
+
+// mayHoldCredentialField is the JSON field pattern's pre-check: some
+// key ('"', a name, '"', whitespace, ':') is a credential name. Every JSON
+// body has a '"', so the needle `"` sent each one through the regexp (its
+// case folding and alternation made it a twelfth of a chat request's CPU);
+// keys are short and few. A match of the pattern always has such a key,
+// and a name never holds a '"', so the last '"' before the closing one
+// opens it.
+func mayHoldCredentialField(data []byte) bool {
+	for i, c := range data {
+		if c != ':' {
+			continue
+		}
+		q := i - 1
+		for q >= 0 && isRESpace(data[q]) {
+			q--
+		}
+		if q < 1 || data[q] != '"' {
+			continue
+		}
+		from := max(0, q-maxParamName-1)
+		p := bytes.LastIndexByte(data[from:q], '"')
+		if p >= 0 && matchCredentialName(data[from+p+1:q]) {
+			return true
+		}
+	}
+	return false
+}
+
+// isRESpace is RE2's \s: [\t\n\f\r ].
+func isRESpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'
 }
 
 // credentialHeaders are headers that carry credentials (request and
@@ -170,13 +220,13 @@ var Patterns = []Pattern{
 	{Name: "Dify API key (app-…)", Regexp: regexp.MustCompile(`(?:app|dataset)-[A-Za-z0-9]{16,}`), Needles: []string{"app-", "dataset-"}},
 	{Name: "bearer token", Regexp: regexp.MustCompile(`(?i)\bbearer\s+([A-Za-z0-9._~+/=-]{16,})`), Group: 1, Needles: []string{"bearer"}},
 	{Name: "OpenAI-style key (sk-…)", Regexp: regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{20,}`), Needles: []string{"sk-"}},
-	{Name: "GitHub token", Regexp: regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{36,}`), Needles: []string{"gh"}},
+	{Name: "GitHub token", Regexp: regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{36,}`), Needles: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}},
 	{Name: "Slack token", Regexp: regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9-]{10,}`), Needles: []string{"xox"}},
 	{Name: "AWS access key id", Regexp: regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}`), Needles: []string{"AKIA", "ASIA"}},
 	{Name: "Google API key", Regexp: regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`), Needles: []string{"AIza"}},
 	{Name: "JSON web token", Regexp: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`), Needles: []string{"eyJ"}},
 	// "api_key":"…" in JSON (bodies, SSE data lines).
-	{Name: "token-like JSON field", Regexp: regexp.MustCompile(`(?i)"(?:` + tokenFieldNames + `)"\s*:\s*"((?:[^"\\]|\\.)*)"`), Group: 1, Needles: []string{`"`}},
+	{Name: "token-like JSON field", Regexp: regexp.MustCompile(`(?i)"(?:` + tokenFieldNames + `)"\s*:\s*"((?:[^"\\]|\\.)*)"`), Group: 1, MayMatch: mayHoldCredentialField},
 	// The same inside a JSON-encoded string (e.g. an agent_thought's
 	// tool_input) or a double-quoted YAML scalar: \"api_key\": \"…\".
 	{Name: "token-like JSON field (escaped)", Regexp: regexp.MustCompile(`(?i)\\"(?:` + tokenFieldNames + `)\\"\s*:\s*\\"((?:[^"\\]|\\\\)*)\\"`), Group: 1, Needles: []string{`\"`}},

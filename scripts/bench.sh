@@ -37,7 +37,7 @@
 #   WIREMOCK_JAR=PATH                      a wiremock-standalone-3.13.2.jar to use (default:
 #                                          cached from `npm pack wiremock@3.13.2`)
 #   BENCH_RESULTS=bench/results.md         where the markdown goes ("" = stdout only)
-#   BENCH_KEEP=1                           keep the work folder (profiles, logs)
+#   BENCH_KEEP=1                           keep the work folder (profiles, logs, each stream count's timeline)
 #   BENCH_NICE=-10                         run the server and the load generator at this
 #                                          niceness (negative needs root), so other work on
 #                                          a shared machine disturbs the numbers less
@@ -156,7 +156,7 @@ if want streams; then
 		bench_mock 1
 		log "streams: $n x $c at speed 1"
 		"${LOADGEN[@]}" streams --url "$MOCK_URL" --debug-url "$DEBUG_URL" --pid "$MOCK_PID" \
-			--streams "$n" --cassette "$c" --speed 1 --out "$RESULTS_JSON"
+			--streams "$n" --cassette "$c" --speed 1 --out "$RESULTS_JSON" --timeline "$WORK/timeline-$n.tsv"
 		stop_mock
 	done
 fi

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -156,9 +157,10 @@ func TestStreamsAgainstTheMock(t *testing.T) {
 	var log bytes.Buffer
 	// Both ways of reading the bodies: each stream's goroutine, and the
 	// event loop (which --event-loop auto picks from 2,000 streams).
+	tl := filepath.Join(t.TempDir(), "timeline.tsv")
 	for _, loop := range []string{"off", "on"} {
 		err = runStreams(t.Context(), []string{"--url", ts.URL + "/v1", "--streams", "8", "--cassette", "plain-answer", "--speed", "20",
-			"--pid", "0", "--out", out, "--event-loop", loop}, &log)
+			"--pid", "0", "--out", out, "--event-loop", loop, "--timeline", tl, "--timeline-step", "10ms"}, &log)
 		if err != nil {
 			t.Fatalf("streams, --event-loop %s: %v\n%s", loop, err, log.String())
 		}
@@ -192,6 +194,57 @@ func TestStreamsAgainstTheMock(t *testing.T) {
 	}
 	if h := in.http[0]; h.Requests == 0 || h.Errors != 0 {
 		t.Fatalf("http result %+v", h)
+	}
+	// The timeline (of the last run) accounts for every frame and stream.
+	data, err := os.ReadFile(tl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) < 3 || lines[1] != "at_s\tframes\tstarts\tends\tp99_ms\tmax_ms" {
+		t.Fatalf("timeline:\n%s", data)
+	}
+	var frames, starts, ends int
+	for _, l := range lines[2:] {
+		var at, p99, mx float64
+		var f, st, e int
+		if _, err := fmt.Sscanf(l, "%f\t%d\t%d\t%d\t%f\t%f", &at, &f, &st, &e, &p99, &mx); err != nil || p99 > mx {
+			t.Fatalf("timeline line %q: %v", l, err)
+		}
+		frames, starts, ends = frames+f, starts+st, ends+e
+	}
+	if frames != 8*len(turn.Frames) || starts != 8 || ends != 8 {
+		t.Fatalf("timeline counts %d frames, %d starts, %d ends; want %d, 8, 8:\n%s", frames, starts, ends, 8*len(turn.Frames), data)
+	}
+}
+
+// TestTimelineBucketsFramesByWhenTheyWereDue: a frame is counted in the
+// step it was due in (the stream's start plus its offset), with its
+// lateness; starts and ends in theirs; empty steps are left out.
+func TestTimelineBucketsFramesByWhenTheyWereDue(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	ms := time.Millisecond
+	due := []time.Duration{0, 150 * ms, 420 * ms}
+	all := []streamOutcome{
+		{start: t0, end: t0.Add(430 * ms), lateness: []time.Duration{0, 2 * ms, 40 * ms}},
+		{start: t0.Add(60 * ms), end: t0.Add(500 * ms), lateness: []time.Duration{0, 5 * ms, 9 * ms}},
+		{start: t0.Add(10 * ms), err: errors.New("cut"), lateness: []time.Duration{0}}, // one frame, then cut
+	}
+	rows := timeline(all, due, t0, 100*ms)
+	type want struct {
+		at                  time.Duration
+		frames, starts, end int
+		max                 time.Duration
+	}
+	wants := []want{{0, 3, 3, 0, 0}, {100 * ms, 1, 0, 0, 2 * ms}, {200 * ms, 1, 0, 0, 5 * ms}, {400 * ms, 2, 0, 1, 40 * ms}, {500 * ms, 0, 0, 1, 0}}
+	if len(rows) != len(wants) {
+		t.Fatalf("rows %+v", rows)
+	}
+	for i, w := range wants {
+		r := rows[i]
+		if r.At != w.at || r.Frames != w.frames || r.Starts != w.starts || r.Ends != w.end || r.Late.Max != w.max {
+			t.Errorf("row %d = %+v, want %+v", i, r, w)
+		}
 	}
 }
 

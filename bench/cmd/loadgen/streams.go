@@ -56,7 +56,8 @@ type streamsResult struct {
 
 type streamsOptions struct {
 	url, cassette, debugURL, out, profile, label, sources string
-	eventLoop                                             string
+	eventLoop, timeline                                   string
+	timelineStep                                          time.Duration
 	streams, pid, connect                                 int
 	speed                                                 float64
 	profileFor, timeout                                   time.Duration
@@ -80,8 +81,13 @@ func runStreams(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&o.label, "label", "", "free-form label stored with the result")
 	fs.StringVar(&o.eventLoop, "event-loop", "auto", "who reads the stream bodies: on (one event loop for all, Linux), off (each stream's goroutine) or auto (the loop from 2,000 streams: it costs the client less CPU under load, and a goroutine wakes a little sooner when there are few)")
 	fs.StringVar(&o.sources, "sources", "auto", "local addresses to dial from: a count N (127.0.0.2 … 127.0.0.N+1), a comma-separated list, or auto (one per 20,000 streams: one source and one server address give at most the ephemeral port range)")
+	fs.StringVar(&o.timeline, "timeline", "", "write the run's lateness over time to this file (tab-separated: per step, the frames due, the streams that started and ended, lateness p99 and max)")
+	fs.DurationVar(&o.timelineStep, "timeline-step", 100*time.Millisecond, "the timeline's step")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if o.timelineStep <= 0 {
+		return errors.New("--timeline-step must be positive")
 	}
 	if o.url == "" || o.streams < 1 || o.speed <= 0 || o.connect < 1 {
 		return errors.New("--url is required; --streams, --speed and --connect-concurrency must be positive")
@@ -300,6 +306,11 @@ func streams(ctx context.Context, o streamsOptions, turn *cassette.RecordedTurn,
 			}
 		}
 		res.LatenessSteady = steady.summarize()
+	}
+	if o.timeline != "" {
+		if err := writeTimeline(o.timeline, timeline(all, due, start, o.timelineStep), o.timelineStep); err != nil {
+			return nil, fmt.Errorf("--timeline: %w", err)
+		}
 	}
 	if res.WindowSeconds > 0 {
 		res.BytesPerSec = float64(res.Bytes) / res.WindowSeconds

@@ -218,6 +218,44 @@ func TestStreamsAgainstTheMock(t *testing.T) {
 	}
 }
 
+// TestPhasesSplitARunAtTheRampAndTheFirstEnd: frames due before the last
+// stream's first frame are the ramp's, then all live until the first
+// completed stream ends, then ending; each phase names its latest step.
+func TestPhasesSplitARunAtTheRampAndTheFirstEnd(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	ms := time.Millisecond
+	due := []time.Duration{0, 300 * ms, 600 * ms}
+	all := []streamOutcome{
+		{start: t0, end: t0.Add(610 * ms), lateness: []time.Duration{0, 1 * ms, 30 * ms}},
+		{start: t0.Add(150 * ms), end: t0.Add(760 * ms), lateness: []time.Duration{0, 4 * ms, 2 * ms}},
+		// Failed early: its end does not start the ending phase.
+		{start: t0.Add(20 * ms), end: t0.Add(40 * ms), err: errors.New("cut"), lateness: []time.Duration{9 * ms}},
+	}
+	rampEnd, firstEnd := t0.Add(150*ms), t0.Add(610*ms)
+	got := phases(all, due, t0, rampEnd, firstEnd, timeline(all, due, t0, 100*ms), 100*ms)
+	if len(got) != 3 || got[0].Name != phaseRamp || got[1].Name != phaseLive || got[2].Name != phaseEnding {
+		t.Fatalf("phases %+v", got)
+	}
+	// The ramp: frame 0 of the first and third streams (0, 20 ms).
+	if p := got[0]; p.Late.Count != 2 || p.Late.Max != 9*ms || p.Worst.At != 0 {
+		t.Errorf("ramp %+v", p)
+	}
+	// All live: 150 (frame 0), 300 (frame 1), 450 (frame 1) and 600 ms
+	// (frame 2, 30 ms late, in the step where the first stream ended).
+	if p := got[1]; p.Late.Count != 4 || p.Late.Max != 30*ms || p.Worst.At != 600*ms || p.Worst.Frames != 1 || p.Worst.Ends != 1 {
+		t.Errorf("all live %+v", p)
+	}
+	// Ending: frame 2 of the second stream, due at 750 ms.
+	if p := got[2]; p.Late.Count != 1 || p.Late.Max != 2*ms || p.Worst.At != 700*ms || p.Worst.Ends != 1 {
+		t.Errorf("ending %+v", p)
+	}
+	in := &reportInput{streams: []streamsResult{{Kind: "streams", Streams: 1000, Phases: got}}}
+	md := renderReport(in, machine{CPUs: 2}, nil, nil)
+	if !strings.Contains(md, "| 1000 | all live | 4 | 30.00 | 30.00 | 0.6 | 30.00 | 1 |") {
+		t.Errorf("report lacks the all-live phase:\n%s", md)
+	}
+}
+
 // TestTimelineBucketsFramesByWhenTheyWereDue: a frame is counted in the
 // step it was due in (the stream's start plus its offset), with its
 // lateness; starts and ends in theirs; empty steps are left out.

@@ -198,6 +198,27 @@ func renderReport(in *reportInput, m machine, notes []string, profiles []profile
 				r.Streams, r.PeakConcurrent, mib(r.Server.PeakRSSKiB), orDash(r.Server.PeakGoroutines), orDash(r.Server.PeakThreads),
 				r.ServerCores, r.ClientCores, r.BytesPerSec/1024)
 		}
+		phaseRows := 0
+		for _, r := range in.streams {
+			if r.Streams >= 1000 {
+				phaseRows += len(r.Phases)
+			}
+		}
+		if phaseRows > 0 {
+			w("\n**When** (from 1,000 streams): the lateness of the frames due in each phase of a run, and the phase's latest 100 ms step " +
+				"(`loadgen streams --timeline` writes every step; `BENCH_KEEP=1` keeps them).\n\n")
+			w("| Streams | Phase | Frames | p99 ms | max ms | Latest step at s | Its p99 ms | Streams ending in it |\n")
+			w("|---:|---|---:|---:|---:|---:|---:|---:|\n")
+			for _, r := range in.streams {
+				if r.Streams < 1000 {
+					continue
+				}
+				for _, ph := range r.Phases {
+					w("| %d | %s | %d | %s | %s | %.1f | %s | %d |\n", r.Streams, ph.Name, ph.Late.Count, ms(ph.Late.P99), ms(ph.Late.Max),
+						ph.Worst.At.Seconds(), ms(ph.Worst.Late.P99), ph.Worst.Ends)
+				}
+			}
+		}
 		for _, r := range in.streams {
 			if r.Failed > 0 {
 				w("\n%d of %d streams failed at N=%d; first errors: %s\n", r.Failed, r.Streams, r.Streams, strings.Join(r.Errors, "; "))

@@ -42,6 +42,9 @@ type streamsResult struct {
 	LatenessSteady summary `json:"lateness_steady"`
 	// TTFE: request sent (dial included) to the first complete frame.
 	TTFE summary `json:"ttfe"`
+	// Phases: the lateness of the ramp, of all streams live and of the
+	// streams ending, each with its latest 100 ms step.
+	Phases []phase `json:"phases,omitempty"`
 
 	Bytes         int64   `json:"bytes"`
 	WindowSeconds float64 `json:"window_seconds"`
@@ -307,8 +310,19 @@ func streams(ctx context.Context, o streamsOptions, turn *cassette.RecordedTurn,
 		}
 		res.LatenessSteady = steady.summarize()
 	}
+	rows := timeline(all, due, start, o.timelineStep)
+	var rampEnd, firstEnd time.Time
+	if lf := lastFirst.Load(); lf > 0 {
+		rampEnd = time.Unix(0, lf)
+	}
+	for _, r := range all {
+		if r.err == nil && (firstEnd.IsZero() || r.end.Before(firstEnd)) {
+			firstEnd = r.end
+		}
+	}
+	res.Phases = phases(all, due, start, rampEnd, firstEnd, rows, o.timelineStep)
 	if o.timeline != "" {
-		if err := writeTimeline(o.timeline, timeline(all, due, start, o.timelineStep), o.timelineStep); err != nil {
+		if err := writeTimeline(o.timeline, rows, o.timelineStep); err != nil {
 			return nil, fmt.Errorf("--timeline: %w", err)
 		}
 	}

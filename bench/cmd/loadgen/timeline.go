@@ -15,11 +15,80 @@ import (
 // with the cohorts of streams that started together ending together
 // (bench/results.md, "Issue 21, fifth round").
 type timelineRow struct {
-	At           time.Duration // the step's start, from the run's start
-	Frames       int
-	Starts, Ends int
-	Late         summary
-	lateness     durations
+	At       time.Duration `json:"at"` // the step's start, from the run's start
+	Frames   int           `json:"frames"`
+	Starts   int           `json:"starts"`
+	Ends     int           `json:"ends"`
+	Late     summary       `json:"lateness"`
+	lateness durations
+}
+
+// phase is the lateness of the frames due in one part of a run, and its
+// latest step.
+type phase struct {
+	Name  string      `json:"name"`
+	Late  summary     `json:"lateness"`
+	Worst timelineRow `json:"worst_step"` // the step with the highest p99
+}
+
+// Phases of a run, by when a frame was due.
+const (
+	phaseRamp   = "the ramp"       // before the last stream's first frame
+	phaseLive   = "all live"       // then, until the first stream ended
+	phaseEnding = "streams ending" // from the first stream's end
+)
+
+// phases splits a run at the end of the ramp and at the first completed
+// stream's end (a zero time leaves that phase out) and summarizes each
+// phase's frames. Its latest step is the step of width step in which that
+// phase's frames had the highest p99, counted over that phase's frames
+// only (a step can straddle two phases), with the streams that started and
+// ended in the step (rows).
+func phases(all []streamOutcome, due []time.Duration, start, rampEnd, firstEnd time.Time, rows []timelineRow, step time.Duration) []phase {
+	names := []string{phaseRamp, phaseLive, phaseEnding}
+	of := func(t time.Time) int {
+		switch {
+		case !rampEnd.IsZero() && t.Before(rampEnd):
+			return 0
+		case firstEnd.IsZero() || t.Before(firstEnd):
+			return 1
+		}
+		return 2
+	}
+	late := make([]durations, len(names))
+	steps := make([]map[time.Duration]durations, len(names))
+	for k := range steps {
+		steps[k] = map[time.Duration]durations{}
+	}
+	for _, o := range all {
+		for i, l := range o.lateness {
+			t := o.start.Add(due[i])
+			k := of(t)
+			late[k] = append(late[k], l)
+			at := time.Duration(max(0, int(t.Sub(start)/step))) * step
+			steps[k][at] = append(steps[k][at], l)
+		}
+	}
+	byAt := map[time.Duration]timelineRow{}
+	for _, r := range rows {
+		byAt[r.At] = r
+	}
+	var out []phase
+	for k, name := range names {
+		if len(late[k]) == 0 {
+			continue
+		}
+		ph := phase{Name: name, Late: late[k].summarize()}
+		for at, d := range steps[k] {
+			sm := d.summarize()
+			if ph.Worst.Frames == 0 || sm.P99 > ph.Worst.Late.P99 || (sm.P99 == ph.Worst.Late.P99 && at < ph.Worst.At) {
+				r := byAt[at]
+				ph.Worst = timelineRow{At: at, Frames: len(d), Starts: r.Starts, Ends: r.Ends, Late: sm}
+			}
+		}
+		out = append(out, ph)
+	}
+	return out
 }
 
 // timeline buckets a run's streams into steps of step from start. Steps in

@@ -297,8 +297,9 @@ func streams(ctx context.Context, o streamsOptions, turn *cassette.RecordedTurn,
 	res.Server = smp.figures()
 	res.Lateness, res.TTFE = lateness.summarize(), ttfe.summarize()
 	res.PeakConcurrent = int(peak.Load())
+	var rampEnd time.Time // the last stream's first frame; zero when none came
 	if lf := lastFirst.Load(); lf > 0 {
-		rampEnd := time.Unix(0, lf)
+		rampEnd = time.Unix(0, lf)
 		res.RampSeconds = rampEnd.Sub(start).Seconds()
 		var steady durations
 		for _, r := range all {
@@ -311,10 +312,7 @@ func streams(ctx context.Context, o streamsOptions, turn *cassette.RecordedTurn,
 		res.LatenessSteady = steady.summarize()
 	}
 	rows := timeline(all, due, start, o.timelineStep)
-	var rampEnd, firstEnd time.Time
-	if lf := lastFirst.Load(); lf > 0 {
-		rampEnd = time.Unix(0, lf)
-	}
+	var firstEnd time.Time
 	for _, r := range all {
 		if r.err == nil && (firstEnd.IsZero() || r.end.Before(firstEnd)) {
 			firstEnd = r.end

@@ -65,7 +65,7 @@ func phases(all []streamOutcome, due []time.Duration, start, rampEnd, firstEnd t
 			t := o.start.Add(due[i])
 			k := of(t)
 			late[k] = append(late[k], l)
-			at := time.Duration(max(0, int(t.Sub(start)/step))) * step
+			at := time.Duration(stepOf(t, start, step)) * step
 			steps[k][at] = append(steps[k][at], l)
 		}
 	}
@@ -96,7 +96,7 @@ func phases(all []streamOutcome, due []time.Duration, start, rampEnd, firstEnd t
 func timeline(all []streamOutcome, due []time.Duration, start time.Time, step time.Duration) []timelineRow {
 	rows := map[int]*timelineRow{}
 	at := func(t time.Time) *timelineRow {
-		k := max(0, int(t.Sub(start)/step))
+		k := stepOf(t, start, step)
 		r := rows[k]
 		if r == nil {
 			r = &timelineRow{At: time.Duration(k) * step}
@@ -130,6 +130,12 @@ func timeline(all []streamOutcome, due []time.Duration, start time.Time, step ti
 		}
 	}
 	return out
+}
+
+// stepOf is the index of the step t falls in (a time before start is in
+// the first).
+func stepOf(t, start time.Time, step time.Duration) int {
+	return max(0, int(t.Sub(start)/step))
 }
 
 // writeTimeline writes rows as tab-separated columns with a header.

@@ -187,6 +187,10 @@ func TestStreamsAgainstTheMock(t *testing.T) {
 		if s.Completed != 8 || s.Failed != 0 || s.Lateness.Count != 8*len(turn.Frames) || s.Bytes != in.streams[0].Bytes || s.Bytes == 0 {
 			t.Fatalf("streams result %+v", s)
 		}
+		// Linux has /proc/stat: the machine's share is reported.
+		if _, ok := readMachineCPU(); ok && (s.Machine == nil || s.Machine.StealPercent < 0 || s.Machine.StealPercent > 100) {
+			t.Fatalf("machine figures %+v", s.Machine)
+		}
 		// The first frame is due at its recorded offset / 20; TTFE cannot beat it.
 		if s.TTFE.P50 < time.Duration(float64(turn.Frames[0].Offset)/20) {
 			t.Fatalf("TTFE %v is shorter than the first frame's offset", s.TTFE.P50)
@@ -201,14 +205,14 @@ func TestStreamsAgainstTheMock(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	if len(lines) < 3 || lines[1] != "at_s\tframes\tstarts\tends\tp99_ms\tmax_ms" {
+	if len(lines) < 3 || lines[1] != "at_s\tframes\tstarts\tends\tp99_ms\tmax_ms\tstolen_ms" {
 		t.Fatalf("timeline:\n%s", data)
 	}
 	var frames, starts, ends int
 	for _, l := range lines[2:] {
-		var at, p99, mx float64
+		var at, p99, mx, stolen float64
 		var f, st, e int
-		if _, err := fmt.Sscanf(l, "%f\t%d\t%d\t%d\t%f\t%f", &at, &f, &st, &e, &p99, &mx); err != nil || p99 > mx {
+		if _, err := fmt.Sscanf(l, "%f\t%d\t%d\t%d\t%f\t%f\t%f", &at, &f, &st, &e, &p99, &mx, &stolen); err != nil || p99 > mx || stolen < 0 {
 			t.Fatalf("timeline line %q: %v", l, err)
 		}
 		frames, starts, ends = frames+f, starts+st, ends+e

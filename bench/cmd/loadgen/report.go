@@ -183,7 +183,8 @@ func renderReport(in *reportInput, m machine, notes []string, profiles []profile
 			"(README: how it is measured); *after the ramp* counts only frames due once all N streams were live.\n")
 		w("- **TTFE**: request sent (connection set-up included) to the first complete frame, whose recorded offset is %.0f ms.\n", s0.FirstFrameSeconds*1000)
 		w("- **RSS**: the server's peak VmRSS, sampled every 250 ms from /proc; goroutines and threads likewise (goroutines through the server's loopback profiling listener, `--pprof-addr`). " +
-			"**CPU**: cores used on average over the run by the server and by the load generator.\n\n")
+			"**CPU**: cores used on average over the run by the server and by the load generator; *other work* is the rest of the machine's busy time; " +
+			"*stolen* is the share of the CPUs' time that the hypervisor gave to other machines (`/proc/stat`: every frame due then is late by it).\n\n")
 		w("| Streams | Completed | Ramp s | Lateness p50 ms | p99 ms | max ms | After the ramp: p99 ms | max ms | TTFE p50 ms | TTFE p99 ms |\n")
 		w("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, r := range in.streams {
@@ -191,12 +192,16 @@ func renderReport(in *reportInput, m machine, notes []string, profiles []profile
 				r.Streams, r.Completed, r.RampSeconds, ms(r.Lateness.P50), ms(r.Lateness.P99), ms(r.Lateness.Max),
 				ms(r.LatenessSteady.P99), ms(r.LatenessSteady.Max), ms(r.TTFE.P50), ms(r.TTFE.P99))
 		}
-		w("\n| Streams | Peak live | Server RSS MiB | Goroutines | Threads | Server CPU cores | Load generator CPU cores | Throughput KiB/s |\n")
-		w("|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		w("\n| Streams | Peak live | Server RSS MiB | Goroutines | Threads | Server CPU cores | Load generator CPU cores | Other work cores | CPU stolen %% | Throughput KiB/s |\n")
+		w("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, r := range in.streams {
-			w("| %d | %d | %s | %s | %s | %.2f | %.2f | %.0f |\n",
+			other, stolen := "–", "–"
+			if r.Machine != nil {
+				other, stolen = fmt.Sprintf("%.2f", r.Machine.OtherCores), fmt.Sprintf("%.1f", r.Machine.StealPercent)
+			}
+			w("| %d | %d | %s | %s | %s | %.2f | %.2f | %s | %s | %.0f |\n",
 				r.Streams, r.PeakConcurrent, mib(r.Server.PeakRSSKiB), orDash(r.Server.PeakGoroutines), orDash(r.Server.PeakThreads),
-				r.ServerCores, r.ClientCores, r.BytesPerSec/1024)
+				r.ServerCores, r.ClientCores, other, stolen, r.BytesPerSec/1024)
 		}
 		phaseRows := 0
 		for _, r := range in.streams {
@@ -207,15 +212,19 @@ func renderReport(in *reportInput, m machine, notes []string, profiles []profile
 		if phaseRows > 0 {
 			w("\n**When** (from 1,000 streams): the lateness of the frames due in each phase of a run, and the phase's latest 100 ms step " +
 				"(`loadgen streams --timeline` writes every step; `BENCH_KEEP=1` keeps them).\n\n")
-			w("| Streams | Phase | Frames | p99 ms | max ms | Latest step at s | Its p99 ms | Streams ending in it |\n")
-			w("|---:|---|---:|---:|---:|---:|---:|---:|\n")
+			w("| Streams | Phase | Frames | p99 ms | max ms | Latest step at s | Its p99 ms | Streams ending in it | CPU stolen in it ms |\n")
+			w("|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
 			for _, r := range in.streams {
 				if r.Streams < 1000 {
 					continue
 				}
 				for _, ph := range r.Phases {
-					w("| %d | %s | %d | %s | %s | %.1f | %s | %d |\n", r.Streams, ph.Name, ph.Late.Count, ms(ph.Late.P99), ms(ph.Late.Max),
-						ph.Worst.At.Seconds(), ms(ph.Worst.Late.P99), ph.Worst.Ends)
+					stolen := "–"
+					if r.Machine != nil {
+						stolen = fmt.Sprintf("%.0f", float64(ph.Worst.Stolen)/float64(time.Millisecond))
+					}
+					w("| %d | %s | %d | %s | %s | %.1f | %s | %d | %s |\n", r.Streams, ph.Name, ph.Late.Count, ms(ph.Late.P99), ms(ph.Late.Max),
+						ph.Worst.At.Seconds(), ms(ph.Worst.Late.P99), ph.Worst.Ends, stolen)
 				}
 			}
 		}

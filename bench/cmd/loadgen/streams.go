@@ -54,7 +54,10 @@ type streamsResult struct {
 	// CPU used during the run, in cores (CPU seconds per wall second).
 	ServerCores float64 `json:"server_cores"`
 	ClientCores float64 `json:"client_cores"`
-	Label       string  `json:"label,omitempty"`
+	// Machine: the CPU time the hypervisor took and other work's, over the
+	// run (nil where /proc/stat cannot be read).
+	Machine *machineFigures `json:"machine,omitempty"`
+	Label   string          `json:"label,omitempty"`
 }
 
 type streamsOptions struct {
@@ -106,10 +109,10 @@ func runStreams(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "streams=%d completed=%d failed=%d lateness p50=%v p99=%v max=%v (after the ramp: p99=%v max=%v) ttfe p50=%v p99=%v peakRSS=%dMiB goroutines=%d cores server=%.2f client=%.2f\n",
+	fmt.Fprintf(stderr, "streams=%d completed=%d failed=%d lateness p50=%v p99=%v max=%v (after the ramp: p99=%v max=%v) ttfe p50=%v p99=%v peakRSS=%dMiB goroutines=%d cores server=%.2f client=%.2f%s\n",
 		res.Streams, res.Completed, res.Failed, res.Lateness.P50, res.Lateness.P99, res.Lateness.Max,
 		res.LatenessSteady.P99, res.LatenessSteady.Max,
-		res.TTFE.P50, res.TTFE.P99, res.Server.PeakRSSKiB>>10, res.Server.PeakGoroutines, res.ServerCores, res.ClientCores)
+		res.TTFE.P50, res.TTFE.P99, res.Server.PeakRSSKiB>>10, res.Server.PeakGoroutines, res.ServerCores, res.ClientCores, res.Machine.describe())
 	return appendResult(o.out, res)
 }
 
@@ -247,6 +250,10 @@ func streams(ctx context.Context, o streamsOptions, turn *cassette.RecordedTurn,
 	)
 	start := time.Now()
 	serverCPU0, clientCPU0 := processCPU(o.pid), selfCPU()
+	machine0, haveMachine := readMachineCPU()
+	steal := newStealTrack(start, o.timelineStep)
+	sampling.Add(1)
+	go func() { defer sampling.Done(); steal.run(sctx) }()
 	for i := range o.streams {
 		req := requests[i%users]
 		go func() {
@@ -293,6 +300,9 @@ func streams(ctx context.Context, o streamsOptions, turn *cassette.RecordedTurn,
 			res.ServerCores = (processCPU(o.pid) - serverCPU0).Seconds() / res.WindowSeconds
 		}
 		res.ClientCores = (selfCPU() - clientCPU0).Seconds() / res.WindowSeconds
+		if m1, ok := readMachineCPU(); ok && haveMachine {
+			res.Machine = machineOver(machine0, m1, res.WindowSeconds, res.ServerCores, res.ClientCores)
+		}
 	}
 	res.Server = smp.figures()
 	res.Lateness, res.TTFE = lateness.summarize(), ttfe.summarize()
@@ -312,6 +322,7 @@ func streams(ctx context.Context, o streamsOptions, turn *cassette.RecordedTurn,
 		res.LatenessSteady = steady.summarize()
 	}
 	rows := timeline(all, due, start, o.timelineStep)
+	steal.fill(rows)
 	var firstEnd time.Time
 	for _, r := range all {
 		if r.err == nil && (firstEnd.IsZero() || r.end.Before(firstEnd)) {

@@ -15,11 +15,15 @@ import (
 // with the cohorts of streams that started together ending together
 // (bench/results.md, "Issue 21, fifth round").
 type timelineRow struct {
-	At       time.Duration `json:"at"` // the step's start, from the run's start
-	Frames   int           `json:"frames"`
-	Starts   int           `json:"starts"`
-	Ends     int           `json:"ends"`
-	Late     summary       `json:"lateness"`
+	At     time.Duration `json:"at"` // the step's start, from the run's start
+	Frames int           `json:"frames"`
+	Starts int           `json:"starts"`
+	Ends   int           `json:"ends"`
+	Late   summary       `json:"lateness"`
+	// Stolen is the CPU time the hypervisor took from this machine's CPUs
+	// in the step (all CPUs together; 10 ms resolution per CPU), where
+	// /proc/stat tells (machine.go).
+	Stolen   time.Duration `json:"stolen"`
 	lateness durations
 }
 
@@ -83,7 +87,7 @@ func phases(all []streamOutcome, due []time.Duration, start, rampEnd, firstEnd t
 			sm := d.summarize()
 			if ph.Worst.Frames == 0 || sm.P99 > ph.Worst.Late.P99 || (sm.P99 == ph.Worst.Late.P99 && at < ph.Worst.At) {
 				r := byAt[at]
-				ph.Worst = timelineRow{At: at, Frames: len(d), Starts: r.Starts, Ends: r.Ends, Late: sm}
+				ph.Worst = timelineRow{At: at, Frames: len(d), Starts: r.Starts, Ends: r.Ends, Late: sm, Stolen: r.Stolen}
 			}
 		}
 		out = append(out, ph)
@@ -146,9 +150,9 @@ func writeTimeline(path string, rows []timelineRow, step time.Duration) error {
 	}
 	w := bufio.NewWriter(f)
 	fmt.Fprintf(w, "# lateness by when frames were due, in steps of %v from the run's start\n", step)
-	fmt.Fprintln(w, "at_s\tframes\tstarts\tends\tp99_ms\tmax_ms")
+	fmt.Fprintln(w, "at_s\tframes\tstarts\tends\tp99_ms\tmax_ms\tstolen_ms")
 	for _, r := range rows {
-		fmt.Fprintf(w, "%.3f\t%d\t%d\t%d\t%s\t%s\n", r.At.Seconds(), r.Frames, r.Starts, r.Ends, ms(r.Late.P99), ms(r.Late.Max))
+		fmt.Fprintf(w, "%.3f\t%d\t%d\t%d\t%s\t%s\t%s\n", r.At.Seconds(), r.Frames, r.Starts, r.Ends, ms(r.Late.P99), ms(r.Late.Max), ms(r.Stolen))
 	}
 	if err := w.Flush(); err != nil {
 		f.Close()

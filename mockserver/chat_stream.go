@@ -45,7 +45,7 @@ func (s *Server) replayTurn(ctx context.Context, sink replaySink, cs *chatStream
 	detached := hangup != nil
 	plan := cs.plan
 	opts := replay.Options{Speed: plan.speed, RunTimeout: s.cfg.RunTimeout, MaxModelRequests: s.cfg.MaxModelRequests, Fault: plan.spec.Stream,
-		CallerEndsBody: detached}
+		CallerEndsBody: detached, Precise: s.precise}
 	if cs.rec != nil {
 		js := &journalSink{replaySink: sink, rec: cs.rec, speed: plan.speed, start: time.Now()}
 		sink, opts.Observe = js, js.observe
@@ -61,6 +61,16 @@ func (s *Server) replayTurn(ctx context.Context, sink replaySink, cs *chatStream
 	s.log.Debug("replay ended", "cassette", plan.ref.cassette, "turn", plan.ref.turn, "annotation", plan.annotation, "outcome", rep.Outcome.String(), "frames", rep.Sent)
 	return rep
 }
+
+// preciseStreams is how many live streams may spend the last stretch
+// before each frame yielding until its exact time (replay.Options.Precise):
+// at about three frames a second each, 16 of them cost at most a tenth of
+// a core, and with more streams live the machine is rarely idle, so timers
+// wake on time anyway.
+const preciseStreams = 16
+
+// precise is replay.Options.Precise: while few streams are live.
+func (s *Server) precise() bool { return s.live.Load() <= preciseStreams }
 
 // flushSink adapts a ResponseWriter to replay.Sink.
 //

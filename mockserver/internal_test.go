@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -113,5 +114,34 @@ func TestErrorReasonRedactsSecrets(t *testing.T) {
 	}
 	if got := errorReason([]byte("<!doctype html><title>404 Not Found</title>")); got != nil {
 		t.Errorf("HTML body gave %v", got)
+	}
+}
+
+// Precise waits (replay.Options.Precise) are for a few live streams only:
+// each costs CPU for the last stretch before every frame.
+func TestPreciseWhileFewStreamsAreLive(t *testing.T) {
+	s, err := New(Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.precise() {
+		t.Fatal("no stream live, yet no precise wait")
+	}
+	ids := make([]string, preciseStreams+1)
+	for i := range ids {
+		ids[i] = strconv.Itoa(i)
+		if _, ok := s.beginStream(ids[i], "u"); !ok {
+			t.Fatal("beginStream refused")
+		}
+		if got, want := s.precise(), i+1 <= preciseStreams; got != want {
+			t.Fatalf("%d streams live: precise %v, want %v", i+1, got, want)
+		}
+	}
+	s.endStream(ids[0])
+	if !s.precise() {
+		t.Errorf("%d streams live after one ended, yet no precise wait", preciseStreams)
+	}
+	for _, id := range ids[1:] {
+		s.endStream(id)
 	}
 }

@@ -162,6 +162,7 @@ type Server struct {
 	closed  bool
 	closing chan struct{}
 	streams sync.WaitGroup
+	live    atomic.Int64 // streams begun and not ended (precise, chat_stream.go)
 	tasks   map[string]*task
 	// evictions sums the state bound's evictions into summary log lines.
 	evictions *evictionLog
@@ -410,6 +411,7 @@ func (s *Server) beginStream(taskID, owner string) (*task, bool) {
 		return nil, false
 	}
 	s.streams.Add(1)
+	s.live.Add(1)
 	t := &task{owner: owner, stop: make(chan struct{})}
 	s.tasks[taskID] = t
 	return t, true
@@ -419,6 +421,7 @@ func (s *Server) endStream(taskID string) {
 	s.mu.Lock()
 	delete(s.tasks, taskID)
 	s.mu.Unlock()
+	s.live.Add(-1)
 	s.streams.Done()
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"runtime"
 	"time"
 
 	"github.com/difyops/terraform-provider-dify/dify"
@@ -54,7 +55,21 @@ type Options struct {
 	// (a detached stream's rawstream.Stream.End): one system call fewer per
 	// stream end, which counts when a thousand streams end together.
 	CallerEndsBody bool
+	// Precise, when set, is asked before each wait whether to spend the
+	// wait's last stretch (spinLead) yielding the CPU until the frame's
+	// exact time instead of trusting the timer for all of it. A Go timer
+	// wakes up to a millisecond late on an idle machine (the runtime's
+	// poller rounds its wait to whole milliseconds), later where an idle
+	// virtual CPU must first be woken, and one late frame is a lone
+	// stream's p99. The stretch costs up to spinLead of CPU per frame, so
+	// the server asks for it only while few streams are live.
+	Precise func() bool
 }
+
+// spinLead is how long before a frame is due a precise wait stops
+// sleeping and yields until the due time: the timer's usual lateness on an
+// idle machine (up to 1 ms) plus room for waking an idle CPU.
+const spinLead = 2 * time.Millisecond
 
 // Signals end a replay early; nil channels never fire.
 type Signals struct {
@@ -484,23 +499,22 @@ func (p *player) waitUntil(due time.Time) Outcome {
 			}
 			p.dirty = false
 		}
-		if p.timer == nil {
-			p.timer = time.NewTimer(d)
-		} else {
-			p.timer.Reset(d)
+		precise := p.opt.Precise != nil && p.opt.Precise()
+		if precise {
+			d -= spinLead
 		}
-		select {
-		case <-p.timer.C:
-			return -1
-		case <-p.ctx.Done():
-			return Disconnected
-		case <-p.sig.Hangup:
-			return Disconnected
-		case <-p.sig.Stop:
-			return Stopped
-		case <-p.sig.Shutdown:
-			return ShuttingDown
+		if d > 0 {
+			if o := p.sleep(d); o >= 0 {
+				return o
+			}
 		}
+		if precise {
+			// Never before due: frames go out at their time, not early.
+			for time.Now().Before(due) {
+				runtime.Gosched()
+			}
+		}
+		return -1
 	}
 	select {
 	case <-p.ctx.Done():
@@ -513,6 +527,28 @@ func (p *player) waitUntil(due time.Time) Outcome {
 		return ShuttingDown
 	default:
 		return -1
+	}
+}
+
+// sleep waits d on the replay's timer; it returns the outcome that
+// interrupted it, or -1 when d passed.
+func (p *player) sleep(d time.Duration) Outcome {
+	if p.timer == nil {
+		p.timer = time.NewTimer(d)
+	} else {
+		p.timer.Reset(d)
+	}
+	select {
+	case <-p.timer.C:
+		return -1
+	case <-p.ctx.Done():
+		return Disconnected
+	case <-p.sig.Hangup:
+		return Disconnected
+	case <-p.sig.Stop:
+		return Stopped
+	case <-p.sig.Shutdown:
+		return ShuttingDown
 	}
 }
 

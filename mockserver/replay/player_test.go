@@ -301,3 +301,47 @@ func (s *opSink) Flush() error {
 	s.ops = append(s.ops, 'f')
 	return nil
 }
+
+// A precise wait (Options.Precise) sleeps most of the way and yields the
+// CPU for the rest, and still never writes a frame before its time: the
+// spin ends at the due time, not at the timer's.
+func TestPlayPreciseNeverWritesEarly(t *testing.T) {
+	tr := fullTurn(t)
+	asked := 0
+	start := time.Now()
+	p := playTurn(t, tr, context.Background(), &scriptedSink{}, Options{Speed: 1, Precise: func() bool { asked++; return true }}, Signals{})
+	if p.rep.Outcome != Completed || len(p.observed) != len(tr.Frames) {
+		t.Fatalf("outcome %v, %d observed", p.rep.Outcome, len(p.observed))
+	}
+	for _, f := range p.observed {
+		if due := start.Add(f.Offset); f.At.Before(due) {
+			t.Errorf("frame %d written %s before its time", f.Index, due.Sub(f.At))
+		}
+	}
+	// Asked before each wait: at most once per frame after the first
+	// (offset 0), and not at all for a frame already due when its wait
+	// began (a slow moment of a shared machine).
+	if asked == 0 || asked > len(tr.Frames)-1 {
+		t.Errorf("Precise asked %d times, want 1 to %d", asked, len(tr.Frames)-1)
+	}
+}
+
+// A stop that comes while a precise wait sleeps ends the replay then, as
+// it does an ordinary wait.
+func TestPlayPreciseWaitIsInterrupted(t *testing.T) {
+	stop := make(chan struct{})
+	s := &scriptedSink{onWrite: func(n int) {
+		if n == 1 {
+			close(stop)
+		}
+	}}
+	start := time.Now()
+	// At speed 0.001 the frames are 10 s apart: only the stop ends the wait.
+	p := playTurn(t, fullTurn(t), context.Background(), s, Options{Speed: 0.001, Precise: func() bool { return true }}, Signals{Stop: stop})
+	if p.rep.Outcome != Stopped || p.rep.Sent != 1 {
+		t.Fatalf("outcome %v, sent %d", p.rep.Outcome, p.rep.Sent)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the stop took %s to end the wait", took)
+	}
+}

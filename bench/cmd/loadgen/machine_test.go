@@ -91,3 +91,30 @@ func TestReportShowsTheMachinesShare(t *testing.T) {
 		}
 	}
 }
+
+// Whatever /proc/stat holds, reading it never panics, and a reading is
+// only taken from an aggregate "cpu" line whose sums are the fields' own.
+func FuzzParseMachineCPU(f *testing.F) {
+	f.Add("cpu  51803 7 26145 148889 501 3 9483 9614 40 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n")
+	f.Add("cpu 1 2 3 4 5 6 7\n")
+	f.Add("cpu0 1 2 3 4 5 6 7 8")
+	f.Add("cpu 9223372036854775807 1 1 1 1 1 1 1")
+	f.Fuzz(func(t *testing.T, stat string) {
+		m, ok := parseMachineCPU(stat)
+		if !ok {
+			if m != (machineCPU{}) {
+				t.Fatalf("no reading, yet %+v", m)
+			}
+			return
+		}
+		line, _, _ := strings.Cut(stat, "\n")
+		fields := strings.Fields(line)
+		if len(fields) < 8 || fields[0] != "cpu" {
+			t.Fatalf("%q read as an aggregate cpu line", line)
+		}
+		again, _ := parseMachineCPU(line) // the rest of the file plays no part
+		if again != m {
+			t.Fatalf("%+v from the file, %+v from its first line", m, again)
+		}
+	})
+}

@@ -77,6 +77,16 @@ func (m *machineFigures) describe() string {
 	return fmt.Sprintf(" stolen=%.1f%% other=%.2f", m.StealPercent, m.OtherCores)
 }
 
+// stolen is a run's steal for a target's measured column: ", 4.2 % of the
+// CPU stolen" ("" without figures), since a late frame in stolen time is
+// the hypervisor's, not the mock's.
+func (m *machineFigures) stolen() string {
+	if m == nil {
+		return ""
+	}
+	return fmt.Sprintf(", %.1f %% of the CPU stolen", m.StealPercent)
+}
+
 // machineOver is the machine's figures between two readings window
 // seconds apart, given the cores the server and the load generator used.
 func machineOver(a, b machineCPU, window, serverCores, clientCores float64) *machineFigures {

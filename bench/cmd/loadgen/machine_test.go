@@ -118,3 +118,18 @@ func FuzzParseMachineCPU(f *testing.F) {
 		}
 	})
 }
+
+// The lone-stream target says what the hypervisor took during the run.
+func TestOneStreamTargetSaysWhatWasStolen(t *testing.T) {
+	in := &reportInput{streams: []streamsResult{{Streams: 1, Completed: 1, Lateness: summary{P99: 3 * time.Millisecond},
+		Machine: &machineFigures{StealPercent: 0.5}}}}
+	for _, r := range targetRows(in) {
+		if strings.HasPrefix(r[0], "Lateness p99 ≤ 2 ms at 1 stream") {
+			if r[1] != "3.00 ms, 0.5 % of the CPU stolen" || r[2] != "**missed**" {
+				t.Errorf("row %q", r)
+			}
+			return
+		}
+	}
+	t.Fatal("no 1-stream target row")
+}

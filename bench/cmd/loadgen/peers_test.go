@@ -74,7 +74,8 @@ func TestPeerTargets(t *testing.T) {
 			{Kind: "peers-http", Target: "bare", RPS: 36000},
 		},
 		peerStreams: []peerStreamResult{{Kind: "peers-stream", Target: "dify-mock", Runs: 10, AbsError: summary{Count: 70, Max: 4 * time.Millisecond}}},
-		streams: []streamsResult{{Streams: 10000, Completed: 10000, PeakConcurrent: 10000, Lateness: summary{P99: 25 * time.Millisecond}, Server: serverFigures{PeakRSSKiB: 200 * 1024}},
+		streams: []streamsResult{{Streams: 10000, Completed: 10000, PeakConcurrent: 10000, Lateness: summary{P99: 25 * time.Millisecond}, Server: serverFigures{PeakRSSKiB: 200 * 1024},
+			Machine: &machineFigures{StealPercent: 4.25}},
 			{Streams: 50000, Completed: 50000, PeakConcurrent: 50000, Lateness: summary{P99: 90 * time.Millisecond}, Server: serverFigures{PeakRSSKiB: 1600 * 1024}}},
 		provider: []providerResult{{Conversations: 1}, {Conversations: 100}},
 	}
@@ -90,6 +91,13 @@ func TestPeerTargets(t *testing.T) {
 		if strings.HasPrefix(r[0], "10,000 streams in") && r[2] == "met" {
 			t.Errorf("10,000 streams of which 3,600 were live at once passed the memory target")
 		}
+	}
+	// A lateness is read beside the CPU the hypervisor took meanwhile.
+	if m := got["Lateness p99 ≤ 20 ms at 10,000 streams (all frames)"]; !strings.HasSuffix(m, ", 4.2 % of the CPU stolen") {
+		t.Errorf("the 10,000-stream lateness does not say what was stolen: %q", m)
+	}
+	if m := got["10,000 streams in ≤ 300 MiB RSS"]; strings.Contains(m, "stolen") {
+		t.Errorf("memory has nothing to do with steal: %q", m)
 	}
 	for target, want := range map[string]string{
 		"`GET /v1/parameters` ≥ 2× WireMock's req/s":              "met 3.00×",

@@ -507,6 +507,8 @@ func (p *player) waitUntil(due time.Time) Outcome {
 			if o := p.sleep(d); o >= 0 {
 				return o
 			}
+		} else if o := p.signalled(); o >= 0 { // a wait too short to sleep still sees a stop
+			return o
 		}
 		if precise {
 			// Never before due: frames go out at their time, not early.
@@ -516,6 +518,11 @@ func (p *player) waitUntil(due time.Time) Outcome {
 		}
 		return -1
 	}
+	return p.signalled()
+}
+
+// signalled returns the outcome of a signal that has already fired, or -1.
+func (p *player) signalled() Outcome {
 	select {
 	case <-p.ctx.Done():
 		return Disconnected

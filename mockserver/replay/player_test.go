@@ -345,3 +345,18 @@ func TestPlayPreciseWaitIsInterrupted(t *testing.T) {
 		t.Errorf("the stop took %s to end the wait", took)
 	}
 }
+
+// A precise wait shorter than its spin (frames 1 ms apart at speed 10)
+// still sees a stop that already came, as a sleeping one does.
+func TestPlayPreciseShortWaitSeesAStop(t *testing.T) {
+	stop := make(chan struct{})
+	s := &scriptedSink{onWrite: func(n int) {
+		if n == 1 {
+			close(stop)
+		}
+	}}
+	p := playTurn(t, fullTurn(t), context.Background(), s, Options{Speed: 10, Precise: func() bool { return true }}, Signals{Stop: stop})
+	if p.rep.Outcome != Stopped || p.rep.Sent != 1 {
+		t.Fatalf("outcome %v, sent %d", p.rep.Outcome, p.rep.Sent)
+	}
+}

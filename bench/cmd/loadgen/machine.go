@@ -117,18 +117,17 @@ func newStealTrack(start time.Time, step time.Duration) *stealTrack {
 	return &stealTrack{start: start, step: step, last: -1, byStep: map[int]time.Duration{}}
 }
 
-// run samples until ctx ends; it returns at once where /proc/stat cannot
-// be read.
+// run samples until ctx ends, or until /proc/stat cannot be read (at
+// once where there is none).
 func (s *stealTrack) run(ctx context.Context) {
-	if _, ok := readMachineCPU(); !ok {
-		return
-	}
 	t := time.NewTicker(s.step)
 	defer t.Stop()
 	for {
-		if m, ok := readMachineCPU(); ok {
-			s.add(time.Now(), m.steal)
+		m, ok := readMachineCPU()
+		if !ok {
+			return
 		}
+		s.add(time.Now(), m.steal)
 		select {
 		case <-ctx.Done():
 			return

@@ -36,7 +36,7 @@ type chatStream struct {
 // and the response header is written. It returns nil when the response is
 // complete without a stream.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request, req *chatRequest, plan *turnPlan) *chatStream {
-	rec := journal.FromContext(r.Context())
+	rec := journal.Of(w)
 	journalChoice(rec, plan)
 	if !s.beforeResponse(w, r, plan.spec, true) {
 		return nil

@@ -50,7 +50,7 @@ func (s *Server) upstreamSource(in *steerInput, plan *turnPlan) (bool, *apiError
 	if s.cfg.Upstream == nil || in.cassette != "" || len(req.files) > 0 || !in.faultFor("").IsZero() {
 		return false, nil
 	}
-	lc := &liveChat{req: req, rec: journal.FromContext(in.r.Context()), rule: plan.rule}
+	lc := &liveChat{req: req, rec: journal.Of(in.w), rule: plan.rule}
 	if req.convID != "" {
 		c, err := s.store.Conversation(req.convID, req.endUserID)
 		if err != nil { // deleted meanwhile

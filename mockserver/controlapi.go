@@ -93,12 +93,12 @@ func (s *Server) routeRule(r *http.Request, ps httprouter.Params) (rules.Rule, f
 // chat route's deepest point, stack_test.go).
 //
 //go:noinline
-func (s *Server) routeFault(r *http.Request, ps httprouter.Params) fault.Spec {
+func (s *Server) routeFault(w http.ResponseWriter, r *http.Request, ps httprouter.Params) fault.Spec {
 	rule, spec, ok := s.routeRule(r, ps)
 	if !ok {
 		return s.fault
 	}
-	journal.FromContext(r.Context()).Update(func(e *journal.Entry) { e.Rule, e.Fault = rule.ID, spec.String() })
+	journal.Of(w).Update(func(e *journal.Entry) { e.Rule, e.Fault = rule.ID, spec.String() })
 	return spec
 }
 

@@ -57,7 +57,7 @@ func (s *Server) withFaults(h httprouter.Handle, chat bool) httprouter.Handle {
 		}
 		if !chat {
 			if !present {
-				spec = s.routeFault(r, ps)
+				spec = s.routeFault(w, r, ps)
 			}
 			if !s.beforeResponse(w, r, spec, false) {
 				return

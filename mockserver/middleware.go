@@ -172,6 +172,15 @@ func errorReason(body []byte) []slog.Attr {
 // are unknown.
 const corsAllowMethods = "GET, POST, DELETE, OPTIONS"
 
+// The header values every /v1 response shares (as copyRecordedHeader
+// shares the recorded ones): net/http copies them when the headers go out,
+// and a later Add appends to a full slice, so into a new array; nothing
+// writes into them.
+var (
+	corsAnyOrigin   = []string{"*"}
+	corsExposeValue = []string{corsExposeHeaders}
+)
+
 // corsOrigins reads Config.CORSOrigin: "" grants every origin, as "*" does.
 func corsOrigins(v string) netguard.Origins {
 	o := netguard.ParseOrigins(v)
@@ -208,9 +217,14 @@ func (s *Server) corsHeaders(next http.Handler) http.Handler {
 		if strings.HasPrefix(r.URL.Path, "/v1") {
 			h := w.Header()
 			ao := s.origins.Grant(r.Header.Get("Origin"))
-			if ao != "" { // canonical keys: assigned, not Set, on every /v1 request
+			switch ao { // canonical keys: assigned, not Set, on every /v1 request
+			case "":
+			case "*":
+				h["Access-Control-Allow-Origin"] = corsAnyOrigin
+				h["Access-Control-Expose-Headers"] = corsExposeValue
+			default:
 				h["Access-Control-Allow-Origin"] = []string{ao}
-				h["Access-Control-Expose-Headers"] = []string{corsExposeHeaders}
+				h["Access-Control-Expose-Headers"] = corsExposeValue
 			}
 			if ao != "*" {
 				// The answer depends on Origin whether it was allowed or

@@ -53,20 +53,7 @@ func (j *Journal) Middleware(next http.Handler) http.Handler {
 		if body != nil {
 			r.Body = body
 		}
-		// When the headers go out, the entry shows the status, and the body
-		// the handler has read (user, conversation) so far: a request in
-		// flight (a 30 s agent turn) is not a blank row meanwhile.
-		cw := &captureWriter{ResponseWriter: w, onHeaders: func(status int) {
-			if body != nil && body.pw == nil {
-				// On a fresh goroutine: storing the body redacts it, deep
-				// enough to double the stack of a chat's connection
-				// goroutine for the whole stream (mockserver/stack.go). Only
-				// then: a goroutine per request was a fifth of the CPU of
-				// a request without a body.
-				freshstack.Run(func() { body.finish(rec) })
-			}
-			rec.Headers(status)
-		}}
+		cw := &captureWriter{ResponseWriter: w, rec: rec, body: body}
 		defer func() {
 			if body != nil {
 				body.finish(rec)
@@ -77,7 +64,10 @@ func (j *Journal) Middleware(next http.Handler) http.Handler {
 				rec.Finish(cw.status)
 			}
 		}()
-		next.ServeHTTP(cw, r.WithContext(WithRecord(r.Context(), rec)))
+		// The handlers find the record through the writer (Of), not the
+		// request's context: r.WithContext copies the whole request, two
+		// allocations on every request only three handlers look at.
+		next.ServeHTTP(cw, r)
 	})
 }
 
@@ -154,17 +144,26 @@ func redact(s string) string {
 type captureWriter struct {
 	http.ResponseWriter
 	status int
-	// onHeaders runs once, before the headers go out with status
-	// (informational 1xx answers aside).
-	onHeaders func(status int)
+	rec    *Record
+	body   *bodyCapture // nil for a request without a body
 }
 
+// WriteHeader shows the status in the entry when the headers go out, and
+// the body the handler has read (user, conversation) so far: a request in
+// flight (a 30 s agent turn) is not a blank row meanwhile. Informational
+// 1xx answers are passed through.
 func (w *captureWriter) WriteHeader(code int) {
 	if w.status == 0 && code >= 200 {
 		w.status = code
-		if w.onHeaders != nil {
-			w.onHeaders(code)
+		if b := w.body; b != nil && b.pw == nil {
+			// On a fresh goroutine: storing the body redacts it, deep
+			// enough to double the stack of a chat's connection goroutine
+			// for the whole stream (mockserver/stack.go). Only then: a
+			// goroutine per request was a fifth of the CPU of a request
+			// without a body.
+			freshstack.Run(func() { b.finish(w.rec) })
 		}
+		w.rec.Headers(code)
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
@@ -177,6 +176,23 @@ func (w *captureWriter) Write(p []byte) (int, error) {
 }
 
 func (w *captureWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Of returns the live record of the request that w answers (looking
+// through wrappers that have an Unwrap method, as http.ResponseController
+// does), nil when the request is not journaled.
+func Of(w http.ResponseWriter) *Record {
+	for w != nil {
+		if cw, ok := w.(*captureWriter); ok {
+			return cw.rec
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return nil
+		}
+		w = u.Unwrap()
+	}
+	return nil
+}
 
 // bodyCapture tees what the handler reads from the body: the first MaxBody
 // bytes of a plain body, or, for multipart/form-data, each file part's

@@ -96,6 +96,37 @@ func TestInFlightRequestShowsStatusUserAndBody(t *testing.T) {
 	}
 }
 
+// wrapWriter is a handler's own wrapper, as the access log's: Of looks
+// through it.
+type wrapWriter struct{ http.ResponseWriter }
+
+func (w wrapWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// TestOfFindsTheRequestsRecordThroughWrappers: a handler reaches its
+// request's live record from its writer, through wrappers that unwrap, and
+// what it writes there is in the entry; a writer the journal did not wrap
+// has none.
+func TestOfFindsTheRequestsRecordThroughWrappers(t *testing.T) {
+	j := New(10)
+	var got *Record
+	h := j.Middleware(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		got = Of(wrapWriter{w})
+		got.Update(func(e *Entry) { e.Rule = "r-1" })
+		w.WriteHeader(http.StatusTeapot)
+	}))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/v1/parameters?user=u", nil))
+	list := j.List(Filter{})
+	if got == nil || len(list) != 1 || list[0].Rule != "r-1" || list[0].Status != http.StatusTeapot || list[0].Path != "/v1/parameters" || list[0].Query != "user=u" {
+		t.Fatalf("record %v, entries %+v", got, list)
+	}
+	if r := Of(httptest.NewRecorder()); r != nil {
+		t.Errorf("Of(a writer the journal did not wrap) = %v", r)
+	}
+	if r := Of(wrapWriter{httptest.NewRecorder()}); r != nil {
+		t.Errorf("Of(a wrapper of such a writer) = %v", r)
+	}
+}
+
 // FuzzQueryValue: queryValue reads a key as url.ParseQuery(raw).Get does.
 func FuzzQueryValue(f *testing.F) {
 	for _, s := range []string{"user=u", "a=1&user=%zz&user=b", "us%65r=x", "user=a;b&user=c", "user", "user=a+b&conversation_id=c%20d", "+user=1&user+=2"} {

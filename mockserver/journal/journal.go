@@ -12,7 +12,6 @@ package journal
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"strings"
 	"sync"
@@ -204,20 +203,32 @@ func (j *Journal) Dropped() int64 { return j.dropped.Load() }
 // and origin are cut to MaxPath, MaxQuery and MaxOrigin bytes.
 func (j *Journal) Start(method, path, query, origin string) *Record {
 	rec := &Record{j: j, start: j.now()}
-	// Copies: net/http's method, path and query are slices of the request
-	// line, which an entry would otherwise keep alive whole (a 700 KB line
-	// per entry).
-	rec.e = Entry{Time: rec.start.UTC(), Method: strings.Clone(clip(method, 32, nil, ""))}
-	rec.e.Path = strings.Clone(clip(path, MaxPath, &rec.e.Truncated, "path"))
-	rec.e.Query = strings.Clone(clip(query, MaxQuery, &rec.e.Truncated, "query"))
-	rec.e.Origin = strings.Clone(clip(origin, MaxOrigin, &rec.e.Truncated, "origin"))
-	rec.cost = entryOverhead + int64(len(rec.e.Method)+len(rec.e.Path)+len(rec.e.Query)+len(rec.e.Origin))
+	rec.e = Entry{Time: rec.start.UTC()}
+	method = clip(method, 32, nil, "")
+	path = clip(path, MaxPath, &rec.e.Truncated, "path")
+	query = clip(query, MaxQuery, &rec.e.Truncated, "query")
+	origin = clip(origin, MaxOrigin, &rec.e.Truncated, "origin")
+	// Copies, in one allocation: net/http's method, path and query are
+	// slices of the request line, which an entry would otherwise keep alive
+	// whole (a 700 KB line per entry).
+	var sb strings.Builder
+	sb.Grow(len(method) + len(path) + len(query) + len(origin))
+	sb.WriteString(method)
+	sb.WriteString(path)
+	sb.WriteString(query)
+	sb.WriteString(origin)
+	line := sb.String()
+	rec.e.Method, line = line[:len(method)], line[len(method):]
+	rec.e.Path, line = line[:len(path)], line[len(path):]
+	rec.e.Query, rec.e.Origin = line[:len(query)], line[len(query):]
+	rec.cost = entryOverhead + int64(len(method)+len(path)+len(query)+len(origin))
 	j.mu.Lock()
 	j.nextID++
 	rec.e.ID = j.nextID
 	j.ring = append(j.ring, rec)
 	j.held.Add(rec.cost)
-	var old []*Record
+	var oldest [1]*Record // the usual eviction, without an allocation
+	old := oldest[:0]
 	for len(j.ring) > j.size {
 		old = append(old, j.ring[0])
 		j.ring[0] = nil
@@ -649,20 +660,6 @@ func (r *Record) Finish(status int) {
 
 func ms(d time.Duration) float64 {
 	return float64(d.Microseconds()) / 1000
-}
-
-type ctxKey struct{}
-
-// WithRecord returns ctx carrying rec.
-func WithRecord(ctx context.Context, rec *Record) context.Context {
-	return context.WithValue(ctx, ctxKey{}, rec)
-}
-
-// FromContext returns the request's live record, nil when the request is
-// not journaled.
-func FromContext(ctx context.Context) *Record {
-	r, _ := ctx.Value(ctxKey{}).(*Record)
-	return r
 }
 
 // EventName returns the "event" field of an SSE data frame, "" when there

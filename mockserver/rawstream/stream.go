@@ -8,10 +8,12 @@
 // response lasts. A chat stream lasts seconds to minutes and does nothing
 // but wait between frames: at 10,000 streams those buffers and stacks were
 // more than half of the mock's memory (bench/README.md). A Stream holds
-// none of them: a frame's bytes are held only from Write to Flush (pooled),
-// and one small goroutine reads the connection to notice a hang-up, then
-// waits there for the client's next request (keep-alive) and hands the
-// connection back (Listener).
+// none of them: a frame's bytes are held only from Write to Flush (pooled).
+// While the stream lasts, its socket waits in the hang-up watcher's epoll
+// set (Linux; elsewhere a small goroutine reads it); when the client hangs
+// up or sends a byte, or the stream ends, a small goroutine reads the
+// connection, then waits there for the client's next request (keep-alive)
+// and hands the connection back (Listener).
 package rawstream
 
 import (
@@ -42,6 +44,10 @@ type Stream struct {
 	ended  bool   // End was called
 	keep   bool   // End asked to keep the connection
 	exited bool   // the reader has returned
+	// watched: the socket is in the hang-up watcher's set and the reader
+	// has not started (the watcher or End starts it).
+	watched bool
+	token   uint64 // the watcher's registration
 }
 
 // chunkRoom is the room kept in front of a chunk's data for its size line
@@ -61,8 +67,24 @@ func Take(conn net.Conn, buffered *bufio.Reader, back *Listener, idle time.Durat
 		s.exited = true // the client is there: nothing to watch for
 		return s
 	}
-	go s.read()
+	s.watched = true
+	if !watchHangup(s) {
+		s.watched = false
+		go s.read()
+	}
 	return s
+}
+
+// wake starts the reader of a watched stream whose client hung up or sent
+// a byte (the watcher's one event for it).
+func (s *Stream) wake() {
+	s.mu.Lock()
+	start := s.watched
+	s.watched = false
+	s.mu.Unlock()
+	if start {
+		go s.read()
+	}
 }
 
 // Hangup is closed when the client closed or reset the connection before
@@ -175,7 +197,15 @@ func (s *Stream) End(complete, keep bool) {
 	s.mu.Lock()
 	s.ended, s.keep = true, keep
 	exited := s.exited
+	watched := s.watched
+	s.watched = false
 	s.mu.Unlock()
+	if watched {
+		// The client sent nothing yet: the reader starts now, to wait for
+		// its next request or its close, as below.
+		forgetHangup(s)
+		go s.read()
+	}
 	if hook := testHookEnded.Load(); hook != nil {
 		(*hook)(s)
 	}
@@ -205,7 +235,12 @@ func (s *Stream) Reset() {
 	_ = s.Flush()
 	s.mu.Lock()
 	s.ended, s.keep = true, false
+	watched := s.watched
+	s.watched = false
 	s.mu.Unlock()
+	if watched { // no reader is needed: the connection is closed here
+		forgetHangup(s)
+	}
 	ResetConn(s.conn) // now, not after a half-close: the reset is the point
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -206,6 +207,61 @@ func TestHangupIsReportedAndResetResets(t *testing.T) {
 	_, err = io.ReadAll(resp2.Body)
 	if !errors.Is(err, syscall.ECONNRESET) {
 		t.Fatalf("after Reset the client read %v, want connection reset", err)
+	}
+}
+
+// TestHangupIsReportedOnAReusedConnection: the second stream of a
+// keep-alive connection (handed back, served again, taken again) still
+// learns that its client hung up, and a stream that ended before its
+// client did anything leaves nothing watching for the connection.
+func TestHangupIsReportedOnAReusedConnection(t *testing.T) {
+	var n atomic.Int32
+	hung := make(chan time.Duration, 1)
+	var watched [2]atomic.Bool
+	addr, _ := server(t, time.Minute, func(s *Stream) {
+		s.mu.Lock()
+		w := s.watched // before the client can have done anything
+		s.mu.Unlock()
+		i := n.Add(1)
+		watched[min(i, 2)-1].Store(w)
+		_, _ = s.Write([]byte("one"))
+		if i == 1 {
+			s.End(true, true)
+			return
+		}
+		_ = s.Flush()
+		start := time.Now()
+		select {
+		case <-s.Hangup():
+			hung <- time.Since(start)
+		case <-time.After(10 * time.Second):
+			hung <- -1
+		}
+		s.End(true, true)
+	})
+	c, br := rawRequest(t, addr, "")
+	if got := readStream(t, br); got != "one" {
+		t.Fatalf("first stream %q", got)
+	}
+	if _, err := io.WriteString(c, "GET /stream HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(resp.Body, make([]byte, 3)); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Close()
+	if d := <-hung; d < 0 {
+		t.Fatal("the second stream of a connection did not see its client close within 10 s")
+	}
+	if n.Load() != 2 {
+		t.Fatalf("%d streams played, want 2", n.Load())
+	}
+	if runtime.GOOS == "linux" && (!watched[0].Load() || !watched[1].Load()) {
+		t.Fatalf("streams watched by the hang-up watcher: %v, %v; want both (no reader goroutine per stream)", watched[0].Load(), watched[1].Load())
 	}
 }
 

@@ -66,33 +66,38 @@ func watchHangup(s *Stream) bool {
 	defer w.mu.Unlock()
 	w.next++
 	tok := w.next
-	// One-shot: the first readiness wakes the stream, and the registration
-	// is disarmed until the next Take of this connection re-arms it (MOD).
-	// A closed socket leaves the set by itself, so nothing is removed.
+	// One-shot: the first readiness wakes the stream and disarms the
+	// registration. A stream that ends first removes it (forgetHangup); a
+	// closed socket leaves the set by itself.
 	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | syscall.EPOLLONESHOT,
 		Fd: int32(uint32(tok)), Pad: int32(uint32(tok >> 32))}
 	var cerr error
 	if err := rc.Control(func(fd uintptr) {
 		cerr = syscall.EpollCtl(w.epfd, syscall.EPOLL_CTL_ADD, int(fd), &ev)
-		if errors.Is(cerr, syscall.EEXIST) { // served a stream before, handed back since
+		if errors.Is(cerr, syscall.EEXIST) { // served a stream before, woken and handed back since
 			cerr = syscall.EpollCtl(w.epfd, syscall.EPOLL_CTL_MOD, int(fd), &ev)
 		}
 	}); err != nil || cerr != nil {
 		return false
 	}
-	s.token = tok
+	s.token, s.rc = tok, rc
 	w.streams[tok] = s
 	return true
 }
 
-// forgetHangup drops s's registration (the stream ended before its client
-// sent anything); a later readiness of the socket finds no stream.
+// forgetHangup removes s's registration (the stream ended before its
+// client did anything). Removed, not left armed: the client's close after
+// the stream's end would wake the watcher for nothing, once per stream, at
+// the moment a cohort of streams ends together.
 func forgetHangup(s *Stream) {
-	if w := theWatcher; w != nil {
-		w.mu.Lock()
-		delete(w.streams, s.token)
-		w.mu.Unlock()
+	w := theWatcher
+	if w == nil {
+		return
 	}
+	w.mu.Lock()
+	delete(w.streams, s.token)
+	w.mu.Unlock()
+	_ = s.rc.Control(func(fd uintptr) { _ = syscall.EpollCtl(w.epfd, syscall.EPOLL_CTL_DEL, int(fd), nil) })
 }
 
 func (w *hangupWatcher) run() {

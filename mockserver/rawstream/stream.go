@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/difyops/terraform-provider-dify/internal/bufpool"
@@ -47,7 +48,8 @@ type Stream struct {
 	// watched: the socket is in the hang-up watcher's set and the reader
 	// has not started (the watcher or End starts it).
 	watched bool
-	token   uint64 // the watcher's registration
+	token   uint64          // the watcher's registration
+	rc      syscall.RawConn // the watched socket
 }
 
 // chunkRoom is the room kept in front of a chunk's data for its size line

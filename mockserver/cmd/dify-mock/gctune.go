@@ -21,12 +21,24 @@ import (
 // CPU. A tighter limit (a quarter over the live heap) cut RSS further but
 // tripled the collections, each scanning 20,000 goroutine stacks, and cost
 // 0.4 of a core and frame lateness (bench/results.md): timing comes first.
-// Below gcFloor the default pacing runs alone. Setting GOGC or GOMEMLIMIT
-// turns this off (the runtime's own settings win).
+// Below gcFloor there is no such limit; there the heap's goal is kept at
+// gcMinGoal or more instead (gcPercent). Setting GOGC or GOMEMLIMIT turns
+// this off (the runtime's own settings win).
 const (
 	gcFloor    = 64 << 20
 	gcHeadroom = 1.0 // the live heap again: GOGC=100's goal
 	gcRetune   = 250 * time.Millisecond
+	// gcMinGoal is the smallest heap goal. The mock's live heap at rest is
+	// about 1 MiB, so the runtime's own smallest goal (4 MiB) made a closed
+	// loop of small requests (GET /v1/parameters at 30,000 a second)
+	// collect 50 times a second; the collector's stops and marking were
+	// about a tenth of the server's throughput (bench/results.md, "Issue
+	// 21, eighth round").
+	gcMinGoal = 32 << 20
+	// gcBackstop is the memory limit while the heap is under gcFloor: the
+	// GC percent set for a small heap would aim far too high for a heap that
+	// grew since the last retune.
+	gcBackstop = 2 * gcFloor
 )
 
 var gcSamples = []metrics.Sample{
@@ -47,8 +59,22 @@ func gcLimit(live, other uint64) int64 {
 	return int64(want)
 }
 
-// tuneGC keeps the soft memory limit at gcLimit until ctx ends (then it
-// removes the limit). It does nothing when GOGC or GOMEMLIMIT is set.
+// gcPercent is the GOGC that aims the heap at gcMinGoal or more: the
+// runtime's goal is the live heap plus (live heap + roots) × GOGC/100, and
+// other (stacks, metadata) stands for the roots. Never under the default
+// 100, never over 10,000 (an empty heap at start).
+func gcPercent(live, other uint64) int {
+	if live >= gcMinGoal {
+		return 100
+	}
+	p := float64(gcMinGoal-live) * 100 / float64(max(live+other, 1))
+	return int(max(100, min(p, 10000)))
+}
+
+// tuneGC keeps the soft memory limit at gcLimit (gcBackstop under the
+// floor) and the GC percent at gcPercent until ctx ends (then it removes
+// the limit and restores the percent). It does nothing when GOGC or
+// GOMEMLIMIT is set.
 func tuneGC(ctx context.Context, getenv func(string) string) {
 	if getenv("GOGC") != "" || getenv("GOMEMLIMIT") != "" {
 		return
@@ -56,13 +82,20 @@ func tuneGC(ctx context.Context, getenv func(string) string) {
 	t := time.NewTicker(gcRetune)
 	defer t.Stop()
 	defer debug.SetMemoryLimit(math.MaxInt64)
+	defer debug.SetGCPercent(100) // the default: GOGC is not set
 	for {
 		metrics.Read(gcSamples)
 		var other uint64
 		for _, s := range gcSamples[1:] {
 			other += s.Value.Uint64()
 		}
-		debug.SetMemoryLimit(gcLimit(gcSamples[0].Value.Uint64(), other))
+		live := gcSamples[0].Value.Uint64()
+		limit := gcLimit(live, other)
+		if limit == math.MaxInt64 {
+			limit = gcBackstop
+		}
+		debug.SetMemoryLimit(limit)
+		debug.SetGCPercent(gcPercent(live, other))
 		select {
 		case <-ctx.Done():
 			return

@@ -19,8 +19,31 @@ func TestGCLimitFollowsTheLiveHeapAboveTheFloor(t *testing.T) {
 	}
 }
 
+// A small heap's goal is raised to gcMinGoal (a closed loop of small
+// requests otherwise collected 50 times a second); a heap that size or
+// larger keeps the default pacing.
+func TestGCPercentAimsASmallHeapAtTheMinimumGoal(t *testing.T) {
+	for _, c := range []struct {
+		live, other uint64
+		want        int
+	}{
+		{1 << 20, 1 << 20, 1550},  // (32 − 1) MiB over 2 MiB: the goal is 1 + 2 × 15.5 = 32 MiB
+		{8 << 20, 2 << 20, 240},   // 8 + 10 × 2.4 = 32 MiB
+		{20 << 20, 10 << 20, 100}, // 40 % would aim under twice the live heap
+		{gcMinGoal, 0, 100},
+		{200 << 20, 60 << 20, 100},
+		{0, 0, 10000}, // an empty heap at start: capped
+	} {
+		if got := gcPercent(c.live, c.other); got != c.want {
+			t.Errorf("gcPercent(%d MiB live, %d MiB other) = %d, want %d", c.live>>20, c.other>>20, got, c.want)
+		}
+	}
+}
+
 func TestTuneGCStaysOffWhenTheRuntimeIsConfigured(t *testing.T) {
 	before := debug.SetMemoryLimit(-1)
+	percent := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(percent)
 	done := make(chan struct{})
 	go func() {
 		tuneGC(context.Background(), func(k string) string {
@@ -39,6 +62,9 @@ func TestTuneGCStaysOffWhenTheRuntimeIsConfigured(t *testing.T) {
 	if got := debug.SetMemoryLimit(-1); got != before {
 		t.Fatalf("the memory limit changed from %d to %d", before, got)
 	}
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Fatalf("the GC percent changed to %d", got)
+	}
 	// Without them it runs until its context ends, then removes the limit.
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
@@ -47,6 +73,9 @@ func TestTuneGCStaysOffWhenTheRuntimeIsConfigured(t *testing.T) {
 	<-stopped
 	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
 		t.Fatalf("the limit was left at %d", got)
+	}
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Fatalf("the GC percent was left at %d", got)
 	}
 }
 

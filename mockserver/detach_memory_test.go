@@ -116,12 +116,26 @@ func liveStreamBytes(t *testing.T, listener bool) (int64, float64) {
 // goroutines (Server.Listener).
 func waitDetached(t *testing.T, s *Server, n int) {
 	t.Helper()
+	waitTasks(t, s, n, "detached", func(t *task) bool { return t.conn != nil })
+}
+
+// waitLive waits until n streams are admitted and waiting for their first
+// frame (a stream on its connection goroutine sends its header only with
+// that frame, so the client cannot tell).
+func waitLive(t *testing.T, s *Server, n int) {
+	t.Helper()
+	waitTasks(t, s, n, "admitted", func(*task) bool { return true })
+}
+
+// waitTasks waits up to 10 s until n of s's streams are what counts says.
+func waitTasks(t *testing.T, s *Server, n int, what string, counts func(*task) bool) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		s.mu.Lock()
 		got := 0
 		for _, task := range s.tasks {
-			if task.conn != nil {
+			if counts(task) {
 				got++
 			}
 		}
@@ -130,27 +144,7 @@ func waitDetached(t *testing.T, s *Server, n int) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d streams detached after 10 s", got, n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// waitLive waits until n streams are admitted and waiting for their first
-// frame (a stream on its connection goroutine sends its header only with
-// that frame, so the client cannot tell).
-func waitLive(t *testing.T, s *Server, n int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		s.mu.Lock()
-		got := len(s.tasks)
-		s.mu.Unlock()
-		if got >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d streams admitted after 10 s", got, n)
+			t.Fatalf("%d of %d streams %s after 10 s", got, n, what)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

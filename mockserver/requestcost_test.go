@@ -19,17 +19,25 @@ func (d *discardWriter) Header() http.Header         { return d.h }
 func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (d *discardWriter) WriteHeader(int)             {}
 
+// parametersRequest is a server with the defaults (journal on, access log
+// at info, discarded) and a GET /v1/parameters for it.
+func parametersRequest(tb testing.TB) (*mockserver.Server, *http.Request) {
+	tb.Helper()
+	srv, err := mockserver.New(mockserver.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req := httptest.NewRequest(http.MethodGet, "/v1/parameters?user=bench-user", nil)
+	req.Header.Set("Authorization", "Bearer app-bench")
+	return srv, req
+}
+
 // BenchmarkParametersRequest is the mock's CPU and allocations per
 // GET /v1/parameters with its defaults (journal on, access log at info),
 // without the network: what the bench's `GET /v1/parameters` row pays on
 // top of a bare handler.
 func BenchmarkParametersRequest(b *testing.B) {
-	srv, err := mockserver.New(mockserver.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		b.Fatal(err)
-	}
-	req := httptest.NewRequest(http.MethodGet, "/v1/parameters?user=bench-user", nil)
-	req.Header.Set("Authorization", "Bearer app-bench")
+	srv, req := parametersRequest(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		w := &discardWriter{h: http.Header{}}
@@ -63,12 +71,7 @@ func BenchmarkChatRequest(b *testing.B) {
 // (access log, journal) and the response's headers. A request copied for
 // its context (r.WithContext) or per-request CORS values were 7 more.
 func TestParametersRequestAllocatesLittle(t *testing.T) {
-	srv, err := mockserver.New(mockserver.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := httptest.NewRequest(http.MethodGet, "/v1/parameters?user=bench-user", nil)
-	req.Header.Set("Authorization", "Bearer app-bench")
+	srv, req := parametersRequest(t)
 	w := &discardWriter{h: http.Header{}}
 	allocs := testing.AllocsPerRun(200, func() {
 		clear(w.h)

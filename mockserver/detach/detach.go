@@ -17,6 +17,8 @@ package detach
 import (
 	"net/http"
 	"sync"
+
+	"github.com/difyops/terraform-provider-dify/internal/unwrap"
 )
 
 // Tail is what runs after a detached response has ended.
@@ -106,15 +108,8 @@ func (w *Writer) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // Of finds the Tail of w: w's own, or that of a writer it wraps. nil when
 // the chain has none (the response cannot be detached).
 func Of(w http.ResponseWriter) *Tail {
-	for w != nil {
-		if d, ok := w.(*Writer); ok {
-			return d.tail
-		}
-		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
-		if !ok {
-			return nil
-		}
-		w = u.Unwrap()
+	if d, ok := unwrap.Find[*Writer](w); ok {
+		return d.tail
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/difyops/terraform-provider-dify/internal/freshstack"
+	"github.com/difyops/terraform-provider-dify/internal/unwrap"
 	"github.com/difyops/terraform-provider-dify/mockserver/detach"
 	"github.com/difyops/terraform-provider-dify/mockserver/secrets"
 )
@@ -181,15 +182,8 @@ func (w *captureWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // through wrappers that have an Unwrap method, as http.ResponseController
 // does), nil when the request is not journaled.
 func Of(w http.ResponseWriter) *Record {
-	for w != nil {
-		if cw, ok := w.(*captureWriter); ok {
-			return cw.rec
-		}
-		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
-		if !ok {
-			return nil
-		}
-		w = u.Unwrap()
+	if cw, ok := unwrap.Find[*captureWriter](w); ok {
+		return cw.rec
 	}
 	return nil
 }

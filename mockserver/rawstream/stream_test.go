@@ -172,13 +172,7 @@ func TestHangupIsReportedAndResetResets(t *testing.T) {
 	addr, _ := server(t, time.Minute, func(s *Stream) {
 		_, _ = s.Write([]byte("first"))
 		_ = s.Flush()
-		start := time.Now()
-		select {
-		case <-s.Hangup():
-			hung <- time.Since(start)
-		case <-time.After(10 * time.Second):
-			hung <- -1
-		}
+		hung <- waitHangup(s)
 		s.End(true, true)
 	})
 	c, br := rawRequest(t, addr, "")
@@ -210,6 +204,18 @@ func TestHangupIsReportedAndResetResets(t *testing.T) {
 	}
 }
 
+// waitHangup waits up to 10 s for s's client to hang up and returns how
+// long it took, -1 when it did not.
+func waitHangup(s *Stream) time.Duration {
+	start := time.Now()
+	select {
+	case <-s.Hangup():
+		return time.Since(start)
+	case <-time.After(10 * time.Second):
+		return -1
+	}
+}
+
 // TestHangupIsReportedOnAReusedConnection: the second stream of a
 // keep-alive connection (handed back, served again, taken again) still
 // learns that its client hung up, and a stream that ended before its
@@ -230,13 +236,7 @@ func TestHangupIsReportedOnAReusedConnection(t *testing.T) {
 			return
 		}
 		_ = s.Flush()
-		start := time.Now()
-		select {
-		case <-s.Hangup():
-			hung <- time.Since(start)
-		case <-time.After(10 * time.Second):
-			hung <- -1
-		}
+		hung <- waitHangup(s)
 		s.End(true, true)
 	})
 	c, br := rawRequest(t, addr, "")

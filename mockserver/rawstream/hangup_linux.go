@@ -43,10 +43,14 @@ func sharedWatcher() *hangupWatcher {
 	return theWatcher
 }
 
-// watchHangup registers s's socket with the watcher; false when it cannot
-// (no watcher, not a socket, already closed), and s needs its own reader.
+// watchHangup registers s's socket with the watcher and marks s watched;
+// false when it cannot (no watcher, not a socket, already closed), and s
+// needs its own reader.
 func watchHangup(s *Stream) bool {
 	w := sharedWatcher()
+	if w == nil {
+		return false
+	}
 	conn := s.conn
 	if pc, ok := conn.(*prefixConn); ok { // a connection handed back before
 		if len(pc.early) > 0 {
@@ -55,7 +59,7 @@ func watchHangup(s *Stream) bool {
 		conn = pc.Conn
 	}
 	sc, ok := conn.(syscall.Conn)
-	if w == nil || !ok {
+	if !ok {
 		return false
 	}
 	rc, err := sc.SyscallConn()
@@ -80,7 +84,9 @@ func watchHangup(s *Stream) bool {
 	}); err != nil || cerr != nil {
 		return false
 	}
-	s.token, s.rc = tok, rc
+	// Before the stream is in the map: the watcher reaches s only through
+	// it, under w.mu, so it sees these fields set.
+	s.watched, s.token, s.rc = true, tok, rc
 	w.streams[tok] = s
 	return true
 }

@@ -69,9 +69,7 @@ func Take(conn net.Conn, buffered *bufio.Reader, back *Listener, idle time.Durat
 		s.exited = true // the client is there: nothing to watch for
 		return s
 	}
-	s.watched = true
 	if !watchHangup(s) {
-		s.watched = false
 		go s.read()
 	}
 	return s
@@ -81,12 +79,20 @@ func Take(conn net.Conn, buffered *bufio.Reader, back *Listener, idle time.Durat
 // a byte (the watcher's one event for it).
 func (s *Stream) wake() {
 	s.mu.Lock()
-	start := s.watched
-	s.watched = false
+	start := s.unwatchLocked()
 	s.mu.Unlock()
 	if start {
 		go s.read()
 	}
+}
+
+// unwatchLocked takes s out of the watched state, under s.mu, and reports
+// whether it was in it: the watcher's wake, End and Reset race for it, and
+// only the first may start (or skip) the reader.
+func (s *Stream) unwatchLocked() bool {
+	w := s.watched
+	s.watched = false
+	return w
 }
 
 // Hangup is closed when the client closed or reset the connection before
@@ -199,8 +205,7 @@ func (s *Stream) End(complete, keep bool) {
 	s.mu.Lock()
 	s.ended, s.keep = true, keep
 	exited := s.exited
-	watched := s.watched
-	s.watched = false
+	watched := s.unwatchLocked()
 	s.mu.Unlock()
 	if watched {
 		// The client sent nothing yet: the reader starts now, to wait for
@@ -237,8 +242,7 @@ func (s *Stream) Reset() {
 	_ = s.Flush()
 	s.mu.Lock()
 	s.ended, s.keep = true, false
-	watched := s.watched
-	s.watched = false
+	watched := s.unwatchLocked()
 	s.mu.Unlock()
 	if watched { // no reader is needed: the connection is closed here
 		forgetHangup(s)

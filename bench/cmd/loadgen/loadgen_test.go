@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -417,18 +420,93 @@ func TestCountingProxyBodyOutlivesTheFirstFlush(t *testing.T) {
 }
 
 func TestParseSources(t *testing.T) {
-	if s, _ := parseSources("auto", 10_000); s != nil {
+	if runtime.GOOS == "linux" {
+		// Every count gets a source, so that the client picks the ports.
+		if s, err := parseSources("auto", 10_000); err != nil || len(s) != 1 || s[0].String() != "127.0.0.2" {
+			t.Fatalf("10,000 streams: %v %v", s, err)
+		}
+		if s, _ := parseSources("auto", 50_001); len(s) != 2 || s[1].String() != "127.0.0.3" {
+			t.Fatalf("50,001 streams: %v", s)
+		}
+	} else if s, _ := parseSources("auto", 10_000); s != nil {
 		t.Fatalf("10,000 streams need no extra source: %v", s)
 	}
-	s, err := parseSources("auto", 50_000)
+	if s, err := parseSources("0", 50_000); err != nil || s != nil {
+		t.Fatalf("0: the kernel should pick: %v %v", s, err)
+	}
+	s, err := parseSources("3", 1)
 	if err != nil || len(s) != 3 || s[0].String() != "127.0.0.2" || s[2].String() != "127.0.0.4" {
-		t.Fatalf("50,000 streams: %v %v", s, err)
+		t.Fatalf("3 sources: %v %v", s, err)
 	}
 	if s, err := parseSources("127.0.0.9, ::1", 1); err != nil || len(s) != 2 || s[1].String() != "::1" {
 		t.Fatalf("list: %v %v", s, err)
 	}
 	if _, err := parseSources("nope", 1); err == nil {
 		t.Fatal("a bad address was accepted")
+	}
+}
+
+// The client picks each connection's source and port in turn (the kernel's
+// search of the ephemeral range was what limited the ramp), and a port that
+// something else holds is skipped, not a failed stream.
+func TestDialPicksPortsInTurnAndSkipsATakenOne(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("127.0.0.2 and 127.0.0.3 reach the loopback interface without configuration on Linux only")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	target := &sseTarget{addr: ln.Addr().String(), sources: loopbackSources(2)}
+	// The picker's next pair for 127.0.0.2 is held by a listener.
+	next := target.ports.next(target.sources)
+	target.ports.n.Store(0)
+	if next.Port == lastPort {
+		t.Skip("the random start landed on the last port; the wrap-around is covered below")
+	}
+	taken, err := net.Listen("tcp", next.String())
+	if err != nil {
+		t.Skipf("%s is in use already: %v", next, err)
+	}
+	defer taken.Close()
+
+	var got []*net.TCPAddr
+	for range 3 {
+		c, err := target.dial(context.Background())
+		if err != nil {
+			t.Fatalf("dial: %v", err)
+		}
+		got = append(got, c.LocalAddr().(*net.TCPAddr))
+		c.Close()
+	}
+	// 127.0.0.2:p was taken, so the first connection is 127.0.0.3:p; then
+	// 127.0.0.2:p+1 and 127.0.0.3:p+1.
+	want := []string{
+		net.JoinHostPort("127.0.0.3", strconv.Itoa(next.Port)),
+		net.JoinHostPort("127.0.0.2", strconv.Itoa(next.Port+1)),
+		net.JoinHostPort("127.0.0.3", strconv.Itoa(next.Port+1)),
+	}
+	for i, a := range got {
+		if a.String() != want[i] {
+			t.Fatalf("connection %d from %s, want %s (all: %v)", i, a, want[i], got)
+		}
+	}
+
+	// The ports wrap around to the first unprivileged one.
+	var p portPicker
+	p.once.Do(func() { p.start = lastPort - firstPort })
+	if a, b := p.next(loopbackSources(1)), p.next(loopbackSources(1)); a.Port != lastPort || b.Port != firstPort {
+		t.Fatalf("wrap-around: %d then %d", a.Port, b.Port)
 	}
 }
 

@@ -7,11 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -34,9 +38,10 @@ type sseTarget struct {
 	path    string // request path, e.g. /v1/chat-messages
 	headers string // the request's fixed header lines, each ending in \r\n
 	// sources are local addresses to dial from, in turn (nil: the kernel
-	// picks). One source and one server address give at most the
-	// ephemeral port range (about 28,000 on Linux) connections.
+	// picks the address and the port). With sources the client also picks
+	// each connection's port itself (ports).
 	sources []net.IP
+	ports   portPicker
 	// loop: bodies are read by the event loop (readOnLoop), not by each
 	// stream's goroutine (readBody).
 	loop bool
@@ -73,20 +78,70 @@ func (t *sseTarget) request(body []byte) []byte {
 	return b.Bytes()
 }
 
-// dial connects stream i, from its source address if there are several.
-func (t *sseTarget) dial(ctx context.Context, i int) (net.Conn, error) {
+// dial connects a stream: from the next source address and port when
+// there are sources (a port something else holds is skipped), else from
+// whatever the kernel picks.
+func (t *sseTarget) dial(ctx context.Context) (net.Conn, error) {
 	d := net.Dialer{Timeout: 30 * time.Second}
-	if len(t.sources) > 0 {
-		d.LocalAddr = &net.TCPAddr{IP: t.sources[i%len(t.sources)]}
+	if len(t.sources) == 0 {
+		return d.DialContext(ctx, "tcp", t.addr)
 	}
-	return d.DialContext(ctx, "tcp", t.addr)
+	var err error
+	for range maxPortTries {
+		d.LocalAddr = t.ports.next(t.sources)
+		var conn net.Conn
+		if conn, err = d.DialContext(ctx, "tcp", t.addr); err == nil || !portTaken(err) {
+			return conn, err
+		}
+	}
+	return nil, fmt.Errorf("no free local port after %d tries: %w", maxPortTries, err)
+}
+
+// The client binds each connection to a port of its own choosing because
+// the kernel's choice is what limited the ramp. For connect(2) on an
+// unbound socket, Linux searches the ephemeral range (32768–60999) from a
+// per-destination offset, even ports first, checking every port in use
+// for a clash; once the ~14,000 even ports are taken, every connect walks
+// all of them. In a 16,000-stream run the search took 55 % of the
+// machine's CPU for 2.5 s and made every live stream's frames up to
+// 700 ms late (bench/results.md, "Issue 21, ninth round"). A port bound
+// explicitly costs one hash lookup at bind and at connect.
+const (
+	firstPort    = 1024 // the unprivileged ports, on each source address
+	lastPort     = 65535
+	maxPortTries = 64
+)
+
+// portPicker hands out (source address, port) pairs in turn: stream k
+// gets source k mod len(sources), and each source's ports run up from a
+// random starting point, so that two runs after each other do not reuse
+// the same connections (the server's side of a closed one may still be
+// in TIME_WAIT).
+type portPicker struct {
+	once  sync.Once
+	start uint64
+	n     atomic.Uint64
+}
+
+func (p *portPicker) next(sources []net.IP) *net.TCPAddr {
+	p.once.Do(func() { p.start = rand.Uint64N(lastPort - firstPort + 1) })
+	k := p.n.Add(1) - 1
+	src := sources[k%uint64(len(sources))]
+	port := firstPort + (p.start+k/uint64(len(sources)))%(lastPort-firstPort+1)
+	return &net.TCPAddr{IP: src, Port: int(port)}
+}
+
+// portTaken reports whether a dial failed because its local port (or the
+// whole connection, address and ports) was in use.
+func portTaken(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE) || errors.Is(err, syscall.EADDRNOTAVAIL)
 }
 
 // loopbackSources returns n loopback source addresses starting at
 // 127.0.0.2 (all of 127.0.0.0/8 reaches the loopback interface on Linux;
-// macOS needs `ifconfig lo0 alias 127.0.0.N` for each), or nil for n ≤ 1.
+// macOS needs `ifconfig lo0 alias 127.0.0.N` for each), or nil for n < 1.
 func loopbackSources(n int) []net.IP {
-	if n <= 1 {
+	if n < 1 {
 		return nil
 	}
 	out := make([]net.IP, n)
@@ -152,11 +207,20 @@ func (t *sseTarget) stream(ctx context.Context, conn net.Conn, req []byte, frame
 }
 
 // parseSources reads --sources: a count of loopback source addresses
-// ("4": 127.0.0.2–127.0.0.5), "auto" (one per 20,000 streams), or a
-// comma-separated list of addresses.
+// ("4": 127.0.0.2–127.0.0.5; "0": the kernel picks), "auto", or a
+// comma-separated list of addresses. On Linux, auto is one loopback source
+// per 50,000 streams (each has the 64,512 unprivileged ports); elsewhere,
+// where 127.0.0.2 and up may not be configured, it is the kernel's choice
+// up to 20,000 streams and one source per 20,000 above.
 func parseSources(s string, streams int) ([]net.IP, error) {
 	switch s {
 	case "", "auto":
+		if runtime.GOOS == "linux" {
+			return loopbackSources((streams + 49_999) / 50_000), nil
+		}
+		if streams <= 20_000 {
+			return nil, nil
+		}
 		return loopbackSources((streams + 19_999) / 20_000), nil
 	}
 	if n, err := strconv.Atoi(s); err == nil {

@@ -86,7 +86,7 @@ func runStreams(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&o.out, "out", "", "append the JSON result to this file (default stdout)")
 	fs.StringVar(&o.label, "label", "", "free-form label stored with the result")
 	fs.StringVar(&o.eventLoop, "event-loop", "auto", "who reads the stream bodies: on (one event loop for all, Linux), off (each stream's goroutine) or auto (the loop from 2,000 streams: it costs the client less CPU under load, and a goroutine wakes a little sooner when there are few)")
-	fs.StringVar(&o.sources, "sources", "auto", "local addresses to dial from: a count N (127.0.0.2 … 127.0.0.N+1), a comma-separated list, or auto (one per 20,000 streams: one source and one server address give at most the ephemeral port range)")
+	fs.StringVar(&o.sources, "sources", "auto", "local addresses to dial from, each connection from a port the client picks: a count N (127.0.0.2 … 127.0.0.N+1; 0 = the kernel picks address and port), a comma-separated list, or auto (on Linux one loopback address per 50,000 streams; elsewhere the kernel's choice up to 20,000 streams)")
 	fs.StringVar(&o.timeline, "timeline", "", "write the run's lateness over time to this file (tab-separated: per step, the frames due, the streams that started and ended, lateness p99 and max)")
 	fs.DurationVar(&o.timelineStep, "timeline-step", 100*time.Millisecond, "the timeline's step")
 	if err := fs.Parse(args); err != nil {
@@ -366,7 +366,7 @@ func oneStream(ctx context.Context, target *sseTarget, i int, req []byte,
 	}
 	defer release()
 	sent := time.Now()
-	conn, err := target.dial(ctx, i)
+	conn, err := target.dial(ctx)
 	if err != nil {
 		out.err = err
 		out.end = time.Now()

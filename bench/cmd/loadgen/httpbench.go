@@ -202,7 +202,7 @@ func runHTTP(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "loadgen: %s at concurrency %d for %v (after %v warm-up)\n", ep.route, *conc, *dur, *warmup)
 
-	smp := newSampler(*pid, *debugURL)
+	smp := newSampler(server{pid: *pid, debugURL: strings.TrimRight(*debugURL, "/")})
 	var (
 		seq        atomic.Int64
 		measuring  atomic.Bool

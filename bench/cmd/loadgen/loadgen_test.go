@@ -225,6 +225,120 @@ func TestStreamsAgainstTheMock(t *testing.T) {
 	}
 }
 
+// TestMain lets the test binary stand in for loadgen when a run over
+// several servers starts its worker processes (os.Executable is the test
+// binary here).
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "streams" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// A run over several servers shares its streams out over one worker
+// process per server and measures them as one run: every stream of every
+// worker is counted and matched, each server gets its share, and the peak
+// live count is over all of them.
+func TestStreamsOverSeveralServers(t *testing.T) {
+	var urls []string
+	served := make([]atomic.Int64, 2)
+	for k := range served {
+		srv, err := mockserver.New(mockserver.Config{Speed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/v1/chat-messages" {
+				served[k].Add(1)
+			}
+			srv.ServeHTTP(w, r)
+		}))
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(ctx)
+			ts.Close()
+		})
+		urls = append(urls, ts.URL+"/v1")
+	}
+	out := filepath.Join(t.TempDir(), "r.jsonl")
+	var log bytes.Buffer
+	err := runStreams(t.Context(), []string{"--url", strings.Join(urls, ","), "--streams", "9", "--cassette", "plain-answer",
+		"--speed", "20", "--pid", fmt.Sprintf("%d,%d", os.Getpid(), os.Getpid()), "--out", out}, &log)
+	if err != nil {
+		t.Fatalf("streams: %v\n%s", err, log.String())
+	}
+	if a, b := served[0].Load(), served[1].Load(); a != 5 || b != 4 {
+		t.Fatalf("the servers got %d and %d streams, want 5 and 4\n%s", a, b, log.String())
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	in, err := readResults(f)
+	if err != nil || len(in.streams) != 1 {
+		t.Fatalf("results: %+v %v", in, err)
+	}
+	r := in.streams[0]
+	turn, _ := builtinTurn("plain-answer")
+	if r.Servers != 2 || r.Completed != 9 || r.Failed != 0 || r.Lateness.Count != 9*len(turn.Frames) || r.Bytes == 0 {
+		t.Fatalf("result %+v", r)
+	}
+	// All 9 start at once (9 < the connect window) and last longer than
+	// their starts take, so all are live together.
+	if r.PeakConcurrent != 9 || r.RampSeconds <= 0 {
+		t.Fatalf("peak live %d, ramp %.3f s", r.PeakConcurrent, r.RampSeconds)
+	}
+	// The workers' CPU is the client's; the "servers" (this process,
+	// twice) were sampled and summed.
+	if r.ClientCores <= 0 || r.Server.PeakRSSKiB <= 0 {
+		t.Fatalf("client cores %.3f, server RSS %d KiB", r.ClientCores, r.Server.PeakRSSKiB)
+	}
+}
+
+func TestPeakLiveCountsOverlappingStreams(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	all := []streamOutcome{
+		{first: at(0), end: at(100)},
+		{first: at(50), end: at(150)},
+		{first: at(100), end: at(200)}, // starts as the first ends: not live with it
+		{end: at(10)},                  // never got a frame
+		{first: at(120), end: at(130)},
+	}
+	if got := peakLive(all); got != 3 {
+		t.Fatalf("peak live %d, want 3", got)
+	}
+}
+
+func TestWorkerSourcesAreEachWorkersOwn(t *testing.T) {
+	if runtime.GOOS == "linux" {
+		for k, want := range []string{"127.0.0.2", "127.0.0.3", "127.0.0.4"} {
+			if got, err := workerSources("auto", 50_000, 3, k); err != nil || got != want {
+				t.Fatalf("auto, worker %d: %q %v, want %q", k, got, err, want)
+			}
+		}
+		// 120,000 over 2 workers: 60,000 each, two addresses each.
+		if got, _ := workerSources("auto", 120_000, 2, 1); got != "127.0.0.3,127.0.0.5" {
+			t.Fatalf("auto, 2 addresses per worker: %q", got)
+		}
+	}
+	if got, _ := workerSources("0", 10, 2, 1); got != "0" {
+		t.Fatalf("0: %q", got)
+	}
+	if got, _ := workerSources("127.0.0.7,127.0.0.8,127.0.0.9", 10, 2, 0); got != "127.0.0.7,127.0.0.9" {
+		t.Fatalf("a list dealt out: %q", got)
+	}
+	if _, err := workerSources("127.0.0.7", 10, 2, 0); err == nil {
+		t.Fatal("one address for two workers was accepted")
+	}
+	if share(10, 3, 0) != 4 || share(10, 3, 2) != 3 {
+		t.Fatal("share")
+	}
+}
+
 // TestPhasesSplitARunAtTheRampAndTheFirstEnd: frames due before the last
 // stream's first frame are the ramp's, then all live until the first
 // completed stream ends, then ending; each phase names its latest step.

@@ -346,7 +346,7 @@ func runPeers(ctx context.Context, args []string, stderr io.Writer) error {
 	samplers := map[string]*sampler{}
 	for _, t := range live {
 		results[t.name] = &peerHTTPResult{Kind: "peers-http", Target: t.name, Concurrency: *conc, Rounds: *rounds, BodyBytes: len(want)}
-		samplers[t.name] = newSampler(t.pid, "")
+		samplers[t.name] = newSampler(server{pid: t.pid})
 	}
 	for r := range *rounds {
 		for i := range live {

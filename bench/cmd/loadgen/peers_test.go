@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -91,6 +92,24 @@ func TestPeerTargets(t *testing.T) {
 		if strings.HasPrefix(r[0], "10,000 streams in") && r[2] == "met" {
 			t.Errorf("10,000 streams of which 3,600 were live at once passed the memory target")
 		}
+	}
+	// A 50,000 row shared out over several processes says so, and its
+	// memory is theirs together.
+	spread := *in
+	spread.streams = slices.Clone(in.streams)
+	for i := range spread.streams {
+		if spread.streams[i].Streams == 50000 {
+			spread.streams[i].Servers = 3
+		}
+	}
+	for _, r := range peerTargetRows(&spread) {
+		if r[0] == "50,000 streams, all live together, all complete" && !strings.HasSuffix(r[1], " over 3 dify-mock processes (the open-file limit)") ||
+			r[0] == "50,000 streams in ≤ 1.5 GiB RSS" && r[1] != "1600 MiB (3 processes together)" {
+			t.Errorf("%s: %q does not name the 3 processes", r[0], r[1])
+		}
+	}
+	if c := streamsCell(streamsResult{Streams: 50000, Servers: 3}); c != "50000 (3 processes)" {
+		t.Errorf("streams cell %q", c)
 	}
 	// A lateness is read beside the CPU the hypervisor took meanwhile.
 	if m := got["Lateness p99 ≤ 20 ms at 10,000 streams (all frames)"]; !strings.HasSuffix(m, ", 4.2 % of the CPU stolen") {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -188,8 +189,8 @@ func renderReport(in *reportInput, m machine, notes []string, profiles []profile
 		w("| Streams | Completed | Ramp s | Lateness p50 ms | p99 ms | max ms | After the ramp: p99 ms | max ms | TTFE p50 ms | TTFE p99 ms |\n")
 		w("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, r := range in.streams {
-			w("| %d | %d | %.1f | %s | %s | %s | %s | %s | %s | %s |\n",
-				r.Streams, r.Completed, r.RampSeconds, ms(r.Lateness.P50), ms(r.Lateness.P99), ms(r.Lateness.Max),
+			w("| %s | %d | %.1f | %s | %s | %s | %s | %s | %s | %s |\n",
+				streamsCell(r), r.Completed, r.RampSeconds, ms(r.Lateness.P50), ms(r.Lateness.P99), ms(r.Lateness.Max),
 				ms(r.LatenessSteady.P99), ms(r.LatenessSteady.Max), ms(r.TTFE.P50), ms(r.TTFE.P99))
 		}
 		w("\n| Streams | Peak live | Server RSS MiB | Goroutines | Threads | Server CPU cores | Load generator CPU cores | Other work cores | CPU stolen %% | Throughput KiB/s |\n")
@@ -199,8 +200,8 @@ func renderReport(in *reportInput, m machine, notes []string, profiles []profile
 			if r.Machine != nil {
 				other, stolen = fmt.Sprintf("%.2f", r.Machine.OtherCores), fmt.Sprintf("%.1f", r.Machine.StealPercent)
 			}
-			w("| %d | %d | %s | %s | %s | %.2f | %.2f | %s | %s | %.0f |\n",
-				r.Streams, r.PeakConcurrent, mib(r.Server.PeakRSSKiB), orDash(r.Server.PeakGoroutines), orDash(r.Server.PeakThreads),
+			w("| %s | %d | %s | %s | %s | %.2f | %.2f | %s | %s | %.0f |\n",
+				streamsCell(r), r.PeakConcurrent, mib(r.Server.PeakRSSKiB), orDash(r.Server.PeakGoroutines), orDash(r.Server.PeakThreads),
 				r.ServerCores, r.ClientCores, other, stolen, r.BytesPerSec/1024)
 		}
 		phaseRows := 0
@@ -283,6 +284,15 @@ func renderReport(in *reportInput, m machine, notes []string, profiles []profile
 		w("## CPU profile: %s\n\n```\n%s\n```\n\n", p.title, strings.TrimRight(p.text, "\n"))
 	}
 	return b.String()
+}
+
+// streamsCell is a streams row's count, with the number of server
+// processes when the run was shared out over several (servers.go).
+func streamsCell(r streamsResult) string {
+	if r.Servers > 1 {
+		return fmt.Sprintf("%d (%d processes)", r.Streams, r.Servers)
+	}
+	return strconv.Itoa(r.Streams)
 }
 
 // targetRows compares the results with the issue's targets.

@@ -10,15 +10,15 @@ import (
 	"time"
 )
 
-// sampler polls the server process from outside while a run is going:
-// resident memory from /proc/<pid>/status and, when the server runs with its
+// sampler polls the server processes from outside while a run is going:
+// resident memory from /proc/<pid>/status and, when a server runs with its
 // profiling listener (dify-mock serve --pprof-addr), its goroutine count.
 // Polling is cheap for the server (runtime.NumGoroutine does not stop the
-// world).
+// world). With several servers each figure is their sum at one sample, so
+// a peak is the most they held together.
 type sampler struct {
-	pid      int
-	debugURL string
-	client   *http.Client
+	servers []server
+	client  *http.Client
 
 	mu             sync.Mutex
 	peakRSSKiB     int64
@@ -27,8 +27,8 @@ type sampler struct {
 	procErr        error
 }
 
-func newSampler(pid int, debugURL string) *sampler {
-	return &sampler{pid: pid, debugURL: strings.TrimRight(debugURL, "/"), client: &http.Client{Timeout: 2 * time.Second}}
+func newSampler(servers ...server) *sampler {
+	return &sampler{servers: servers, client: &http.Client{Timeout: 2 * time.Second}}
 }
 
 // run samples every interval until ctx is done.
@@ -46,27 +46,36 @@ func (s *sampler) run(ctx context.Context, interval time.Duration) {
 }
 
 func (s *sampler) sample(ctx context.Context) {
-	if s.pid > 0 {
-		ps, err := readProcStatus(s.pid)
-		s.mu.Lock()
-		if err != nil {
-			s.procErr = err
+	var rss int64
+	var threads, goroutines int
+	var procErr error
+	for _, sv := range s.servers {
+		if sv.pid > 0 {
+			ps, err := readProcStatus(sv.pid)
+			if err != nil {
+				procErr = err
+			}
+			rss += ps.RSSKiB
+			threads += ps.Threads
 		}
-		s.peakRSSKiB = max(s.peakRSSKiB, ps.RSSKiB)
-		s.peakThreads = max(s.peakThreads, ps.Threads)
-		s.mu.Unlock()
-	}
-	if s.debugURL != "" {
-		if n, err := s.goroutines(ctx); err == nil {
-			s.mu.Lock()
-			s.peakGoroutines = max(s.peakGoroutines, n)
-			s.mu.Unlock()
+		if sv.debugURL != "" {
+			if n, err := s.goroutines(ctx, sv.debugURL); err == nil {
+				goroutines += n
+			}
 		}
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if procErr != nil {
+		s.procErr = procErr
+	}
+	s.peakRSSKiB = max(s.peakRSSKiB, rss)
+	s.peakThreads = max(s.peakThreads, threads)
+	s.peakGoroutines = max(s.peakGoroutines, goroutines)
 }
 
-func (s *sampler) goroutines(ctx context.Context) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.debugURL+"/debug/goroutines", nil)
+func (s *sampler) goroutines(ctx context.Context, debugURL string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, debugURL+"/debug/goroutines", nil)
 	if err != nil {
 		return 0, err
 	}
@@ -95,9 +104,11 @@ func (s *sampler) figures() serverFigures {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := serverFigures{PeakRSSKiB: s.peakRSSKiB, PeakThreads: s.peakThreads, PeakGoroutines: s.peakGoroutines}
-	if s.pid > 0 {
-		if ps, err := readProcStatus(s.pid); err == nil {
-			f.HWMKiB = ps.HWMKiB
+	for _, sv := range s.servers {
+		if sv.pid > 0 {
+			if ps, err := readProcStatus(sv.pid); err == nil {
+				f.HWMKiB += ps.HWMKiB
+			}
 		}
 	}
 	if s.procErr != nil {

@@ -8,10 +8,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/difyops/terraform-provider-dify/cassettes"
@@ -35,6 +36,10 @@ type streamsResult struct {
 	Errors         []string `json:"errors,omitempty"` // the first few, for the report
 	PeakConcurrent int      `json:"peak_concurrent"`
 	RampSeconds    float64  `json:"ramp_seconds"` // until the last stream got its first frame
+	// Servers is the number of server processes the streams were shared
+	// out over, when there were several (servers.go); the server figures
+	// are then their sums.
+	Servers int `json:"servers,omitempty"`
 
 	// Lateness of every received frame (see frameLateness), and of the
 	// frames due once every stream had started (the ramp is over).
@@ -62,9 +67,10 @@ type streamsResult struct {
 
 type streamsOptions struct {
 	url, cassette, debugURL, out, profile, label, sources string
-	eventLoop, timeline                                   string
+	eventLoop, timeline, pids                             string
 	timelineStep                                          time.Duration
-	streams, pid, connect                                 int
+	streams, connect                                      int
+	worker                                                bool // streamsWorker
 	speed                                                 float64
 	profileFor, timeout                                   time.Duration
 }
@@ -73,13 +79,14 @@ func runStreams(ctx context.Context, args []string, stderr io.Writer) error {
 	var o streamsOptions
 	fs := flag.NewFlagSet("streams", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.url, "url", "", "mock API base URL, e.g. http://127.0.0.1:5001/v1 (required)")
+	fs.StringVar(&o.url, "url", "", "mock API base URL, e.g. http://127.0.0.1:5001/v1 (required); several, comma-separated, share the streams out over one worker process each (servers.go)")
 	fs.IntVar(&o.streams, "streams", 1, "concurrent streams")
 	fs.StringVar(&o.cassette, "cassette", "tool-use", "built-in cassette to replay (its first turn)")
 	fs.Float64Var(&o.speed, "speed", 1, "replay speed, sent as X-Dify-Mock-Speed; offsets are divided by it")
-	fs.IntVar(&o.pid, "pid", 0, "server process id, for RSS and threads from /proc (0 = skip)")
-	fs.StringVar(&o.debugURL, "debug-url", "", "the server's profiling listener (serve --pprof-addr), for goroutines and profiles")
-	fs.IntVar(&o.connect, "connect-concurrency", 1000, "requests waiting for their first frame at once (a ramp, so the accept queue never overflows)")
+	fs.StringVar(&o.pids, "pid", "", "server process id, for RSS and threads from /proc (empty = skip); one per --url")
+	fs.StringVar(&o.debugURL, "debug-url", "", "the server's profiling listener (serve --pprof-addr), for goroutines and profiles; one per --url")
+	fs.IntVar(&o.connect, "connect-concurrency", 1000, "requests waiting for their first frame at once, shared out over the worker processes (a ramp, so the accept queue never overflows)")
+	fs.BoolVar(&o.worker, "worker", false, "run as one of the worker processes of a run over several servers (internal)")
 	fs.StringVar(&o.profile, "profile", "", "save a CPU profile of the server to this file (needs --debug-url)")
 	fs.DurationVar(&o.profileFor, "profile-seconds", 10*time.Second, "length of the CPU profile")
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (default: the turn's length + 2m + 10ms per stream)")
@@ -104,6 +111,9 @@ func runStreams(ctx context.Context, args []string, stderr io.Writer) error {
 	turn, err := builtinTurn(o.cassette)
 	if err != nil {
 		return err
+	}
+	if o.worker {
+		return runWorker(ctx, o, turn, os.Stdout, stderr)
 	}
 	res, err := streams(ctx, o, turn, stderr)
 	if err != nil {
@@ -163,6 +173,7 @@ func frameLateness(arrivals, due []time.Duration) ([]time.Duration, time.Duratio
 type streamOutcome struct {
 	lateness []time.Duration // by frame index
 	start    time.Time       // estimated replay start (see frameLateness)
+	first    time.Time       // the first frame's arrival; zero without one
 	ttfe     time.Duration
 	bytes    int64
 	end      time.Time
@@ -170,10 +181,7 @@ type streamOutcome struct {
 }
 
 func streams(ctx context.Context, o streamsOptions, turn *cassette.RecordedTurn, stderr io.Writer) (*streamsResult, error) {
-	due := make([]time.Duration, len(turn.Frames))
-	for i, f := range turn.Frames {
-		due[i] = time.Duration(float64(f.Offset) / o.speed)
-	}
+	due := dueOffsets(turn, o.speed)
 	length := due[len(due)-1]
 	if o.timeout == 0 {
 		// The ramp is part of the run: on a starved machine 18,500 streams
@@ -183,46 +191,17 @@ func streams(ctx context.Context, o streamsOptions, turn *cassette.RecordedTurn,
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-
-	// Streams are spread over a few end users, as a frontend's would be.
-	const users = 64
-	bodies := make([][]byte, users)
-	for u := range users {
-		b, err := json.Marshal(map[string]any{
-			"query": turn.Request.Query, "inputs": turn.Request.Inputs, "response_mode": "streaming",
-			"user": "bench-" + strconv.Itoa(u),
-		})
-		if err != nil {
-			return nil, err
-		}
-		bodies[u] = b
-	}
-	// Every stream has its own connection, as browsers and the provider do.
-	sources, err := parseSources(o.sources, o.streams)
+	servers, err := parseServers(o.url, o.pids, o.debugURL)
 	if err != nil {
 		return nil, err
 	}
-	hdr := http.Header{}
-	hdr.Set("Authorization", "Bearer app-bench")
-	hdr.Set("Content-Type", "application/json")
-	hdr.Set("X-Dify-Mock-Cassette", o.cassette)
-	hdr.Set("X-Dify-Mock-Speed", strconv.FormatFloat(o.speed, 'g', -1, 64))
-	endpoint := strings.TrimRight(o.url, "/") + "/chat-messages"
-	target, err := newSSETarget(endpoint, hdr, sources)
-	if err != nil {
-		return nil, err
+	if o.profile != "" && len(servers) > 1 {
+		return nil, errors.New("--profile takes one server")
 	}
-	if target.loop, err = parseEventLoop(o.eventLoop, o.streams); err != nil {
-		return nil, err
-	}
-	requests := make([][]byte, users)
-	for u, b := range bodies {
-		requests[u] = target.request(b)
-	}
-	speed := hdr.Get("X-Dify-Mock-Speed")
 
-	smp := newSampler(o.pid, o.debugURL)
+	smp := newSampler(servers...)
 	sctx, stopSampling := context.WithCancel(ctx)
+	defer stopSampling()
 	var sampling sync.WaitGroup
 	sampling.Add(1)
 	go func() { defer sampling.Done(); smp.run(sctx, 250*time.Millisecond) }()
@@ -236,50 +215,46 @@ func streams(ctx context.Context, o streamsOptions, turn *cassette.RecordedTurn,
 			case <-time.After(min(2*time.Second, length/4)):
 			case <-ctx.Done():
 			}
-			profileErr <- fetchProfile(ctx, o.debugURL, o.profileFor, o.profile)
+			profileErr <- fetchProfile(ctx, servers[0].debugURL, o.profileFor, o.profile)
 		}()
 	}
 
-	fmt.Fprintf(stderr, "loadgen: %d streams of %q (%d frames, %v at speed %s) against %s from %d source address(es)\n",
-		o.streams, turn.Request.Query, len(due), length, speed, endpoint, max(1, len(sources)))
-	var (
-		active, peak atomic.Int64
-		lastFirst    atomic.Int64 // unix nanos of the latest first frame
-		sem          = make(chan struct{}, o.connect)
-		results      = make(chan streamOutcome, o.streams)
-	)
+	fmt.Fprintf(stderr, "loadgen: %d streams of %q (%d frames, %v at speed %g) against %s\n",
+		o.streams, turn.Request.Query, len(due), length, o.speed, o.url)
 	start := time.Now()
-	serverCPU0, clientCPU0 := processCPU(o.pid), selfCPU()
+	serverCPU0, clientCPU0 := serversCPU(servers), selfCPU()+childrenCPU()
 	machine0, haveMachine := readMachineCPU()
 	steal := newStealTrack(start, o.timelineStep)
 	sampling.Add(1)
 	go func() { defer sampling.Done(); steal.run(sctx) }()
-	for i := range o.streams {
-		req := requests[i%users]
-		go func() {
-			results <- oneStream(ctx, target, i, req, due, sem, func(first time.Time) {
-				n := active.Add(1)
-				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
-				}
-				for l := lastFirst.Load(); first.UnixNano() > l && !lastFirst.CompareAndSwap(l, first.UnixNano()); l = lastFirst.Load() {
-				}
-			}, func() { active.Add(-1) })
-		}()
+	var all []streamOutcome
+	if len(servers) == 1 {
+		all, err = dialStreams(ctx, o, turn, due, stderr)
+	} else {
+		all, err = streamsInWorkers(ctx, o, servers, stderr)
 	}
+	if err != nil {
+		return nil, err
+	}
+	stopSampling()
+	sampling.Wait()
 
 	res := &streamsResult{Kind: "streams", Streams: o.streams, Cassette: o.cassette, Speed: o.speed,
 		Frames: len(due), RecordedSeconds: length.Seconds(), FirstFrameSeconds: due[0].Seconds(), Label: o.label}
+	if len(servers) > 1 {
+		res.Servers = len(servers)
+	}
 	var lateness, ttfe durations
-	var end time.Time
-	var all []streamOutcome
-	for range o.streams {
-		r := <-results
+	var end, rampEnd time.Time // rampEnd: the last stream's first frame; zero when none came
+	for _, r := range all {
 		if r.end.After(end) {
 			end = r.end
 		}
+		if r.first.After(rampEnd) {
+			rampEnd = r.first
+		}
 		res.Bytes += r.bytes
 		lateness = append(lateness, r.lateness...)
-		all = append(all, r)
 		if r.ttfe > 0 {
 			ttfe = append(ttfe, r.ttfe)
 		}
@@ -292,24 +267,20 @@ func streams(ctx context.Context, o streamsOptions, turn *cassette.RecordedTurn,
 		}
 		res.Completed++
 	}
-	stopSampling()
-	sampling.Wait()
 	res.WindowSeconds = end.Sub(start).Seconds()
 	if res.WindowSeconds > 0 {
-		if o.pid > 0 {
-			res.ServerCores = (processCPU(o.pid) - serverCPU0).Seconds() / res.WindowSeconds
+		if anyPID(servers) {
+			res.ServerCores = (serversCPU(servers) - serverCPU0).Seconds() / res.WindowSeconds
 		}
-		res.ClientCores = (selfCPU() - clientCPU0).Seconds() / res.WindowSeconds
+		res.ClientCores = (selfCPU() + childrenCPU() - clientCPU0).Seconds() / res.WindowSeconds
 		if m1, ok := readMachineCPU(); ok && haveMachine {
 			res.Machine = machineOver(machine0, m1, res.WindowSeconds, res.ServerCores, res.ClientCores)
 		}
 	}
 	res.Server = smp.figures()
 	res.Lateness, res.TTFE = lateness.summarize(), ttfe.summarize()
-	res.PeakConcurrent = int(peak.Load())
-	var rampEnd time.Time // the last stream's first frame; zero when none came
-	if lf := lastFirst.Load(); lf > 0 {
-		rampEnd = time.Unix(0, lf)
+	res.PeakConcurrent = peakLive(all)
+	if !rampEnd.IsZero() {
 		res.RampSeconds = rampEnd.Sub(start).Seconds()
 		var steady durations
 		for _, r := range all {
@@ -346,11 +317,100 @@ func streams(ctx context.Context, o streamsOptions, turn *cassette.RecordedTurn,
 	return res, nil
 }
 
-// oneStream sends one chat request (stream i) and times every frame. sem
-// bounds how many requests wait for their first frame at once;
-// started/ended track the number of streams that are live.
-func oneStream(ctx context.Context, target *sseTarget, i int, req []byte,
-	due []time.Duration, sem chan struct{}, started func(time.Time), ended func()) (out streamOutcome) {
+// dueOffsets is when each frame of turn is due at speed, from the start.
+func dueOffsets(turn *cassette.RecordedTurn, speed float64) []time.Duration {
+	due := make([]time.Duration, len(turn.Frames))
+	for i, f := range turn.Frames {
+		due[i] = time.Duration(float64(f.Offset) / speed)
+	}
+	return due
+}
+
+// dialStreams runs o.streams streams against o.url from this process, at
+// most o.connect of them waiting for their first frame at once, and
+// returns what each reported.
+func dialStreams(ctx context.Context, o streamsOptions, turn *cassette.RecordedTurn, due []time.Duration, stderr io.Writer) ([]streamOutcome, error) {
+	// Streams are spread over a few end users, as a frontend's would be.
+	const users = 64
+	bodies := make([][]byte, users)
+	for u := range users {
+		b, err := json.Marshal(map[string]any{
+			"query": turn.Request.Query, "inputs": turn.Request.Inputs, "response_mode": "streaming",
+			"user": "bench-" + strconv.Itoa(u),
+		})
+		if err != nil {
+			return nil, err
+		}
+		bodies[u] = b
+	}
+	// Every stream has its own connection, as browsers and the provider do.
+	sources, err := parseSources(o.sources, o.streams)
+	if err != nil {
+		return nil, err
+	}
+	hdr := http.Header{}
+	hdr.Set("Authorization", "Bearer app-bench")
+	hdr.Set("Content-Type", "application/json")
+	hdr.Set("X-Dify-Mock-Cassette", o.cassette)
+	hdr.Set("X-Dify-Mock-Speed", strconv.FormatFloat(o.speed, 'g', -1, 64))
+	endpoint := strings.TrimRight(o.url, "/") + "/chat-messages"
+	target, err := newSSETarget(endpoint, hdr, sources)
+	if err != nil {
+		return nil, err
+	}
+	if target.loop, err = parseEventLoop(o.eventLoop, o.streams); err != nil {
+		return nil, err
+	}
+	requests := make([][]byte, users)
+	for u, b := range bodies {
+		requests[u] = target.request(b)
+	}
+	fmt.Fprintf(stderr, "loadgen: %d streams to %s from %d source address(es)\n", o.streams, endpoint, max(1, len(sources)))
+	sem := make(chan struct{}, o.connect)
+	results := make(chan streamOutcome, o.streams)
+	for i := range o.streams {
+		req := requests[i%users]
+		go func() { results <- oneStream(ctx, target, req, due, sem) }()
+	}
+	all := make([]streamOutcome, 0, o.streams)
+	for range o.streams {
+		all = append(all, <-results)
+	}
+	return all, nil
+}
+
+// peakLive is the most streams that were live at once: a stream is live
+// from its first frame to its end.
+func peakLive(all []streamOutcome) int {
+	type edge struct {
+		at    time.Time
+		delta int
+	}
+	edges := make([]edge, 0, 2*len(all))
+	for _, r := range all {
+		if !r.first.IsZero() {
+			edges = append(edges, edge{r.first, 1}, edge{r.end, -1})
+		}
+	}
+	// Ends before starts at the same instant: a stream that ended as
+	// another began was not live with it.
+	slices.SortFunc(edges, func(a, b edge) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return a.delta - b.delta
+	})
+	live, peak := 0, 0
+	for _, e := range edges {
+		live += e.delta
+		peak = max(peak, live)
+	}
+	return peak
+}
+
+// oneStream sends one chat request and times every frame. sem bounds how
+// many requests wait for their first frame at once.
+func oneStream(ctx context.Context, target *sseTarget, req []byte, due []time.Duration, sem chan struct{}) (out streamOutcome) {
 	select {
 	case sem <- struct{}{}:
 	case <-ctx.Done():
@@ -378,14 +438,11 @@ func oneStream(ctx context.Context, target *sseTarget, i int, req []byte,
 		out.bytes += int64(size)
 		if len(arrivals) == 0 {
 			out.ttfe = now.Sub(sent)
+			out.first = now
 			release()
-			started(now)
 		}
 		arrivals = append(arrivals, now.Sub(sent))
 	})
-	if len(arrivals) > 0 {
-		ended()
-	}
 	out.end = time.Now()
 	if err != nil {
 		var st *errStatus

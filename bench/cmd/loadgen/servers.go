@@ -182,6 +182,9 @@ func streamsInWorkers(ctx context.Context, o streamsOptions, servers []server, s
 		return nil, err
 	}
 	n := len(servers)
+	// The workers' messages go to stderr whole lines at a time, one
+	// worker's at once (os/exec copies each worker's from its own goroutine).
+	stderr = &lockedWriter{w: stderr}
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
@@ -253,4 +256,16 @@ func streamsInWorkers(ctx context.Context, o streamsOptions, servers []server, s
 		return nil, err
 	}
 	return all, nil
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/difyops/terraform-provider-dify/mockserver/detach"
 	"github.com/difyops/terraform-provider-dify/mockserver/rawstream"
+	"github.com/difyops/terraform-provider-dify/mockserver/replay"
 )
 
 // IdleTimeout is how long a connection may wait for the client's next
@@ -96,7 +97,8 @@ func (s *Server) playDetached(d *detachedStream) {
 			_ = d.raw.Close()
 		}
 	}()
-	rep := s.replayTurn(context.Background(), d.raw, d.cs, d.raw.Hangup())
+	d.raw.OnHangup(func() { d.cs.tk.intr.Interrupt(replay.Disconnected) })
+	rep := s.replayTurn(context.Background(), d.raw, d.cs, true)
 	d.tail.End()
 	if rep.Reset {
 		d.raw.Reset()

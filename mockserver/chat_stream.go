@@ -25,24 +25,23 @@ func (s *Server) playChat(w http.ResponseWriter, r *http.Request, cs *chatStream
 		return
 	}
 	defer s.endStream(cs.bound.Binding.TaskID)
-	rep := s.replayTurn(r.Context(), &flushSink{w: w, rc: http.NewResponseController(w)}, cs, nil)
+	rep := s.replayTurn(r.Context(), &flushSink{w: w, rc: http.NewResponseController(w)}, cs, false)
 	if rep.Reset {
 		resetAfterStream(w)
 	}
 }
 
 // replayTurn is the one replay of a chat turn, whichever goroutine runs it:
-// the journal's observer, the run limits and the fault, stop and shutdown,
-// and the store phase before the frame that ends the stream. hangup, when
-// not nil, reports a client gone (a detached stream watches its connection
-// itself; ctx does it for a handler), which makes it a replay on a detached
-// stream's own goroutine (chat_detach.go). That differs in two ways that
+// the journal's observer, the run limits and the fault, stop and shutdown
+// (the task's Interrupter), and the store phase before the frame that ends
+// the stream. ctx reports a handler's client gone; a detached stream's
+// hang-up comes through the Interrupter (chat_detach.go). detached is a
+// replay on a detached stream's own goroutine. That differs in two ways that
 // matter when a thousand streams end together: it stores the turn on its
 // own stack (it ends soon after, so its stack may grow; a goroutine handoff
 // is a trip through the run queue behind every other stream), and it leaves
 // the last flush to the end of the body (one write fewer).
-func (s *Server) replayTurn(ctx context.Context, sink replaySink, cs *chatStream, hangup <-chan struct{}) *replay.Report {
-	detached := hangup != nil
+func (s *Server) replayTurn(ctx context.Context, sink replaySink, cs *chatStream, detached bool) *replay.Report {
 	plan := cs.plan
 	opts := replay.Options{Speed: plan.speed, RunTimeout: s.cfg.RunTimeout, MaxModelRequests: s.cfg.MaxModelRequests, Fault: plan.spec.Stream,
 		CallerEndsBody: detached, Precise: s.precise}
@@ -50,7 +49,7 @@ func (s *Server) replayTurn(ctx context.Context, sink replaySink, cs *chatStream
 		js := &journalSink{replaySink: sink, rec: cs.rec, speed: plan.speed, start: time.Now()}
 		sink, opts.Observe = js, js.observe
 	}
-	rep := cs.bound.Play(ctx, sink, opts, replay.Signals{Stop: cs.tk.stop, Shutdown: s.closing, Hangup: hangup}, func(rep *replay.Report) {
+	rep := cs.bound.Play(ctx, sink, opts, cs.tk.intr, func(rep *replay.Report) {
 		if detached {
 			s.storeTurn(cs, rep)
 		} else {

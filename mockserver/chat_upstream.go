@@ -136,10 +136,12 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request, lc *liveChat)
 	defer cancel(nil)
 	go func() {
 		select {
-		case <-tk.stop:
-			cancel(errLiveStopped)
-		case <-s.closing:
-			cancel(errLiveShutdown)
+		case <-tk.intr.Done():
+			if tk.intr.Cause() == replay.ShuttingDown {
+				cancel(errLiveShutdown)
+			} else {
+				cancel(errLiveStopped)
+			}
 		case <-ctx.Done():
 		}
 	}()

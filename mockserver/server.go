@@ -171,8 +171,9 @@ type Server struct {
 // task is a live stream that POST /chat-messages/:task_id/stop can end.
 type task struct {
 	owner string
-	stop  chan struct{}
-	once  sync.Once
+	// intr ends the stream early: its owner's stop, the server's
+	// Shutdown, or (detached) its client's hang-up, whichever is first.
+	intr *replay.Interrupter
 	// conn is a detached stream's connection (chat_detach.go), closed by
 	// Shutdown when the stream does not end in time; guarded by Server.mu.
 	conn io.Closer
@@ -371,6 +372,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if !s.closed {
 		s.closed = true
 		close(s.closing)
+		// Each stream has its own signal (replay.Interrupter: a replay
+		// waiting on a channel every stream shares costs more per frame).
+		for _, t := range s.tasks {
+			t.intr.Interrupt(replay.ShuttingDown)
+		}
 	}
 	s.mu.Unlock()
 	s.evictions.flush()
@@ -412,7 +418,7 @@ func (s *Server) beginStream(taskID, owner string) (*task, bool) {
 	}
 	s.streams.Add(1)
 	s.live.Add(1)
-	t := &task{owner: owner, stop: make(chan struct{})}
+	t := &task{owner: owner, intr: replay.NewInterrupter()}
 	s.tasks[taskID] = t
 	return t, true
 }
@@ -433,7 +439,7 @@ func (s *Server) stopTask(taskID, owner string) bool {
 	if !ok || t.owner != owner {
 		return false
 	}
-	t.once.Do(func() { close(t.stop) })
+	t.intr.Interrupt(replay.Stopped)
 	return true
 }
 

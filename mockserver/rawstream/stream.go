@@ -40,6 +40,9 @@ type Stream struct {
 
 	hangup chan struct{} // closed when the client hung up before End
 
+	onHangup func() // OnHangup's; guarded by mu
+	hungUp   bool   // the client hung up before End; guarded by mu
+
 	mu     sync.Mutex
 	early  []byte // bytes the client sent after its request (the next request's start)
 	ended  bool   // End was called
@@ -99,6 +102,20 @@ func (s *Stream) unwatchLocked() bool {
 // End.
 func (s *Stream) Hangup() <-chan struct{} { return s.hangup }
 
+// OnHangup has f called once, on another goroutine, when the client closes
+// or resets the connection before End, or at once if it already has: for
+// a caller that would rather fold the hang-up into a signal of its own than
+// wait on one more channel (replay.Interrupter).
+func (s *Stream) OnHangup(f func()) {
+	s.mu.Lock()
+	s.onHangup = f
+	hung := s.hungUp
+	s.mu.Unlock()
+	if hung {
+		f()
+	}
+}
+
 // read waits for the client's next bytes. Before End they can only be a
 // hang-up (an SSE client sends nothing while it reads the stream) or a
 // pipelined next request; after End they are the client's next request on
@@ -113,6 +130,10 @@ func (s *Stream) read() {
 	}
 	s.exited = true
 	ended := s.ended
+	var notify func()
+	if !ended && err != nil {
+		s.hungUp, notify = true, s.onHangup
+	}
 	s.mu.Unlock()
 	if ended {
 		s.release()
@@ -120,6 +141,9 @@ func (s *Stream) read() {
 	}
 	if err != nil {
 		close(s.hangup)
+		if notify != nil {
+			notify()
+		}
 	}
 }
 

@@ -204,6 +204,51 @@ func TestHangupIsReportedAndResetResets(t *testing.T) {
 	}
 }
 
+// OnHangup's function runs once whether it was given before the client
+// hung up or after.
+func TestOnHangupRunsOnceBeforeOrAfter(t *testing.T) {
+	for _, after := range []bool{false, true} {
+		var calls atomic.Int32
+		called := make(chan struct{}, 2)
+		done := make(chan struct{})
+		addr, _ := server(t, time.Minute, func(s *Stream) {
+			_, _ = s.Write([]byte("first"))
+			_ = s.Flush()
+			f := func() { calls.Add(1); called <- struct{}{} }
+			if !after {
+				s.OnHangup(f)
+			}
+			if waitHangup(s) < 0 {
+				t.Error("no hang-up within 10 s")
+			}
+			if after {
+				s.OnHangup(f)
+			}
+			s.End(true, false)
+			close(done)
+		})
+		c, br := rawRequest(t, addr, "")
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := resp.Body.Read(make([]byte, 5)); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.Close()
+		<-done
+		select {
+		case <-called:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("after=%v: OnHangup's function did not run", after)
+		}
+		if n := calls.Load(); n != 1 {
+			t.Fatalf("after=%v: ran %d times", after, n)
+		}
+	}
+
+}
+
 // waitHangup waits up to 10 s for s's client to hang up and returns how
 // long it took, -1 when it did not.
 func waitHangup(s *Stream) time.Duration {

@@ -58,7 +58,7 @@ func TestStreamFaults(t *testing.T) {
 		var out sink
 		settles := 0
 		f := c.f
-		rep := b.Play(context.Background(), &out, Options{Fault: &f}, Signals{}, func(*Report) { settles++ })
+		rep := b.Play(context.Background(), &out, Options{Fault: &f}, nil, func(*Report) { settles++ })
 		name := f.String()
 		if settles != 1 || rep.Outcome != c.outcome || rep.Sent != c.sent || rep.Reset != c.reset || rep.Result.ErrorCode != c.errorCode || rep.Result.Ended != c.ended {
 			t.Errorf("%s: settles %d outcome %v sent %d reset %v error %q ended %v", name, settles, rep.Outcome, rep.Sent, rep.Reset, rep.Result.ErrorCode, rep.Result.Ended)
@@ -87,7 +87,7 @@ func TestFaultReplacesRunLimit(t *testing.T) {
 		t.Skip("tool-use has a single model request")
 	}
 	var out sink
-	rep := bind(tr).Play(context.Background(), &out, Options{MaxModelRequests: 1, Fault: &fault.Stream{Kind: fault.ErrorAfter, After: 999, Code: "completion_request_error"}}, Signals{}, func(*Report) {})
+	rep := bind(tr).Play(context.Background(), &out, Options{MaxModelRequests: 1, Fault: &fault.Stream{Kind: fault.ErrorAfter, After: 999, Code: "completion_request_error"}}, nil, func(*Report) {})
 	if rep.Outcome != Faulted || rep.Sent != tr.modelRequestFrames[1] || strings.Contains(out.String(), RunLimitCode) ||
 		!strings.Contains(out.String(), `"code":"completion_request_error","status":400`) {
 		t.Errorf("outcome %v sent %d: %s", rep.Outcome, rep.Sent, out.String())
@@ -118,7 +118,7 @@ func TestStallKeepsTheSchedule(t *testing.T) {
 	defer cancel()
 	// The sink ends the replay once frame k is in.
 	ts := &timedSink{start: time.Now(), stopAt: k + 1, stop: cancel}
-	bind(tr).Play(ctx, ts, Options{Speed: 1, Fault: &fault.Stream{Kind: fault.StallAfter, After: k, For: stall}}, Signals{}, func(*Report) {})
+	bind(tr).Play(ctx, ts, Options{Speed: 1, Fault: &fault.Stream{Kind: fault.StallAfter, After: k, For: stall}}, nil, func(*Report) {})
 	// The sink sees writes; frame k is written at offset_k + stall.
 	want := tr.Frames[k].Offset + stall
 	if d := ts.at[k] - want; d < -5*time.Millisecond || d > 100*time.Millisecond {
@@ -166,7 +166,7 @@ func FuzzStreamFault(f *testing.F) {
 		kinds := []fault.StreamKind{fault.ErrorAfter, fault.CloseAfter, fault.ResetAfter, fault.StallAfter, fault.Truncate, fault.MalformedAfter}
 		st := &fault.Stream{Kind: kinds[int(kind)%len(kinds)], After: int(after), For: time.Microsecond, Then: fault.Then(int(kind/8) % 3)}
 		settles := 0
-		rep := bind(sc.Turns[0]).Play(context.Background(), &sink{}, Options{Speed: 1, Fault: st}, Signals{}, func(*Report) { settles++ })
+		rep := bind(sc.Turns[0]).Play(context.Background(), &sink{}, Options{Speed: 1, Fault: st}, nil, func(*Report) { settles++ })
 		if settles != 1 || rep.Sent > len(frames) {
 			t.Fatalf("settled %d times, sent %d of %d", settles, rep.Sent, len(frames))
 		}

@@ -90,11 +90,11 @@ type played struct {
 	settledWith Outcome
 }
 
-func playTurn(t *testing.T, tr *CompiledTurn, ctx context.Context, s *scriptedSink, opt Options, sig Signals) played {
+func playTurn(t *testing.T, tr *CompiledTurn, ctx context.Context, s *scriptedSink, opt Options, in *Interrupter) played {
 	t.Helper()
 	var p played
 	opt.Observe = func(f SentFrame) { p.observed = append(p.observed, f) }
-	p.rep = bind(tr).Play(ctx, s, opt, sig, func(r *Report) {
+	p.rep = bind(tr).Play(ctx, s, opt, in, func(r *Report) {
 		p.settles++
 		p.atSettle = s.String()
 		p.settledWith = r.Outcome
@@ -108,7 +108,7 @@ func playTurn(t *testing.T, tr *CompiledTurn, ctx context.Context, s *scriptedSi
 
 func TestPlayCompletes(t *testing.T) {
 	tr := fullTurn(t)
-	p := playTurn(t, tr, context.Background(), &scriptedSink{}, Options{}, Signals{})
+	p := playTurn(t, tr, context.Background(), &scriptedSink{}, Options{}, nil)
 	if p.rep.Outcome != Completed || p.rep.Sent != 5 || p.rep.Result.Answer != "Hello" || !p.rep.Result.Ended {
 		t.Fatalf("outcome %v sent %d answer %q ended %v", p.rep.Outcome, p.rep.Sent, p.rep.Result.Answer, p.rep.Result.Ended)
 	}
@@ -135,7 +135,7 @@ func TestPlayCompletes(t *testing.T) {
 }
 
 func TestPlayRecordedErrorFails(t *testing.T) {
-	p := playTurn(t, playerTurn(t, pAnswer1, pError), context.Background(), &scriptedSink{}, Options{}, Signals{})
+	p := playTurn(t, playerTurn(t, pAnswer1, pError), context.Background(), &scriptedSink{}, Options{}, nil)
 	if p.rep.Outcome != Failed || p.rep.Sent != 2 || p.rep.Result.ErrorCode != "completion_request_error" {
 		t.Fatalf("outcome %v sent %d error %q", p.rep.Outcome, p.rep.Sent, p.rep.Result.ErrorCode)
 	}
@@ -145,7 +145,7 @@ func TestPlayRecordedErrorFails(t *testing.T) {
 }
 
 func TestPlayTruncatedRecording(t *testing.T) {
-	p := playTurn(t, playerTurn(t, pAnswer1, pAnswer2), context.Background(), &scriptedSink{}, Options{}, Signals{})
+	p := playTurn(t, playerTurn(t, pAnswer1, pAnswer2), context.Background(), &scriptedSink{}, Options{}, nil)
 	if p.rep.Outcome != Truncated || p.rep.Sent != 2 || p.rep.Result.Answer != "Hello" || p.rep.Result.Ended {
 		t.Fatalf("outcome %v sent %d answer %q ended %v", p.rep.Outcome, p.rep.Sent, p.rep.Result.Answer, p.rep.Result.Ended)
 	}
@@ -157,7 +157,7 @@ func TestPlayTruncatedRecording(t *testing.T) {
 func TestPlayRunLimitCut(t *testing.T) {
 	// Frames are 10 ms apart in recorded time: a 15 ms deadline cuts
 	// before frame 2.
-	p := playTurn(t, fullTurn(t), context.Background(), &scriptedSink{}, Options{RunTimeout: 15 * time.Millisecond}, Signals{})
+	p := playTurn(t, fullTurn(t), context.Background(), &scriptedSink{}, Options{RunTimeout: 15 * time.Millisecond}, nil)
 	if p.rep.Outcome != LimitExceeded || p.rep.Sent != 2 || p.rep.Result.ErrorCode != RunLimitCode {
 		t.Fatalf("outcome %v sent %d error %q", p.rep.Outcome, p.rep.Sent, p.rep.Result.ErrorCode)
 	}
@@ -171,16 +171,16 @@ func TestPlayRunLimitCut(t *testing.T) {
 }
 
 func TestPlayStopped(t *testing.T) {
-	stop := make(chan struct{})
+	stop := NewInterrupter()
 	// Stop once the second agent_message is out: the turn ends with the
 	// recorded message_end only (EasyUIBasedGenerateTaskPipeline answers
 	// QueueStopEvent without a message carrying the partial answer).
 	s := &scriptedSink{onWrite: func(n int) {
 		if n == 2 {
-			close(stop)
+			stop.Interrupt(Stopped)
 		}
 	}}
-	p := playTurn(t, fullTurn(t), context.Background(), s, Options{}, Signals{Stop: stop})
+	p := playTurn(t, fullTurn(t), context.Background(), s, Options{}, stop)
 	if p.rep.Outcome != Stopped || p.rep.Sent != 2 || p.rep.Result.Answer != "Hello" || !p.rep.Result.Ended || p.rep.Result.Usage == nil {
 		t.Fatalf("outcome %v sent %d answer %q ended %v usage %v", p.rep.Outcome, p.rep.Sent, p.rep.Result.Answer, p.rep.Result.Ended, p.rep.Result.Usage)
 	}
@@ -195,14 +195,36 @@ func TestPlayStopped(t *testing.T) {
 }
 
 func TestPlayShuttingDown(t *testing.T) {
-	shutdown := make(chan struct{})
-	close(shutdown)
-	p := playTurn(t, fullTurn(t), context.Background(), &scriptedSink{}, Options{}, Signals{Shutdown: shutdown})
+	shutdown := NewInterrupter()
+	shutdown.Interrupt(ShuttingDown)
+	p := playTurn(t, fullTurn(t), context.Background(), &scriptedSink{}, Options{}, shutdown)
 	if p.rep.Outcome != ShuttingDown || p.rep.Sent != 0 || p.rep.Result.ErrorMessage != ShutdownMessage {
 		t.Fatalf("outcome %v sent %d error %q", p.rep.Outcome, p.rep.Sent, p.rep.Result.ErrorMessage)
 	}
 	if !strings.Contains(p.out, `"code":"internal_server_error","status":500`) || p.atSettle != "" {
 		t.Errorf("output %q, at settle %q", p.out, p.atSettle)
+	}
+}
+
+// The first interruption wins: a stop after a shutdown (or a hang-up after
+// a stop) does not change why the replay ended.
+func TestInterrupterFirstCauseWins(t *testing.T) {
+	in := NewInterrupter()
+	select {
+	case <-in.Done():
+		t.Fatal("a new interrupter has fired")
+	default:
+	}
+	if !in.Interrupt(ShuttingDown) || in.Interrupt(Stopped) || in.Interrupt(Disconnected) {
+		t.Fatal("only the first Interrupt is the first")
+	}
+	<-in.Done()
+	if in.Cause() != ShuttingDown {
+		t.Fatalf("cause %v", in.Cause())
+	}
+	p := playTurn(t, fullTurn(t), context.Background(), &scriptedSink{}, Options{}, in)
+	if p.rep.Outcome != ShuttingDown {
+		t.Fatalf("outcome %v", p.rep.Outcome)
 	}
 }
 
@@ -213,14 +235,14 @@ func TestPlayClientGone(t *testing.T) {
 			cancel()
 		}
 	}}
-	p := playTurn(t, fullTurn(t), ctx, s, Options{}, Signals{})
+	p := playTurn(t, fullTurn(t), ctx, s, Options{}, nil)
 	if p.rep.Outcome != Disconnected || p.rep.Sent != 1 || p.rep.Result.Answer != "Hel" || p.out != p.atSettle {
 		t.Fatalf("outcome %v sent %d answer %q; written after settle: %q", p.rep.Outcome, p.rep.Sent, p.rep.Result.Answer, p.out[len(p.atSettle):])
 	}
 }
 
 func TestPlayWriteFails(t *testing.T) {
-	p := playTurn(t, fullTurn(t), context.Background(), &scriptedSink{failAt: 3}, Options{}, Signals{})
+	p := playTurn(t, fullTurn(t), context.Background(), &scriptedSink{failAt: 3}, Options{}, nil)
 	if p.rep.Outcome != Disconnected || p.rep.Sent != 2 || p.rep.Result.Answer != "Hello" {
 		t.Fatalf("outcome %v sent %d answer %q", p.rep.Outcome, p.rep.Sent, p.rep.Result.Answer)
 	}
@@ -232,7 +254,7 @@ func TestPlayWriteFails(t *testing.T) {
 func TestPlayFlushFails(t *testing.T) {
 	// At speed 1 the player flushes before it waits for frame 1; a failed
 	// flush is a client that went away.
-	p := playTurn(t, fullTurn(t), context.Background(), &scriptedSink{flushErr: errors.New("broken pipe")}, Options{Speed: 1}, Signals{})
+	p := playTurn(t, fullTurn(t), context.Background(), &scriptedSink{flushErr: errors.New("broken pipe")}, Options{Speed: 1}, nil)
 	if p.rep.Outcome != Disconnected || p.rep.Sent != 1 {
 		t.Fatalf("outcome %v sent %d", p.rep.Outcome, p.rep.Sent)
 	}
@@ -241,13 +263,13 @@ func TestPlayFlushFails(t *testing.T) {
 func TestPlayInterruptedAfterTheEnd(t *testing.T) {
 	// A stop after message_end (while tts frames remain) changes nothing:
 	// the turn was settled as completed and nothing more is written.
-	stop := make(chan struct{})
+	stop := NewInterrupter()
 	s := &scriptedSink{onWrite: func(n int) {
 		if n == 4 {
-			close(stop)
+			stop.Interrupt(Stopped)
 		}
 	}}
-	p := playTurn(t, fullTurn(t), context.Background(), s, Options{}, Signals{Stop: stop})
+	p := playTurn(t, fullTurn(t), context.Background(), s, Options{}, stop)
 	if p.rep.Outcome != Completed || p.settledWith != Completed || p.rep.Sent != 4 || strings.Contains(p.out, "tts_message_end") {
 		t.Fatalf("outcome %v sent %d:\n%s", p.rep.Outcome, p.rep.Sent, p.out)
 	}
@@ -258,7 +280,7 @@ func TestPlayInterruptedAfterTheEnd(t *testing.T) {
 func TestPlayObserverKeepsTheSchedule(t *testing.T) {
 	tr := fullTurn(t)
 	start := time.Now()
-	p := playTurn(t, tr, context.Background(), &scriptedSink{}, Options{Speed: 1}, Signals{})
+	p := playTurn(t, tr, context.Background(), &scriptedSink{}, Options{Speed: 1}, nil)
 	if p.rep.Outcome != Completed || len(p.observed) != len(tr.Frames) {
 		t.Fatalf("outcome %v, %d observed", p.rep.Outcome, len(p.observed))
 	}
@@ -275,7 +297,7 @@ func TestPlayLeavesTheLastFlushToTheCaller(t *testing.T) {
 	tr := fullTurn(t)
 	for _, callerEnds := range []bool{false, true} {
 		s := &opSink{}
-		rep := bind(tr).Play(context.Background(), s, Options{Speed: 1, CallerEndsBody: callerEnds}, Signals{}, func(*Report) {})
+		rep := bind(tr).Play(context.Background(), s, Options{Speed: 1, CallerEndsBody: callerEnds}, nil, func(*Report) {})
 		if rep.Outcome != Completed || !strings.Contains(s.String(), `"tts_message_end"`) {
 			t.Fatalf("CallerEndsBody=%v: outcome %v, output:\n%s", callerEnds, rep.Outcome, s.String())
 		}
@@ -309,7 +331,7 @@ func TestPlayPreciseNeverWritesEarly(t *testing.T) {
 	tr := fullTurn(t)
 	asked := 0
 	start := time.Now()
-	p := playTurn(t, tr, context.Background(), &scriptedSink{}, Options{Speed: 1, Precise: func() bool { asked++; return true }}, Signals{})
+	p := playTurn(t, tr, context.Background(), &scriptedSink{}, Options{Speed: 1, Precise: func() bool { asked++; return true }}, nil)
 	if p.rep.Outcome != Completed || len(p.observed) != len(tr.Frames) {
 		t.Fatalf("outcome %v, %d observed", p.rep.Outcome, len(p.observed))
 	}
@@ -329,15 +351,15 @@ func TestPlayPreciseNeverWritesEarly(t *testing.T) {
 // A stop that comes while a precise wait sleeps ends the replay then, as
 // it does an ordinary wait.
 func TestPlayPreciseWaitIsInterrupted(t *testing.T) {
-	stop := make(chan struct{})
+	stop := NewInterrupter()
 	s := &scriptedSink{onWrite: func(n int) {
 		if n == 1 {
-			close(stop)
+			stop.Interrupt(Stopped)
 		}
 	}}
 	start := time.Now()
 	// At speed 0.001 the frames are 10 s apart: only the stop ends the wait.
-	p := playTurn(t, fullTurn(t), context.Background(), s, Options{Speed: 0.001, Precise: func() bool { return true }}, Signals{Stop: stop})
+	p := playTurn(t, fullTurn(t), context.Background(), s, Options{Speed: 0.001, Precise: func() bool { return true }}, stop)
 	if p.rep.Outcome != Stopped || p.rep.Sent != 1 {
 		t.Fatalf("outcome %v, sent %d", p.rep.Outcome, p.rep.Sent)
 	}
@@ -349,13 +371,13 @@ func TestPlayPreciseWaitIsInterrupted(t *testing.T) {
 // A precise wait shorter than its spin (frames 1 ms apart at speed 10)
 // still sees a stop that already came, as a sleeping one does.
 func TestPlayPreciseShortWaitSeesAStop(t *testing.T) {
-	stop := make(chan struct{})
+	stop := NewInterrupter()
 	s := &scriptedSink{onWrite: func(n int) {
 		if n == 1 {
-			close(stop)
+			stop.Interrupt(Stopped)
 		}
 	}}
-	p := playTurn(t, fullTurn(t), context.Background(), s, Options{Speed: 10, Precise: func() bool { return true }}, Signals{Stop: stop})
+	p := playTurn(t, fullTurn(t), context.Background(), s, Options{Speed: 10, Precise: func() bool { return true }}, stop)
 	if p.rep.Outcome != Stopped || p.rep.Sent != 1 {
 		t.Fatalf("outcome %v, sent %d", p.rep.Outcome, p.rep.Sent)
 	}

@@ -84,7 +84,7 @@ func TestBindRewritesEverything(t *testing.T) {
 		b := tr.Bind(Binding{ConversationID: NewUUID(), MessageID: NewUUID(), TaskID: NewUUID(), Now: now})
 		var out sink
 		var settled *Report
-		rep := b.Play(context.Background(), &out, Options{}, Signals{}, func(r *Report) { settled = r })
+		rep := b.Play(context.Background(), &out, Options{}, nil, func(r *Report) { settled = r })
 		if settled != rep || rep.Sent != len(tr.Frames) {
 			t.Errorf("%s: settle %p report %p sent %d/%d", name, settled, rep, rep.Sent, len(tr.Frames))
 		}
@@ -155,7 +155,7 @@ func TestRunLimitCuts(t *testing.T) {
 	}
 	b := tr.Bind(Binding{ConversationID: NewUUID(), MessageID: NewUUID(), TaskID: NewUUID(), Now: time.Now()})
 	var out sink
-	rep := b.Play(context.Background(), &out, Options{MaxModelRequests: 1}, Signals{}, func(*Report) {})
+	rep := b.Play(context.Background(), &out, Options{MaxModelRequests: 1}, nil, func(*Report) {})
 	if rep.Outcome != LimitExceeded || rep.Sent != tr.modelRequestFrames[1] || !strings.Contains(out.String(), `"code":"agent_run_limit_exceeded"`) {
 		t.Fatalf("outcome %v sent %d (cut at %d): %s", rep.Outcome, rep.Sent, tr.modelRequestFrames[1], out.String())
 	}
@@ -186,7 +186,7 @@ func FuzzCompileFrame(f *testing.F) {
 		}
 		b := tr.Bind(Binding{ConversationID: "C", MessageID: "M", TaskID: "T", Now: time.Unix(1, 0)})
 		_ = b.Fold(1)
-		_ = b.Play(context.Background(), &sink{}, Options{MaxModelRequests: 1, RunTimeout: time.Millisecond}, Signals{}, func(*Report) {})
+		_ = b.Play(context.Background(), &sink{}, Options{MaxModelRequests: 1, RunTimeout: time.Millisecond}, nil, func(*Report) {})
 	})
 }
 
@@ -204,7 +204,7 @@ func BenchmarkReplay(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		bd := tr.Bind(Binding{ConversationID: "c", MessageID: "m", TaskID: "t", Now: time.Unix(1, 0)})
-		bd.Play(context.Background(), w, Options{}, Signals{}, func(*Report) {})
+		bd.Play(context.Background(), w, Options{}, nil, func(*Report) {})
 	}
 }
 

@@ -86,6 +86,7 @@ func (t *sseTarget) dial(ctx context.Context) (net.Conn, error) {
 	if len(t.sources) == 0 {
 		return d.DialContext(ctx, "tcp", t.addr)
 	}
+	d.Control = reuseAddr
 	var err error
 	for range maxPortTries {
 		d.LocalAddr = t.ports.next(t.sources)
@@ -94,7 +95,14 @@ func (t *sseTarget) dial(ctx context.Context) (net.Conn, error) {
 			return conn, err
 		}
 	}
-	return nil, fmt.Errorf("no free local port after %d tries: %w", maxPortTries, err)
+	// A long run of taken ports (another program's): the kernel's search,
+	// slower, but it finds one if there is one.
+	d.LocalAddr = &net.TCPAddr{IP: d.LocalAddr.(*net.TCPAddr).IP}
+	conn, err2 := d.DialContext(ctx, "tcp", t.addr)
+	if err2 != nil {
+		return nil, fmt.Errorf("no free local port after %d tries (%w), nor from the kernel: %w", maxPortTries, err, err2)
+	}
+	return conn, nil
 }
 
 // The client binds each connection to a port of its own choosing because

@@ -23,8 +23,9 @@
 #
 # Environment:
 #   BENCH_STREAMS="1 100 1000 5000 10000 50000"  stream counts (a count that the
-#                                          open-file limit cannot hold is skipped
-#                                          and marked not measured)
+#                                          open-file limit cannot hold in one process
+#                                          is shared out over several dify-mock
+#                                          processes, and results.md says so)
 #   BENCH_CASSETTE=tool-use                built-in cassette replayed
 #   BENCH_CASSETTE_LARGE=long-with-pings   replayed above 20,000 streams: its 32.5 s
 #                                          outlast the ramp, so all are live together

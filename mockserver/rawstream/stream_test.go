@@ -175,15 +175,7 @@ func TestHangupIsReportedAndResetResets(t *testing.T) {
 		hung <- waitHangup(s)
 		s.End(true, true)
 	})
-	c, br := rawRequest(t, addr, "")
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := resp.Body.Read(make([]byte, 5)); err != nil {
-		t.Fatal(err)
-	}
-	_ = c.Close()
+	hangUpAfterFirstBytes(t, addr)
 	if d := <-hung; d < 0 {
 		t.Fatal("a client that closed its connection was not reported within 10 s")
 	}
@@ -227,15 +219,7 @@ func TestOnHangupRunsOnceBeforeOrAfter(t *testing.T) {
 			s.End(true, false)
 			close(done)
 		})
-		c, br := rawRequest(t, addr, "")
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := resp.Body.Read(make([]byte, 5)); err != nil {
-			t.Fatal(err)
-		}
-		_ = c.Close()
+		hangUpAfterFirstBytes(t, addr)
 		<-done
 		select {
 		case <-called:
@@ -247,6 +231,21 @@ func TestOnHangupRunsOnceBeforeOrAfter(t *testing.T) {
 		}
 	}
 
+}
+
+// hangUpAfterFirstBytes requests a stream from addr, reads the response
+// header and the body's first bytes, and closes the connection.
+func hangUpAfterFirstBytes(t *testing.T, addr string) {
+	t.Helper()
+	c, br := rawRequest(t, addr, "")
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := resp.Body.Read(make([]byte, 5)); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Close()
 }
 
 // waitHangup waits up to 10 s for s's client to hang up and returns how

@@ -38,10 +38,8 @@ type Stream struct {
 	idle    time.Duration
 	pending *[]byte // Write's bytes since the last Flush, after chunkRoom bytes of room; nil when none
 
-	hangup chan struct{} // closed when the client hung up before End
-
-	onHangup func() // OnHangup's; guarded by mu
-	hungUp   bool   // the client hung up before End; guarded by mu
+	hangup   chan struct{} // closed, under mu, when the client hung up before End
+	onHangup func()        // OnHangup's; guarded by mu
 
 	mu     sync.Mutex
 	early  []byte // bytes the client sent after its request (the next request's start)
@@ -109,7 +107,12 @@ func (s *Stream) Hangup() <-chan struct{} { return s.hangup }
 func (s *Stream) OnHangup(f func()) {
 	s.mu.Lock()
 	s.onHangup = f
-	hung := s.hungUp
+	var hung bool
+	select {
+	case <-s.hangup:
+		hung = true
+	default:
+	}
 	s.mu.Unlock()
 	if hung {
 		f()
@@ -132,18 +135,16 @@ func (s *Stream) read() {
 	ended := s.ended
 	var notify func()
 	if !ended && err != nil {
-		s.hungUp, notify = true, s.onHangup
+		close(s.hangup)
+		notify = s.onHangup
 	}
 	s.mu.Unlock()
 	if ended {
 		s.release()
 		return
 	}
-	if err != nil {
-		close(s.hangup)
-		if notify != nil {
-			notify()
-		}
+	if notify != nil {
+		notify()
 	}
 }
 

@@ -101,8 +101,14 @@ func (i *Interrupter) Interrupt(o Outcome) bool {
 	return first
 }
 
-// Done is closed once Interrupt has been called.
-func (i *Interrupter) Done() <-chan struct{} { return i.ch }
+// Done is closed once Interrupt has been called; a nil Interrupter's is
+// nil, which never fires.
+func (i *Interrupter) Done() <-chan struct{} {
+	if i == nil {
+		return nil
+	}
+	return i.ch
+}
 
 // Cause is the outcome Interrupt was called with; only valid once Done is
 // closed.
@@ -249,8 +255,7 @@ type player struct {
 	ctx    context.Context
 	sink   Sink
 	opt    Options
-	in     *Interrupter    // nil: none
-	intr   <-chan struct{} // in.Done(), or nil (never fires)
+	in     *Interrupter // nil: none
 	settle func(*Report)
 
 	cut     *cut // the run-limit cut, nil when the turn runs its course
@@ -280,9 +285,6 @@ func (p *player) init(b *Bound, ctx context.Context, sink Sink, opt Options, in 
 			limit = p.cut.at
 		}
 		p.faultAt = min(opt.Fault.After, limit)
-	}
-	if in != nil {
-		p.intr = in.ch
 	}
 	p.start = time.Now()
 }
@@ -561,7 +563,7 @@ func (p *player) signalled() Outcome {
 	select {
 	case <-p.ctx.Done():
 		return Disconnected
-	case <-p.intr:
+	case <-p.in.Done():
 		return p.in.Cause()
 	default:
 		return -1
@@ -581,7 +583,7 @@ func (p *player) sleep(d time.Duration) Outcome {
 		return -1
 	case <-p.ctx.Done():
 		return Disconnected
-	case <-p.intr:
+	case <-p.in.Done():
 		return p.in.Cause()
 	}
 }

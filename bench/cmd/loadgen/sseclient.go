@@ -88,8 +88,10 @@ func (t *sseTarget) dial(ctx context.Context) (net.Conn, error) {
 	}
 	d.Control = reuseAddr
 	var err error
+	var local *net.TCPAddr
 	for range maxPortTries {
-		d.LocalAddr = t.ports.next(t.sources)
+		local = t.ports.next(t.sources)
+		d.LocalAddr = local
 		var conn net.Conn
 		if conn, err = d.DialContext(ctx, "tcp", t.addr); err == nil || !portTaken(err) {
 			return conn, err
@@ -97,7 +99,7 @@ func (t *sseTarget) dial(ctx context.Context) (net.Conn, error) {
 	}
 	// A long run of taken ports (another program's): the kernel's search,
 	// slower, but it finds one if there is one.
-	d.LocalAddr = &net.TCPAddr{IP: d.LocalAddr.(*net.TCPAddr).IP}
+	d.LocalAddr = &net.TCPAddr{IP: local.IP}
 	conn, err2 := d.DialContext(ctx, "tcp", t.addr)
 	if err2 != nil {
 		return nil, fmt.Errorf("no free local port after %d tries (%w), nor from the kernel: %w", maxPortTries, err, err2)
@@ -122,9 +124,9 @@ const (
 
 // portPicker hands out (source address, port) pairs in turn: stream k
 // gets source k mod len(sources), and each source's ports run up from a
-// random starting point, so that two runs after each other do not reuse
-// the same connections (the server's side of a closed one may still be
-// in TIME_WAIT).
+// random starting point, so that two runs after each other mostly use
+// different ports (a port still in TIME_WAIT is usable, reuseAddr, but
+// not for the same server address and port).
 type portPicker struct {
 	once  sync.Once
 	start uint64

@@ -70,7 +70,7 @@ type streamsOptions struct {
 	eventLoop, timeline, pids                             string
 	timelineStep                                          time.Duration
 	streams, connect                                      int
-	worker                                                bool // streamsWorker
+	worker                                                bool // runWorker (servers.go)
 	speed                                                 float64
 	profileFor, timeout                                   time.Duration
 }

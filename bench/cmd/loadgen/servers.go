@@ -202,7 +202,7 @@ func streamsInWorkers(ctx context.Context, o streamsOptions, servers []server, s
 			"--streams", strconv.Itoa(share(o.streams, n, k)),
 			"--cassette", o.cassette, "--speed", strconv.FormatFloat(o.speed, 'g', -1, 64),
 			"--connect-concurrency", strconv.Itoa(max(1, share(o.connect, n, k))),
-			"--sources", src, "--event-loop", o.eventLoop, "--timeout", o.timeout.String()}
+			"--sources", src, "--event-loop", o.eventLoop, "--loop-pace", o.loopPace.String(), "--timeout", o.timeout.String()}
 		cmd := exec.CommandContext(ctx, exe, args...)
 		cmd.Stderr = stderr
 		if pipes[k], err = cmd.StdoutPipe(); err != nil {

@@ -206,6 +206,12 @@ func readBody(ctx context.Context, conn net.Conn, body *streamBody) error {
 // at 1,000 streams) and a stream's own goroutine wakes a little sooner.
 const loopFrom = 2000
 
+// defaultLoopPace is --loop-pace's default: at 10,000 streams it took the
+// client from 0.38 to 0.31 cores and the server from 0.75 to 0.71
+// (bench/results.md, "Issue 21, tenth round"), for at most a millisecond
+// added to a frame's measured lateness.
+const defaultLoopPace = time.Millisecond
+
 // parseEventLoop reads --event-loop.
 func parseEventLoop(v string, streams int) (bool, error) {
 	switch v {

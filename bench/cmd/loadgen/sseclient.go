@@ -45,6 +45,8 @@ type sseTarget struct {
 	// loop: bodies are read by the event loop (readOnLoop), not by each
 	// stream's goroutine (readBody).
 	loop bool
+	// loopPace paces the event loop (sseloop_linux.go).
+	loopPace time.Duration
 }
 
 func newSSETarget(endpoint string, header http.Header, sources []net.IP) (*sseTarget, error) {
@@ -211,7 +213,7 @@ func (t *sseTarget) stream(ctx context.Context, conn net.Conn, req []byte, frame
 		return ctx.Err()
 	}
 	if t.loop {
-		return readOnLoop(ctx, conn, body)
+		return readOnLoop(ctx, conn, body, t.loopPace)
 	}
 	return readBody(ctx, conn, body)
 }

@@ -22,10 +22,21 @@ import (
 // 10,000 streams on 2 CPUs that made the client a third of the machine's
 // CPU at the busiest moment, and every cycle it takes is one the server
 // under test does not get (bench/results.md, "Issue 21, fourth round").
+//
+// The loop is paced (--loop-pace): after it wakes it lets arrivals gather
+// for the rest of the pace before it waits again. Why: the kernel wakes a
+// reader asleep in epoll_wait(2) inside the writer's write(2), so on a
+// busy run the server paid for a wake-up (and, on a virtual machine, an
+// interrupt to the other CPU) per frame; paced, the loop is seldom asleep
+// in epoll_wait and reads a batch per wake-up (bench/results.md, "Issue 21,
+// tenth round"). A frame is then read up to the pace after it arrived, and
+// its lateness is taken when it is read: the figure errs against the mock,
+// never for it.
 
 // loop is the process's event loop; loopOnce starts it on first use.
 type loop struct {
 	epfd int
+	pace time.Duration // the least time from one wake-up to the next wait; 0: none
 
 	mu      sync.Mutex // held while a stream is read, and to add or drop one
 	streams map[int32]*watched
@@ -47,26 +58,39 @@ var (
 	errNoLoop error
 )
 
-func sharedLoop() (*loop, error) {
-	loopOnce.Do(func() {
-		fd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
-		if err != nil {
-			errNoLoop = err
-			return
-		}
-		theLoop = &loop{epfd: fd, streams: map[int32]*watched{}}
-		go theLoop.run()
-	})
+// sharedLoop is the process's loop; the first caller's pace is its pace
+// (a process runs one measurement).
+func sharedLoop(pace time.Duration) (*loop, error) {
+	loopOnce.Do(func() { theLoop, errNoLoop = newLoop(pace) })
 	return theLoop, errNoLoop
 }
 
-// readOnLoop reads the rest of body from conn on the event loop and
-// returns its outcome; it falls back to readBody when the loop cannot take
-// conn.
-func readOnLoop(ctx context.Context, conn net.Conn, body *streamBody) error {
-	l, err := sharedLoop()
+// newLoop starts a loop; it runs as long as the process.
+func newLoop(pace time.Duration) (*loop, error) {
+	fd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	l := &loop{epfd: fd, pace: pace, streams: map[int32]*watched{}}
+	go l.run()
+	return l, nil
+}
+
+// readOnLoop reads the rest of body from conn on the process's event loop
+// (paced by pace, when it starts it) and returns its outcome; it falls back
+// to readBody when the loop cannot take conn.
+func readOnLoop(ctx context.Context, conn net.Conn, body *streamBody, pace time.Duration) error {
+	l, err := sharedLoop(pace)
+	if err != nil {
+		return readBody(ctx, conn, body)
+	}
+	return l.read(ctx, conn, body)
+}
+
+// read reads the rest of body from conn on l.
+func (l *loop) read(ctx context.Context, conn net.Conn, body *streamBody) error {
 	sc, ok := conn.(syscall.Conn)
-	if err != nil || !ok {
+	if !ok {
 		return readBody(ctx, conn, body)
 	}
 	rc, err := sc.SyscallConn()
@@ -127,8 +151,13 @@ func (l *loop) finishLocked(w *watched, err error) {
 func (l *loop) run() {
 	events := make([]syscall.EpollEvent, 512)
 	buf := make([]byte, 64<<10)
+	var woke time.Time
 	for {
+		if !woke.IsZero() {
+			l.gather(woke)
+		}
 		n, err := syscall.EpollWait(l.epfd, events, -1)
+		woke = time.Now()
 		if err != nil {
 			if errors.Is(err, syscall.EINTR) {
 				continue
@@ -142,6 +171,20 @@ func (l *loop) run() {
 			}
 			l.mu.Unlock()
 		}
+	}
+}
+
+// gather sleeps out the rest of the pace from woke, so that what arrives
+// meanwhile is read in one batch instead of waking the loop once each. It
+// sleeps in nanosleep(2) on the loop's thread, as epoll_wait blocks it:
+// the runtime's timers round a sleep this short up to a millisecond.
+func (l *loop) gather(woke time.Time) {
+	d := l.pace - time.Since(woke)
+	if d <= 0 {
+		return
+	}
+	ts := syscall.NsecToTimespec(int64(d))
+	for syscall.Nanosleep(&ts, &ts) == syscall.EINTR {
 	}
 }
 

@@ -68,7 +68,7 @@ type streamsResult struct {
 type streamsOptions struct {
 	url, cassette, debugURL, out, profile, label, sources string
 	eventLoop, timeline, pids                             string
-	timelineStep                                          time.Duration
+	timelineStep, loopPace                                time.Duration
 	streams, connect                                      int
 	worker                                                bool // runWorker (servers.go)
 	speed                                                 float64
@@ -93,11 +93,15 @@ func runStreams(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&o.out, "out", "", "append the JSON result to this file (default stdout)")
 	fs.StringVar(&o.label, "label", "", "free-form label stored with the result")
 	fs.StringVar(&o.eventLoop, "event-loop", "auto", "who reads the stream bodies: on (one event loop for all, Linux), off (each stream's goroutine) or auto (the loop from 2,000 streams: it costs the client less CPU under load, and a goroutine wakes a little sooner when there are few)")
+	fs.DurationVar(&o.loopPace, "loop-pace", defaultLoopPace, "the event loop's least time from one wake-up to its next wait, so a busy run's frames are read in batches instead of waking the loop (and costing the server's write a wake-up) once each; a frame's lateness is taken when it is read, so it includes up to this (0 = wake per arrival)")
 	fs.StringVar(&o.sources, "sources", "auto", "local addresses to dial from, each connection from a port the client picks: a count N (127.0.0.2 … 127.0.0.N+1; 0 = the kernel picks address and port), a comma-separated list, or auto (on Linux one loopback address per 50,000 streams; elsewhere the kernel's choice up to 20,000 streams)")
 	fs.StringVar(&o.timeline, "timeline", "", "write the run's lateness over time to this file (tab-separated: per step, the frames due, the streams that started and ended, lateness p99 and max)")
 	fs.DurationVar(&o.timelineStep, "timeline-step", 100*time.Millisecond, "the timeline's step")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if o.loopPace < 0 {
+		return errors.New("--loop-pace must not be negative")
 	}
 	if o.timelineStep <= 0 {
 		return errors.New("--timeline-step must be positive")
@@ -361,6 +365,7 @@ func dialStreams(ctx context.Context, o streamsOptions, turn *cassette.RecordedT
 	if target.loop, err = parseEventLoop(o.eventLoop, o.streams); err != nil {
 		return nil, err
 	}
+	target.loopPace = o.loopPace
 	requests := make([][]byte, users)
 	for u, b := range bodies {
 		requests[u] = target.request(b)

@@ -1,0 +1,83 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+)
+
+// loopedPair starts reading a server-side connection's body on l and
+// returns the other end (what a server writes) and the times frames were
+// read.
+func loopedPair(t *testing.T, ln net.Listener, l *loop) (net.Conn, <-chan time.Time) {
+	t.Helper()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			close(accepted)
+			return
+		}
+		accepted <- c
+	}()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, ok := <-accepted
+	if !ok {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { _ = server.Close() })
+	read := make(chan time.Time, 8)
+	body := &streamBody{frame: func(at time.Time, _ int) { read <- at }}
+	go func() { _ = l.read(context.Background(), client, body) }()
+	return server, read
+}
+
+// The paced loop reads what arrives within the pace after it woke in one
+// batch, after the pace; the unpaced loop reads each arrival as it comes.
+func TestLoopPaceGathersArrivalsIntoOneWakeUp(t *testing.T) {
+	const pace = 300 * time.Millisecond
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	frame := []byte("f\r\ndata: {\"a\":1}\n\n\r\n")
+	for _, tc := range []struct {
+		name string
+		pace time.Duration
+	}{{"paced", pace}, {"unpaced", 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := newLoop(tc.pace)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, readA := loopedPair(t, ln, l)
+			b, readB := loopedPair(t, ln, l)
+			if _, err := a.Write(frame); err != nil { // wakes the loop
+				t.Fatal(err)
+			}
+			woke := <-readA
+			sent := time.Now()
+			for _, c := range []net.Conn{b, a} { // arrive while the paced loop gathers
+				if _, err := c.Write(frame); err != nil {
+					t.Fatal(err)
+				}
+			}
+			atB, atA := <-readB, <-readA
+			for name, at := range map[string]time.Time{"b": atB, "a's second": atA} {
+				if tc.pace > 0 && at.Sub(woke) < tc.pace {
+					t.Errorf("%s frame read %v after the wake-up; a paced loop looks again only after %v", name, at.Sub(woke), tc.pace)
+				}
+				if tc.pace == 0 && at.Sub(sent) >= pace {
+					t.Errorf("%s frame read %v after it was sent; an unpaced loop reads it as it comes", name, at.Sub(sent))
+				}
+			}
+		})
+	}
+}

@@ -302,7 +302,7 @@ func (s *Store) account() {
 	for _, c := range convs {
 		n := conversationOverhead + jsonSize(c.Conversation)
 		for _, m := range c.messages {
-			n += messageOverhead + jsonSize(m.msg) + feedbackSize(m.feedback)
+			n += messageOverhead + messageSize(m.msg) + feedbackSize(m.feedback)
 		}
 		c.elem = s.track(&unit{conv: c, bytes: n})
 	}

@@ -373,7 +373,7 @@ func (s *Store) AddMessage(m dify.Message, cassette string) error {
 	// Sized before the lock: encoding a turn's message (answer, thoughts,
 	// files) was half of a chat's CPU, and under the store's write lock
 	// every other chat queued behind it.
-	size := messageOverhead + jsonSize(m)
+	size := messageOverhead + messageSize(m)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.convs[m.ConversationID]

@@ -134,17 +134,42 @@ type Result struct {
 
 // Fold accumulates frames [0, n) into a Result with this replay's ids.
 func (b *Bound) Fold(n int) Result {
-	var r Result
+	t := b.Turn
+	plan := t.final
+	if plan == nil || n != t.terminal+1 {
+		plan = t.fold(n)
+	}
+	return b.bind(plan)
+}
+
+// folded is what frames [0, n) of a turn amount to before a replay's ids
+// are put in: the same for every replay of the turn, so the fold up to the
+// turn's recorded end, where nearly every replay settles, is made once when
+// the turn is compiled (CompiledTurn.final) instead of at the end of every
+// stream, when a cohort of streams ends together.
+type folded struct {
+	answer   string
+	thoughts []*thought // in the order they are stored
+	files    []*dify.MessageFile
+	usage    *dify.Usage
+	retr     []dify.RetrieverResource
+	errCode  string
+	errMsg   string // with the recorded ids
+	ended    bool
+}
+
+// fold accumulates frames [0, n) of t (docs/api §2.5 accumulation rules).
+func (t *CompiledTurn) fold(n int) *folded {
+	f := &folded{}
 	type row struct {
 		order int
 		th    *thought
 	}
 	rows := map[string]*row{}
-	// The answer is built once (not by repeated concatenation): Fold runs
-	// at the end of every stream, so its garbage adds up at 10,000 streams.
+	// The answer is built once (not by repeated concatenation).
 	var answer strings.Builder
-	for i := 0; i < n && i < len(b.Turn.Frames); i++ {
-		e := b.Turn.Frames[i].effect
+	for i := 0; i < n && i < len(t.Frames); i++ {
+		e := t.Frames[i].effect
 		if e == nil {
 			continue
 		}
@@ -152,7 +177,7 @@ func (b *Bound) Fold(n int) Result {
 		case dify.EventAgentMessage:
 			answer.WriteString(*e.answer)
 		case dify.EventMessage, dify.EventMessageReplace:
-			if e.event == dify.EventMessage && b.Turn.Mode == dify.ModeAgentChat {
+			if e.event == dify.EventMessage && t.Mode == dify.ModeAgentChat {
 				// A legacy turn's `message` events are deltas (an
 				// annotation's answer, one per character: direct_output).
 				answer.WriteString(*e.answer)
@@ -173,20 +198,14 @@ func (b *Bound) Fold(n int) Result {
 				rows[key] = &row{order: len(rows), th: e.thought}
 			}
 		case dify.EventMessageFile:
-			f := *e.file
-			f.ID = b.ID(f.ID)
-			if f.URL != nil {
-				u := b.renderString(*f.URL)
-				f.URL = &u
-			}
-			r.Files = append(r.Files, f)
+			f.files = append(f.files, e.file)
 		case dify.EventMessageEnd:
-			r.Usage, r.RetrieverResources, r.Ended = e.usage, e.retr, true
+			f.usage, f.retr, f.ended = e.usage, e.retr, true
 		case dify.EventError:
-			r.ErrorCode, r.ErrorMessage = e.errCode, b.renderString(e.errMsg)
+			f.errCode, f.errMsg = e.errCode, e.errMsg
 		}
 	}
-	r.Answer = answer.String()
+	f.answer = answer.String()
 	list := make([]*row, 0, len(rows))
 	for _, rw := range rows {
 		list = append(list, rw)
@@ -197,13 +216,34 @@ func (b *Bound) Fold(n int) Result {
 		}
 		return list[i].order < list[j].order
 	})
+	f.thoughts = make([]*thought, len(list))
+	for i, rw := range list {
+		f.thoughts[i] = rw.th
+	}
+	return f
+}
+
+// bind puts this replay's ids into a fold.
+func (b *Bound) bind(f *folded) Result {
+	r := Result{Answer: f.answer, Usage: f.usage, RetrieverResources: f.retr, ErrorCode: f.errCode, Ended: f.ended}
+	if f.errMsg != "" {
+		r.ErrorMessage = b.renderString(f.errMsg)
+	}
+	for _, file := range f.files {
+		mf := *file
+		mf.ID = b.ID(mf.ID)
+		if mf.URL != nil {
+			u := b.renderString(*mf.URL)
+			mf.URL = &u
+		}
+		r.Files = append(r.Files, mf)
+	}
 	created := b.Binding.Now.Unix()
-	r.Thoughts = make([]dify.AgentThoughtRecord, 0, len(list))
-	for _, rw := range list {
-		th := rw.th
+	r.Thoughts = make([]dify.AgentThoughtRecord, 0, len(f.thoughts))
+	for _, th := range f.thoughts {
 		files := make([]string, len(th.files))
-		for i, f := range th.files {
-			files[i] = b.ID(f)
+		for i, id := range th.files {
+			files[i] = b.ID(id)
 		}
 		id := th.id
 		if id != "" {

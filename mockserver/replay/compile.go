@@ -81,6 +81,9 @@ type CompiledTurn struct {
 	modelRequestFrames []int
 	ModelRequests      int
 	maxFrame           int
+	// final is the fold up to the terminal frame, where nearly every replay
+	// settles (Bound.Fold); nil without one.
+	final *folded
 }
 
 // Script is a compiled cassette.
@@ -248,6 +251,9 @@ func compileTurn(c *cassette.Cassette, index int, t *cassette.RecordedTurn) (*Co
 			ct.maxFrame = n
 		}
 		ct.Frames = append(ct.Frames, fr)
+	}
+	if ct.terminal >= 0 {
+		ct.final = ct.fold(ct.terminal + 1)
 	}
 	return ct, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -230,3 +231,51 @@ type discardSink struct{}
 
 func (discardSink) Write(p []byte) (int, error) { return io.Discard.Write(p) }
 func (discardSink) Flush() error                { return nil }
+
+// The fold up to a turn's end is made once, when the turn is compiled: a
+// replay's Fold from it is what folding the frames afresh gives, with the
+// replay's own ids, and what one replay does to its Result does not reach
+// another's.
+func TestFoldAtTheEndIsTheFreshFold(t *testing.T) {
+	set := builtin(t)
+	for _, name := range set.Names {
+		c, _ := set.Get(name)
+		sc, err := Compile(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ti, tr := range sc.Turns {
+			if tr.Status != 200 || tr.terminal < 0 {
+				continue
+			}
+			if tr.final == nil {
+				t.Fatalf("%s turn %d: no fold made at compile time", name, ti)
+			}
+			bind := func() *Bound {
+				return tr.Bind(Binding{ConversationID: NewUUID(), MessageID: NewUUID(), TaskID: NewUUID(), Now: time.Unix(1764547200, 0)})
+			}
+			a, b := bind(), bind()
+			got, fresh := a.Fold(tr.terminal+1), a.bind(tr.fold(tr.terminal+1))
+			if !reflect.DeepEqual(got, fresh) {
+				t.Errorf("%s turn %d: Fold at the end\n got %+v\nwant %+v", name, ti, got, fresh)
+			}
+			other := b.Fold(tr.terminal + 1)
+			if len(got.Thoughts) > 0 && got.Thoughts[0].MessageID == other.Thoughts[0].MessageID {
+				t.Errorf("%s turn %d: two replays' thoughts carry the same message id %s", name, ti, got.Thoughts[0].MessageID)
+			}
+			for i := range got.Thoughts {
+				got.Thoughts[i].Thought = "changed"
+				for j := range got.Thoughts[i].Files {
+					got.Thoughts[i].Files[j] = "changed"
+				}
+			}
+			for i := range got.Files {
+				got.Files[i].ID = "changed"
+			}
+			again := b.Fold(tr.terminal + 1)
+			if !reflect.DeepEqual(again, other) {
+				t.Errorf("%s turn %d: one replay's changes to its Result reached another's", name, ti)
+			}
+		}
+	}
+}

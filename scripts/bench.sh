@@ -29,6 +29,8 @@
 #   BENCH_CASSETTE=tool-use                built-in cassette replayed
 #   BENCH_CASSETTE_LARGE=long-with-pings   replayed above 20,000 streams: its 32.5 s
 #                                          outlast the ramp, so all are live together
+#   BENCH_CONNECT_LARGE=1500               requests waiting for their first frame at once
+#                                          above 20,000 streams (the ramp's pace)
 #   BENCH_HTTP_DURATION=5s                 measured time per endpoint
 #   BENCH_HTTP_CONCURRENCY=50
 #   BENCH_PROVIDER_SIZES=1,10,100,1000     conversations in state
@@ -51,6 +53,7 @@ cd "$REPO_ROOT"
 read -r -a STREAMS <<<"${BENCH_STREAMS:-1 100 1000 5000 10000 50000}"
 CASSETTE="${BENCH_CASSETTE:-tool-use}"
 CASSETTE_LARGE="${BENCH_CASSETTE_LARGE:-long-with-pings}"
+CONNECT_LARGE="${BENCH_CONNECT_LARGE:-1500}"
 HTTP_DURATION="${BENCH_HTTP_DURATION:-5s}"
 HTTP_CONCURRENCY="${BENCH_HTTP_CONCURRENCY:-50}"
 PROVIDER_SIZES="${BENCH_PROVIDER_SIZES:-1,10,100,1000}"
@@ -174,7 +177,7 @@ if want streams; then
 			# their first frame start about 1,900 a second (26 s for
 			# 50,000); the default 1,000 took 38 s.
 			c="$CASSETTE_LARGE"
-			connect=1500
+			connect="$CONNECT_LARGE"
 		fi
 		# Every stream is a socket in the server and in the load generator.
 		# Where the open-file limit cannot hold n in one process, the

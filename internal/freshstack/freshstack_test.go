@@ -1,6 +1,12 @@
 package freshstack
 
-import "testing"
+import (
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
 
 func TestRunWaitsAndRaisesPanics(t *testing.T) {
 	ran := false
@@ -15,4 +21,54 @@ func TestRunWaitsAndRaisesPanics(t *testing.T) {
 	}()
 	Run(func() { panic("boom") })
 	t.Fatal("a panic in fn was swallowed")
+}
+
+// goroutineID is the running goroutine's number, from its stack's header.
+func goroutineID() string {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	return strings.Fields(string(buf))[1]
+}
+
+// Calls run on workers that wait for the next one, not on a goroutine
+// started per call (which would grow a new stack for every deep call): calls
+// made one after another start one worker at most, and run on the workers
+// already waiting.
+func TestRunReusesAWaitingWorker(t *testing.T) {
+	caller := goroutineID()
+	workers := max(1, int(waiting.Load()))
+	ran := map[string]bool{}
+	for range 200 {
+		Run(func() { ran[goroutineID()] = true })
+	}
+	if ran[caller] {
+		t.Fatalf("a call ran on the caller's goroutine %s", caller)
+	}
+	if len(ran) > workers {
+		t.Fatalf("200 calls in turn ran on %d goroutines; want the %d worker(s) there were", len(ran), workers)
+	}
+}
+
+// A burst of concurrent calls starts a worker each, and all but maxWaiting
+// of them end with their call.
+func TestRunKeepsFewWorkersWaiting(t *testing.T) {
+	before := runtime.NumGoroutine()
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 * maxWaiting {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			Run(func() { <-release })
+		}()
+	}
+	close(release)
+	wg.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before+maxWaiting {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines after the burst, %d before; want at most %d workers left waiting", runtime.NumGoroutine(), before, maxWaiting)
+		}
+		runtime.Gosched()
+	}
 }

@@ -75,7 +75,7 @@ func (s *Server) precise() bool { return s.live.Load() <= preciseStreams }
 //
 // The call that makes net/http write the response header (the first flush,
 // or a write that overflows its 2 KiB response buffer first) runs on a
-// fresh goroutine (freshstack.Run): net/http writes the header in a function
+// worker goroutine (freshstack.Run): net/http writes the header in a function
 // with a 2.8 KiB stack frame, which on top of the handler's deep stack would
 // double the connection goroutine's stack from 8 to 16 KiB for the rest of
 // the stream, the largest single item of a stream's memory

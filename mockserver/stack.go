@@ -29,8 +29,9 @@ package mockserver
 //
 // How the chat path keeps to it:
 //
-//   - the deep moments run on a fresh goroutine that ends when they do
-//     (freshstack.Run, internal/freshstack): parseChat (chat.go), the player's first flush or
+//   - the deep moments run on another goroutine, one of a few workers that
+//     keep their grown stacks for the next call (freshstack.Run,
+//     internal/freshstack): parseChat (chat.go), the player's first flush or
 //     first large write (flushSink, chat_stream.go) and storeTurn (the
 //     player's settle callback);
 //   - the phases are called one after the other from chatMessages, never

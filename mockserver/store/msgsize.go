@@ -25,25 +25,12 @@ func messageSize(m dify.Message) int64 {
 	n += fieldSize("id") + stringSize(m.ID)
 	n += fieldSize("conversation_id") + stringSize(m.ConversationID)
 	n += fieldSize("parent_message_id") + stringPtrSize(m.ParentMessageID)
-	n += fieldSize("inputs")
-	if m.Inputs == nil {
-		n += int64(len("null"))
-	} else {
-		n += mapSize(m.Inputs)
-	}
+	n += fieldSize("inputs") + mapSize(m.Inputs)
 	n += fieldSize("query") + stringSize(m.Query)
 	n += fieldSize("answer") + stringSize(m.Answer)
 	n += fieldSize("feedback") + orNull(m.Feedback == nil, m.Feedback)
 	n += fieldSize("retriever_resources") + orNull(m.RetrieverResources == nil, m.RetrieverResources)
-	n += fieldSize("agent_thoughts")
-	if m.AgentThoughts == nil {
-		n += int64(len("null"))
-	} else {
-		n += int64(len(`[]`)) + int64(max(len(m.AgentThoughts)-1, 0))
-		for i := range m.AgentThoughts {
-			n += thoughtSize(&m.AgentThoughts[i])
-		}
-	}
+	n += fieldSize("agent_thoughts") + arraySize(m.AgentThoughts, thoughtSize)
 	n += fieldSize("message_files") + orNull(m.MessageFiles == nil, m.MessageFiles)
 	n += fieldSize("created_at") + intSize(m.CreatedAt)
 	n += fieldSize("status") + stringSize(m.Status)
@@ -67,24 +54,11 @@ func thoughtSize(t *dify.AgentThoughtRecord) int64 {
 	n += fieldSize("position") + intSize(int64(t.Position))
 	n += fieldSize("thought") + stringSize(t.Thought)
 	n += fieldSize("tool") + stringSize(t.Tool)
-	n += fieldSize("tool_labels")
-	if t.ToolLabels == nil {
-		n += int64(len("null"))
-	} else {
-		n += mapSize(t.ToolLabels)
-	}
+	n += fieldSize("tool_labels") + mapSize(t.ToolLabels)
 	n += fieldSize("tool_input") + stringSize(t.ToolInput)
 	n += fieldSize("created_at") + intSize(t.CreatedAt)
 	n += fieldSize("observation") + stringSize(t.Observation)
-	n += fieldSize("files")
-	if t.Files == nil {
-		n += int64(len("null"))
-	} else {
-		n += int64(len(`[]`)) + int64(max(len(t.Files)-1, 0))
-		for _, f := range t.Files {
-			n += stringSize(f)
-		}
-	}
+	n += fieldSize("files") + arraySize(t.Files, func(f *string) int64 { return stringSize(*f) })
 	return n
 }
 
@@ -192,26 +166,32 @@ func anySize(v any) int64 {
 	case int64:
 		return intSize(v)
 	case map[string]any:
-		if v == nil {
-			return int64(len("null"))
-		}
 		return mapSize(v)
 	case []any:
-		if v == nil {
-			return int64(len("null"))
-		}
-		n := int64(len(`[]`)) + int64(max(len(v)-1, 0))
-		for _, e := range v {
-			n += anySize(e)
-		}
-		return n
+		return arraySize(v, func(e *any) int64 { return anySize(*e) })
 	}
 	return jsonSize(v)
 }
 
-// mapSize is jsonSize(m) for a non-nil map; its keys are written sorted,
+// arraySize is jsonSize(s), with size the size of one element: null for a
+// nil slice.
+func arraySize[T any](s []T, size func(*T) int64) int64 {
+	if s == nil {
+		return int64(len("null"))
+	}
+	n := int64(len(`[]`)) + int64(max(len(s)-1, 0))
+	for i := range s {
+		n += size(&s[i])
+	}
+	return n
+}
+
+// mapSize is jsonSize(m): null for a nil map; the keys are written sorted,
 // which does not change the size.
 func mapSize(m map[string]any) int64 {
+	if m == nil {
+		return int64(len("null"))
+	}
 	n := int64(len(`{}`)) + int64(max(len(m)-1, 0))
 	for k, v := range m {
 		n += stringSize(k) + 1 + anySize(v)

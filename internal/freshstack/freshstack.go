@@ -11,11 +11,14 @@
 // doubling that walks every frame's tables to move its pointers; for the
 // four deep moments of a chat turn that was a tenth of the mock's CPU per
 // turn (BenchmarkChatRequest; bench/results.md, "Issue 21, tenth round").
-// A worker keeps its grown stack for the next call (the collector shrinks
-// an idle one's in time).
+// A worker keeps its grown stack for the next call, and ends after
+// idleFor without one, so a burst leaves nothing behind for long.
 package freshstack
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // call is one Run: the function, and where its panic (or nil) goes.
 type call struct {
@@ -33,6 +36,12 @@ var (
 // maxWaiting bounds the workers kept waiting: a burst of concurrent calls
 // starts as many workers, and all but these end with their call.
 const maxWaiting = 32
+
+// idleFor is how long a worker waits for a call before it ends (atomic:
+// the tests shorten it while workers of earlier tests still run).
+var idleFor atomic.Int64
+
+func init() { idleFor.Store(int64(2 * time.Second)) }
 
 // Run runs fn on another goroutine and waits for it; a panic in fn is
 // raised again on the caller's goroutine.
@@ -62,10 +71,11 @@ func claimWorker() bool {
 	}
 }
 
-// work runs c, then further calls while fewer than maxWaiting workers wait.
-// It counts itself waiting before it hands c's outcome back, so that the
-// caller's next call finds it.
+// work runs c, then further calls while fewer than maxWaiting workers wait
+// and one comes within idleFor. It counts itself waiting before it hands
+// c's outcome back, so that the caller's next call finds it.
 func work(c *call) {
+	var idle *time.Timer
 	for {
 		p := c.run()
 		stay := waiting.Load() < maxWaiting
@@ -76,7 +86,33 @@ func work(c *call) {
 		if !stay {
 			return
 		}
-		c = <-calls
+		if d := time.Duration(idleFor.Load()); idle == nil {
+			idle = time.NewTimer(d)
+		} else {
+			idle.Reset(d)
+		}
+		select {
+		case c = <-calls:
+		case <-idle.C:
+			if leave() {
+				return
+			}
+			c = <-calls // every waiting worker is claimed: a call is on its way
+		}
+	}
+}
+
+// leave uncounts an idle worker, unless every waiting worker has been
+// claimed (waiting is 0), when one of the calls on their way is this one's.
+func leave() bool {
+	for {
+		n := waiting.Load()
+		if n <= 0 {
+			return false
+		}
+		if waiting.CompareAndSwap(n, n-1) {
+			return true
+		}
 	}
 }
 

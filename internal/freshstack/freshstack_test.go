@@ -49,9 +49,11 @@ func TestRunReusesAWaitingWorker(t *testing.T) {
 	}
 }
 
-// A burst of concurrent calls starts a worker each, and all but maxWaiting
-// of them end with their call.
+// A burst of concurrent calls starts a worker each: all but maxWaiting of
+// them end with their call, and the rest after idleFor without one.
 func TestRunKeepsFewWorkersWaiting(t *testing.T) {
+	defer idleFor.Store(idleFor.Load())
+	idleFor.Store(int64(50 * time.Millisecond))
 	before := runtime.NumGoroutine()
 	release := make(chan struct{})
 	var wg sync.WaitGroup
@@ -71,4 +73,14 @@ func TestRunKeepsFewWorkersWaiting(t *testing.T) {
 		}
 		runtime.Gosched()
 	}
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines %v after the burst, %d before: idle workers did not end", runtime.NumGoroutine(), time.Duration(idleFor.Load()), before)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := waiting.Load(); n != 0 {
+		t.Fatalf("%d workers counted waiting after all of them ended", n)
+	}
+	Run(func() {}) // a call after they all ended starts a worker again
 }

@@ -47,7 +47,7 @@ func init() { idleFor.Store(int64(2 * time.Second)) }
 // raised again on the caller's goroutine.
 func Run(fn func()) {
 	c := &call{fn: fn, done: make(chan any, 1)}
-	if claimWorker() {
+	if takeWaiting() {
 		calls <- c
 	} else {
 		go work(c)
@@ -57,9 +57,11 @@ func Run(fn func()) {
 	}
 }
 
-// claimWorker takes one waiting worker for a call, if there is one; the
-// claimed worker receives from calls next.
-func claimWorker() bool {
+// takeWaiting uncounts one waiting worker, if there is one: a caller that
+// claims it for a call (the worker receives from calls next), or an idle
+// worker leaving. When none is left to uncount, every waiting worker has
+// been claimed, and an idle worker must stay for the call on its way.
+func takeWaiting() bool {
 	for {
 		n := waiting.Load()
 		if n <= 0 {
@@ -94,24 +96,10 @@ func work(c *call) {
 		select {
 		case c = <-calls:
 		case <-idle.C:
-			if leave() {
+			if takeWaiting() {
 				return
 			}
 			c = <-calls // every waiting worker is claimed: a call is on its way
-		}
-	}
-}
-
-// leave uncounts an idle worker, unless every waiting worker has been
-// claimed (waiting is 0), when one of the calls on their way is this one's.
-func leave() bool {
-	for {
-		n := waiting.Load()
-		if n <= 0 {
-			return false
-		}
-		if waiting.CompareAndSwap(n, n-1) {
-			return true
 		}
 	}
 }

@@ -3,12 +3,15 @@ package mockserver_test
 import (
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/difyops/terraform-provider-dify/mockserver"
+	"github.com/difyops/terraform-provider-dify/mockserver/mocktest"
 )
 
 // discardWriter is a ResponseWriter that keeps nothing, so the benchmark
@@ -82,5 +85,53 @@ func TestParametersRequestAllocatesLittle(t *testing.T) {
 	// writer and the CORS values were shared).
 	if allocs > 8 {
 		t.Fatalf("GET /v1/parameters allocates %.0f times per request, want at most 8", allocs)
+	}
+}
+
+// BenchmarkDetachedStreamStart is a chat stream's start and end as
+// `dify-mock serve` runs them (the Server's Listener, so the stream leaves
+// its connection goroutine) over loopback, one connection per stream as the
+// load generator and browsers make them: the cost that bounds how fast a
+// crowd of streams can ramp up (bench/results.md, "Issue 21, eleventh
+// round"). The turn is plain-answer at speed 0 (its frames at once), the
+// access log and journal on; the client is a raw connection that reads to
+// the end, in this process: cpu-µs/op is both sides' CPU per stream
+// (server and client alike pay the connection's kernel work).
+func BenchmarkDetachedStreamStart(b *testing.B) {
+	m := mocktest.Start(b, mocktest.WithSpeed(0), mocktest.WithConfig(func(c *mockserver.Config) {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}))
+	addr := strings.TrimPrefix(m.URL, "http://")
+	body := `{"query":"hello","inputs":{},"user":"bench-user","response_mode":"streaming"}`
+	req := "POST /v1/chat-messages HTTP/1.1\r\nHost: " + addr + "\r\nAuthorization: Bearer app-bench\r\n" +
+		"Content-Type: application/json\r\nX-Dify-Mock-Cassette: plain-answer\r\nConnection: close\r\n" +
+		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+	b.ReportAllocs()
+	b.SetParallelism(4) // enough streams in flight to keep the cores busy
+	cpu := processCPU()
+	b.RunParallel(func(pb *testing.PB) {
+		buf := make([]byte, 16<<10)
+		for pb.Next() {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			_, err = io.WriteString(conn, req)
+			n := 0
+			for err == nil {
+				var k int
+				k, err = conn.Read(buf[n:])
+				n = min(n+k, len(buf)/2)
+			}
+			_ = conn.Close()
+			if err != io.EOF || !strings.HasPrefix(string(buf[:12]), "HTTP/1.1 200") {
+				b.Errorf("stream ended with %v after %q", err, buf[:min(n, 64)])
+				return
+			}
+		}
+	})
+	if used := processCPU() - cpu; used > 0 {
+		b.ReportMetric(float64(used.Microseconds())/float64(b.N), "cpu-µs/op")
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/gob"
 	"errors"
 	"fmt"
 	"io"
@@ -699,5 +700,51 @@ func TestStreamsReportsACutStream(t *testing.T) {
 		if s := threeStreams(t, ts.URL, "--event-loop", loop); s.Failed != 3 || s.Completed != 0 || !strings.Contains(strings.Join(s.Errors, " "), "after 1 frames: unexpected EOF") {
 			t.Fatalf("--event-loop %s: %+v", loop, s)
 		}
+	}
+}
+
+// A worker's times reach the parent as monotonic offsets from the worker's
+// reference, placed on the parent's clock by the two references' wall
+// readings: a stream's times keep their spacing, the zero time stays zero,
+// and the placed times carry the parent's monotonic reading, so the
+// parent's comparisons do not depend on the wall clock after the start
+// (a time.Time sent as is would keep only its wall reading).
+func TestWorkerTimesKeepTheirPlaceOnTheParentsClock(t *testing.T) {
+	parentRef := time.Now()
+	workerRef := parentRef.Add(3 * time.Millisecond) // the worker started a little later
+	start, end := workerRef.Add(750*time.Millisecond), workerRef.Add(31*time.Second)
+	wo := wireOutcome{Start: sinceRef(start, workerRef), First: sinceRef(time.Time{}, workerRef), End: sinceRef(end, workerRef)}
+	var buf bytes.Buffer
+	enc := gob.NewEncoder(&buf)
+	if err := enc.Encode(&wireHeader{Ref: workerRef.Round(0)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := enc.Encode(&wo); err != nil {
+		t.Fatal(err)
+	}
+	dec := gob.NewDecoder(&buf)
+	var hdr wireHeader
+	var got wireOutcome
+	if err := dec.Decode(&hdr); err != nil {
+		t.Fatal(err)
+	}
+	if err := dec.Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	clock := clockFrom(parentRef, hdr.Ref)
+	gotStart, gotFirst, gotEnd := clock.at(got.Start), clock.at(got.First), clock.at(got.End)
+	if d := gotStart.Sub(parentRef); d != 753*time.Millisecond {
+		t.Errorf("start placed %v after the parent's reference, want 753ms", d)
+	}
+	if d := gotEnd.Sub(gotStart); d != 31*time.Second-750*time.Millisecond {
+		t.Errorf("start to end %v, want 30.25s", d)
+	}
+	if !gotFirst.IsZero() {
+		t.Errorf("a stream without a first frame came back with one at %v", gotFirst)
+	}
+	// The placed times carry a monotonic reading (Round(0) strips it, so
+	// the string differs): comparisons with the parent's times use it.
+	if gotEnd.String() == gotEnd.Round(0).String() {
+		t.Errorf("the placed end %v has no monotonic reading", gotEnd)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -137,14 +138,58 @@ func workerSources(sources string, streams, workers, k int) (string, error) {
 	return strings.Join(mine, ","), nil
 }
 
-// wireOutcome is a streamOutcome as a worker sends it.
+// wireOutcome is a streamOutcome as a worker sends it, its times as
+// offsets from the worker's reference (wireHeader, clockFrom).
 type wireOutcome struct {
 	Lateness          []time.Duration
-	Start, First, End time.Time
+	Start, First, End time.Duration
 	TTFE              time.Duration
 	Bytes             int64
 	Err               string
 	HasErr            bool
+}
+
+// wireHeader is what a worker sends before its outcomes: the time it took
+// as its reference, for its wall-clock reading.
+type wireHeader struct{ Ref time.Time }
+
+// A worker's times travel as offsets on its monotonic clock from a
+// reference it takes when it starts, and the parent places them on its own
+// monotonic clock from a reference of its own, taken just before it starts
+// the workers: only the two references' wall-clock readings are compared.
+// A time.Time sent as is keeps only its wall-clock reading, and the wall
+// clock may be stepped or slewed while a run lasts (on the VM of
+// bench/results.md, "Issue 21, eleventh round", it gained 5 ms a second on
+// the monotonic clock, and one run's stream ends moved 25 s): that moved
+// the workers' stream starts, first frames and ends, and with them the
+// ramp, peak-live and timeline figures, against the parent's.
+
+// noTime stands for the zero time.Time (a stream without a first frame).
+const noTime = time.Duration(math.MinInt64)
+
+// sinceRef is t as an offset from ref on the monotonic clock.
+func sinceRef(t, ref time.Time) time.Duration {
+	if t.IsZero() {
+		return noTime
+	}
+	return t.Sub(ref)
+}
+
+// wireClock places a worker's offsets on the parent's clock.
+type wireClock struct{ base time.Time }
+
+// clockFrom is the parent's clock for a worker whose reference read
+// workerRef on the wall clock, where the parent's own reference is ref.
+func clockFrom(ref, workerRef time.Time) wireClock {
+	return wireClock{base: ref.Add(workerRef.Sub(ref.Round(0)))}
+}
+
+// at is the parent's time for offset d (the zero Time for noTime).
+func (c wireClock) at(d time.Duration) time.Time {
+	if d == noTime {
+		return time.Time{}
+	}
+	return c.base.Add(d)
 }
 
 // runWorker is `loadgen streams --worker`: it runs its streams against its
@@ -156,14 +201,19 @@ func runWorker(ctx context.Context, o streamsOptions, turn *cassette.RecordedTur
 		ctx, cancel = context.WithTimeout(ctx, o.timeout)
 		defer cancel()
 	}
+	ref := time.Now()
 	all, err := dialStreams(ctx, o, turn, due, stderr)
 	if err != nil {
 		return err
 	}
 	w := bufio.NewWriter(out)
 	enc := gob.NewEncoder(w)
+	if err := enc.Encode(&wireHeader{Ref: ref.Round(0)}); err != nil {
+		return err
+	}
 	for _, r := range all {
-		wo := wireOutcome{Lateness: r.lateness, Start: r.start, First: r.first, End: r.end, TTFE: r.ttfe, Bytes: r.bytes}
+		wo := wireOutcome{Lateness: r.lateness, Start: sinceRef(r.start, ref), First: sinceRef(r.first, ref), End: sinceRef(r.end, ref),
+			TTFE: r.ttfe, Bytes: r.bytes}
 		if r.err != nil {
 			wo.Err, wo.HasErr = r.err.Error(), true
 		}
@@ -210,6 +260,7 @@ func streamsInWorkers(ctx context.Context, o streamsOptions, servers []server, s
 		}
 		cmds[k] = cmd
 	}
+	ref := time.Now() // the parent's side of every worker's clock (clockFrom)
 	for k, cmd := range cmds {
 		if err := cmd.Start(); err != nil {
 			for _, c := range cmds[:k] {
@@ -224,8 +275,17 @@ func streamsInWorkers(ctx context.Context, o streamsOptions, servers []server, s
 		go func() {
 			defer wg.Done()
 			dec := gob.NewDecoder(bufio.NewReader(pipes[k]))
-			var mine []streamOutcome
-			for {
+			var (
+				mine []streamOutcome
+				hdr  wireHeader
+			)
+			// A worker that failed sends nothing: its exit says why (below).
+			hdrErr := dec.Decode(&hdr)
+			if hdrErr != nil && !errors.Is(hdrErr, io.EOF) {
+				errs[k] = fmt.Errorf("worker %d (%s): reading its clock: %w", k, servers[k].url, hdrErr)
+			}
+			clock := clockFrom(ref, hdr.Ref)
+			for hdrErr == nil {
 				var wo wireOutcome
 				if err := dec.Decode(&wo); err != nil {
 					if !errors.Is(err, io.EOF) {
@@ -233,7 +293,8 @@ func streamsInWorkers(ctx context.Context, o streamsOptions, servers []server, s
 					}
 					break
 				}
-				r := streamOutcome{lateness: wo.Lateness, start: wo.Start, first: wo.First, end: wo.End, ttfe: wo.TTFE, bytes: wo.Bytes}
+				r := streamOutcome{lateness: wo.Lateness, start: clock.at(wo.Start), first: clock.at(wo.First), end: clock.at(wo.End),
+					ttfe: wo.TTFE, bytes: wo.Bytes}
 				if wo.HasErr {
 					r.err = errors.New(wo.Err)
 				}

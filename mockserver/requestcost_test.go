@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/difyops/terraform-provider-dify/internal/cputime"
 	"github.com/difyops/terraform-provider-dify/mockserver"
 	"github.com/difyops/terraform-provider-dify/mockserver/mocktest"
 )
@@ -108,7 +109,7 @@ func BenchmarkDetachedStreamStart(b *testing.B) {
 		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
 	b.ReportAllocs()
 	b.SetParallelism(4) // enough streams in flight to keep the cores busy
-	cpu := processCPU()
+	cpu := cputime.Self()
 	b.RunParallel(func(pb *testing.PB) {
 		buf := make([]byte, 16<<10)
 		for pb.Next() {
@@ -131,7 +132,7 @@ func BenchmarkDetachedStreamStart(b *testing.B) {
 			}
 		}
 	})
-	if used := processCPU() - cpu; used > 0 {
+	if used := cputime.Self() - cpu; used > 0 {
 		b.ReportMetric(float64(used.Microseconds())/float64(b.N), "cpu-µs/op")
 	}
 }

@@ -32,18 +32,31 @@ func builtin(t testing.TB) *cassette.Set {
 	return set
 }
 
-// TestBuiltinCassettesRoundTrip: every built-in turn compiles, and rendering
-// with the recorded values reproduces the recorded bytes exactly, so the
-// only differences a replay makes are the substituted values.
-func TestBuiltinCassettesRoundTrip(t *testing.T) {
-	set := builtin(t)
+// compiledBuiltins is the built-in set and each of its cassettes compiled,
+// by name.
+func compiledBuiltins(t testing.TB) (set *cassette.Set, scripts map[string]*Script) {
+	t.Helper()
+	set = builtin(t)
+	scripts = map[string]*Script{}
 	for _, name := range set.Names {
 		c, _ := set.Get(name)
 		sc, err := Compile(c)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		for ti, tr := range sc.Turns {
+		scripts[name] = sc
+	}
+	return set, scripts
+}
+
+// TestBuiltinCassettesRoundTrip: every built-in turn compiles, and rendering
+// with the recorded values reproduces the recorded bytes exactly, so the
+// only differences a replay makes are the substituted values.
+func TestBuiltinCassettesRoundTrip(t *testing.T) {
+	set, scripts := compiledBuiltins(t)
+	for _, name := range set.Names {
+		c, _ := set.Get(name)
+		for ti, tr := range scripts[name].Turns {
 			if tr.Status != 200 {
 				continue
 			}
@@ -73,11 +86,9 @@ func (s *sink) Flush() error { s.flushes++; return nil }
 // TestBindRewritesEverything: a bound replay carries none of the recorded
 // per-turn ids and all of the binding's.
 func TestBindRewritesEverything(t *testing.T) {
-	set := builtin(t)
+	set, scripts := compiledBuiltins(t)
 	for _, name := range set.Names {
-		c, _ := set.Get(name)
-		sc, _ := Compile(c)
-		tr := sc.Turns[0]
+		tr := scripts[name].Turns[0]
 		if tr.Status != 200 {
 			continue
 		}
@@ -237,14 +248,9 @@ func (discardSink) Flush() error                { return nil }
 // replay's own ids, and what one replay does to its Result does not reach
 // another's.
 func TestFoldAtTheEndIsTheFreshFold(t *testing.T) {
-	set := builtin(t)
+	set, scripts := compiledBuiltins(t)
 	for _, name := range set.Names {
-		c, _ := set.Get(name)
-		sc, err := Compile(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for ti, tr := range sc.Turns {
+		for ti, tr := range scripts[name].Turns {
 			if tr.Status != 200 || tr.terminal < 0 {
 				continue
 			}

@@ -3,11 +3,11 @@ package replay
 import (
 	"context"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/difyops/terraform-provider-dify/dify"
+	"github.com/difyops/terraform-provider-dify/internal/cputime"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 )
 
@@ -30,8 +30,7 @@ func BenchmarkConcurrentWaits(b *testing.B) {
 	}
 	bd := bind(sc.Turns[0])
 	const streams = 2000
-	var ru0, ru1 syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	cpu0 := cputime.Self()
 	b.ResetTimer()
 	for range b.N {
 		var wg sync.WaitGroup
@@ -46,7 +45,6 @@ func BenchmarkConcurrentWaits(b *testing.B) {
 		wg.Wait()
 	}
 	b.StopTimer()
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-	cpu := time.Duration(ru1.Utime.Nano()+ru1.Stime.Nano()) - time.Duration(ru0.Utime.Nano()+ru0.Stime.Nano())
+	cpu := cputime.Self() - cpu0
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*streams*40), "cpu-ns/frame")
 }

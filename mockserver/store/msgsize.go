@@ -62,20 +62,23 @@ func thoughtSize(t *dify.AgentThoughtRecord) int64 {
 	return n
 }
 
+// nullSize is the size of JSON's null (a nil pointer, slice or map).
+const nullSize = int64(len("null"))
+
 // fieldSize is the size of `"name":` for a key that needs no escaping.
 func fieldSize(name string) int64 { return int64(len(name)) + 3 }
 
 // orNull is the size of null when null is set, else jsonSize(v).
 func orNull(null bool, v any) int64 {
 	if null {
-		return int64(len("null"))
+		return nullSize
 	}
 	return jsonSize(v)
 }
 
 func stringPtrSize(s *string) int64 {
 	if s == nil {
-		return int64(len("null"))
+		return nullSize
 	}
 	return stringSize(*s)
 }
@@ -151,7 +154,7 @@ func floatSize(f float64) int64 {
 func anySize(v any) int64 {
 	switch v := v.(type) {
 	case nil:
-		return int64(len("null"))
+		return nullSize
 	case string:
 		return stringSize(v)
 	case bool:
@@ -177,7 +180,7 @@ func anySize(v any) int64 {
 // nil slice.
 func arraySize[T any](s []T, size func(*T) int64) int64 {
 	if s == nil {
-		return int64(len("null"))
+		return nullSize
 	}
 	n := int64(len(`[]`)) + int64(max(len(s)-1, 0))
 	for i := range s {
@@ -190,7 +193,7 @@ func arraySize[T any](s []T, size func(*T) int64) int64 {
 // which does not change the size.
 func mapSize(m map[string]any) int64 {
 	if m == nil {
-		return int64(len("null"))
+		return nullSize
 	}
 	n := int64(len(`{}`)) + int64(max(len(m)-1, 0))
 	for k, v := range m {

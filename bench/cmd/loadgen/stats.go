@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -167,19 +166,4 @@ func parseStatCPU(stat string) time.Duration {
 		return 0
 	}
 	return time.Duration(u+s) * time.Second / clockTicks
-}
-
-// selfCPU is this process's user+system CPU time so far.
-func selfCPU() time.Duration { return rusageCPU(syscall.RUSAGE_SELF) }
-
-// childrenCPU is the CPU time of this process's children that have ended
-// and been waited for (the worker processes of a run over several servers).
-func childrenCPU() time.Duration { return rusageCPU(syscall.RUSAGE_CHILDREN) }
-
-func rusageCPU(who int) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(who, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/difyops/terraform-provider-dify/cassettes"
+	"github.com/difyops/terraform-provider-dify/internal/cputime"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 )
 
@@ -226,7 +227,7 @@ func streams(ctx context.Context, o streamsOptions, turn *cassette.RecordedTurn,
 	fmt.Fprintf(stderr, "loadgen: %d streams of %q (%d frames, %v at speed %g) against %s\n",
 		o.streams, turn.Request.Query, len(due), length, o.speed, o.url)
 	start := time.Now()
-	serverCPU0, clientCPU0 := serversCPU(servers), selfCPU()+childrenCPU()
+	serverCPU0, clientCPU0 := serversCPU(servers), cputime.Self()+cputime.Children()
 	machine0, haveMachine := readMachineCPU()
 	steal := newStealTrack(start, o.timelineStep)
 	sampling.Add(1)
@@ -276,7 +277,7 @@ func streams(ctx context.Context, o streamsOptions, turn *cassette.RecordedTurn,
 		if anyPID(servers) {
 			res.ServerCores = (serversCPU(servers) - serverCPU0).Seconds() / res.WindowSeconds
 		}
-		res.ClientCores = (selfCPU() + childrenCPU() - clientCPU0).Seconds() / res.WindowSeconds
+		res.ClientCores = (cputime.Self() + cputime.Children() - clientCPU0).Seconds() / res.WindowSeconds
 		if m1, ok := readMachineCPU(); ok && haveMachine {
 			res.Machine = machineOver(machine0, m1, res.WindowSeconds, res.ServerCores, res.ClientCores)
 		}

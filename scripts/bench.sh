@@ -28,7 +28,8 @@
 #                                          processes, and results.md says so)
 #   BENCH_CASSETTE=tool-use                built-in cassette replayed
 #   BENCH_CASSETTE_LARGE=long-with-pings   replayed above 20,000 streams: its 32.5 s
-#                                          outlast the ramp, so all are live together
+#                                          outlast a ramp of 1,600 starts a second or
+#                                          more, so all are live together
 #   BENCH_CONNECT_LARGE=1500               requests waiting for their first frame at once
 #                                          above 20,000 streams (the ramp's pace)
 #   BENCH_HTTP_DURATION=5s                 measured time per endpoint
@@ -174,8 +175,10 @@ if want streams; then
 		if ((n > 20000)); then
 			# All of them live together: the ramp has to end before the
 			# first streams of the 31.3 s recording do. 1,500 waiting for
-			# their first frame start about 1,900 a second (26 s for
-			# 50,000); the default 1,000 took 38 s.
+			# their first frame start up to 1,900 a second, where the
+			# default 1,000 took 38 s for 50,000; on two vCPUs the answers
+			# of the first streams slow the ramp past the recording
+			# (bench/results.md, "Issue 21, eleventh round").
 			c="$CASSETTE_LARGE"
 			connect="$CONNECT_LARGE"
 		fi

@@ -74,8 +74,9 @@ func TestRunKeepsFewWorkersWaiting(t *testing.T) {
 		runtime.Gosched()
 	}
 	// Until every worker has ended and none is counted waiting: the
-	// goroutine count alone can reach its baseline early when a goroutine
-	// of the test binary that was counted in it ends meanwhile.
+	// goroutine count alone reaches its baseline while a worker of an
+	// earlier test, counted in it and not claimed by the burst, still waits
+	// out its longer idle time.
 	for runtime.NumGoroutine() > before || waiting.Load() != 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d goroutines %v after the burst, %d before, %d workers counted waiting: idle workers did not end",

@@ -27,11 +27,11 @@
 #                                          is shared out over several dify-mock
 #                                          processes, and results.md says so)
 #   BENCH_CASSETTE=tool-use                built-in cassette replayed
-#   BENCH_CASSETTE_LARGE=long-with-pings   replayed above 20,000 streams: its 32.5 s
-#                                          outlast a ramp of 1,600 starts a second or
-#                                          more, so all are live together
-#   BENCH_CONNECT_LARGE=1500               requests waiting for their first frame at once
-#                                          above 20,000 streams (the ramp's pace)
+#   BENCH_CASSETTE_LARGE=deep-research     replayed above 20,000 streams: its 116.7 s
+#                                          outlast the ramp, so all are live together
+#   BENCH_CONNECT_LARGE=400                requests waiting for their first frame at once
+#                                          above 20,000 streams (the ramp's pace: about
+#                                          520 starts a second)
 #   BENCH_HTTP_DURATION=5s                 measured time per endpoint
 #   BENCH_HTTP_CONCURRENCY=50
 #   BENCH_PROVIDER_SIZES=1,10,100,1000     conversations in state
@@ -53,8 +53,8 @@ cd "$REPO_ROOT"
 
 read -r -a STREAMS <<<"${BENCH_STREAMS:-1 100 1000 5000 10000 50000}"
 CASSETTE="${BENCH_CASSETTE:-tool-use}"
-CASSETTE_LARGE="${BENCH_CASSETTE_LARGE:-long-with-pings}"
-CONNECT_LARGE="${BENCH_CONNECT_LARGE:-1500}"
+CASSETTE_LARGE="${BENCH_CASSETTE_LARGE:-deep-research}"
+CONNECT_LARGE="${BENCH_CONNECT_LARGE:-400}"
 HTTP_DURATION="${BENCH_HTTP_DURATION:-5s}"
 HTTP_CONCURRENCY="${BENCH_HTTP_CONCURRENCY:-50}"
 PROVIDER_SIZES="${BENCH_PROVIDER_SIZES:-1,10,100,1000}"
@@ -174,11 +174,16 @@ if want streams; then
 		connect=1000
 		if ((n > 20000)); then
 			# All of them live together: the ramp has to end before the
-			# first streams of the 31.3 s recording do. 1,500 waiting for
-			# their first frame start up to 1,900 a second, where the
-			# default 1,000 took 38 s for 50,000; on two vCPUs the answers
-			# of the first streams slow the ramp past the recording
-			# (bench/results.md, "Issue 21, eleventh round").
+			# first streams do. 400 waiting for their first frame (750 ms
+			# in) start about 520 a second, so 50,000 take about 96 s, and
+			# the 116.7 s research turn outlasts that. The pace also sets
+			# the load: streams reach their answers (a frame pair every
+			# 500 ms for 11 s) at the pace they started, and at 790 starts
+			# a second (600 waiting, an 88.7 s turn) two vCPUs were saturated
+			# once the first streams ended (p99 58-142 ms in four runs).
+			# A 31 s turn would need 1,600 starts a second, about three
+			# cores (bench/results.md, "Issue 21", eleventh and twelfth
+			# rounds).
 			c="$CASSETTE_LARGE"
 			connect="$CONNECT_LARGE"
 		fi

@@ -398,6 +398,35 @@ func TestPingsEveryTenSeconds(t *testing.T) {
 	}
 }
 
+// TestDeepResearchOutlastsAMinuteWithoutFallingQuiet: deep-research is the
+// turn for checking a proxy's or serverless function's 60 s timeouts
+// (cassettes/README.md) and the 50,000-stream bench row's turn: it must run
+// well past a minute to message_end, and its pings must keep every gap
+// between frames within 10 s, so an idle timeout never fires where Dify's
+// would not.
+func TestDeepResearchOutlastsAMinuteWithoutFallingQuiet(t *testing.T) {
+	c, _ := generateFile(t, "deep-research")
+	evs := events(t, c.Turns[0])
+	last := evs[len(evs)-1]
+	if last.name != dify.EventMessageEnd || last.offset < 100*time.Second {
+		t.Fatalf("stream ends with %s at %v; want message_end after 100s", last.name, last.offset)
+	}
+	var prev time.Duration
+	tools := 0
+	for _, e := range evs {
+		if gap := e.offset - prev; gap > 10*time.Second {
+			t.Errorf("%v without a frame before %s at %v", gap, e.name, e.offset)
+		}
+		prev = e.offset
+		if tool, _ := e.fields["tool"].(string); tool != "" && e.fields["observation"] == "" {
+			tools++
+		}
+	}
+	if tools != 4 {
+		t.Errorf("%d tool calls, want the scenario's 4", tools)
+	}
+}
+
 func TestRunLimitEndsWithError(t *testing.T) {
 	c, _ := generateFile(t, "run-limit")
 	evs := events(t, c.Turns[0])

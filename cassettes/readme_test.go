@@ -44,7 +44,7 @@ func readmeRows(t *testing.T) []readmeRow {
 			t.Fatalf("README row has %d cells, want 4: %s", len(cells), line)
 		}
 		name := strings.TrimSpace(cells[0])
-		name = name[1:strings.Index(name[1:], "`")+1]
+		name = name[1 : strings.Index(name[1:], "`")+1]
 		rows = append(rows, readmeRow{name, strings.TrimSpace(cells[1]), strings.TrimSpace(cells[3])})
 	}
 	if err := sc.Err(); err != nil {

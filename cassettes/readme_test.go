@@ -43,9 +43,11 @@ func readmeRows(t *testing.T) []readmeRow {
 		if len(cells) != 4 {
 			t.Fatalf("README row has %d cells, want 4: %s", len(cells), line)
 		}
-		name := strings.TrimSpace(cells[0])
-		name = name[1 : strings.Index(name[1:], "`")+1]
-		rows = append(rows, readmeRow{name, strings.TrimSpace(cells[1]), strings.TrimSpace(cells[3])})
+		name := backticked.FindStringSubmatch(cells[0])
+		if name == nil {
+			t.Fatalf("README row names no cassette in backticks: %s", line)
+		}
+		rows = append(rows, readmeRow{name[1], strings.TrimSpace(cells[1]), strings.TrimSpace(cells[3])})
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)

@@ -81,17 +81,14 @@ func TestReadmeListsEveryCassetteAsItPlays(t *testing.T) {
 			t.Errorf("README lists %q, which is not a built-in cassette", row.name)
 			continue
 		}
-		var queries, lengths []string
+		var queries, recorded, lengths []string
 		for _, m := range backticked.FindAllStringSubmatch(row.queries, -1) {
 			queries = append(queries, m[1])
 		}
 		for _, turn := range c.Turns {
+			recorded = append(recorded, turn.Request.Query)
 			last := turn.Frames[len(turn.Frames)-1].Offset
 			lengths = append(lengths, fmt.Sprintf("%.1f s", last.Seconds()))
-		}
-		var recorded []string
-		for _, turn := range c.Turns {
-			recorded = append(recorded, turn.Request.Query)
 		}
 		if !slices.Equal(queries, recorded) {
 			t.Errorf("%s: README gives the queries %q, the cassette's turns are %q", row.name, queries, recorded)

@@ -368,13 +368,21 @@ func TestKoreanIsRawUTF8InNewAgent(t *testing.T) {
 	}
 }
 
-func TestPingsEveryTenSeconds(t *testing.T) {
-	c, _ := generateFile(t, "long-with-pings")
+// longTurn is the first turn of the built-in scenario name, which must end
+// with message_end after at least atLeast.
+func longTurn(t *testing.T, name string, atLeast time.Duration) []frameEvent {
+	t.Helper()
+	c, _ := generateFile(t, name)
 	evs := events(t, c.Turns[0])
-	last := evs[len(evs)-1]
-	if last.name != dify.EventMessageEnd || last.offset < 25*time.Second {
-		t.Fatalf("stream ends with %s at %v; want message_end after 25s", last.name, last.offset)
+	if last := evs[len(evs)-1]; last.name != dify.EventMessageEnd || last.offset < atLeast {
+		t.Fatalf("%s ends with %s at %v; want message_end after %v", name, last.name, last.offset, atLeast)
 	}
+	return evs
+}
+
+func TestPingsEveryTenSeconds(t *testing.T) {
+	evs := longTurn(t, "long-with-pings", 25*time.Second)
+	last := evs[len(evs)-1]
 	var pings []time.Duration
 	for _, e := range evs {
 		if e.name == "ping" {
@@ -405,12 +413,7 @@ func TestPingsEveryTenSeconds(t *testing.T) {
 // between frames within 10 s, so an idle timeout never fires where Dify's
 // would not.
 func TestDeepResearchOutlastsAMinuteWithoutFallingQuiet(t *testing.T) {
-	c, _ := generateFile(t, "deep-research")
-	evs := events(t, c.Turns[0])
-	last := evs[len(evs)-1]
-	if last.name != dify.EventMessageEnd || last.offset < 100*time.Second {
-		t.Fatalf("stream ends with %s at %v; want message_end after 100s", last.name, last.offset)
-	}
+	evs := longTurn(t, "deep-research", 100*time.Second)
 	var prev time.Duration
 	tools := 0
 	for _, e := range evs {

@@ -36,7 +36,7 @@
 #   BENCH_HTTP_CONCURRENCY=50
 #   BENCH_PROVIDER_SIZES=1,10,100,1000     conversations in state
 #   BENCH_SKIP="profile provider"          sections to skip (streams http profile provider peers)
-#   BENCH_PEER_ROUNDS=3, BENCH_PEER_DURATION=4s, BENCH_PEER_STREAM_RUNS=10,
+#   BENCH_PEER_ROUNDS=8, BENCH_PEER_DURATION=2s, BENCH_PEER_STREAM_RUNS=10,
 #   BENCH_PEER_STREAM_CONCURRENCY=100      the peer comparison's sizes
 #   WIREMOCK_JAR=PATH                      a wiremock-standalone-3.13.2.jar to use (default:
 #                                          cached from `npm pack wiremock@3.13.2`)
@@ -349,7 +349,7 @@ if want peers; then
 		peer_notes+=(--note "WireMock: $WIREMOCK_VERSION standalone ($(java -version 2>&1 | head -n1 | tr -d '"'))")
 	fi
 	"${LOADGEN[@]}" peers "${peer_args[@]}" --concurrency "$HTTP_CONCURRENCY" \
-		--rounds "${BENCH_PEER_ROUNDS:-3}" --duration "${BENCH_PEER_DURATION:-4s}" --first-warmup 10s \
+		--rounds "${BENCH_PEER_ROUNDS:-8}" --duration "${BENCH_PEER_DURATION:-2s}" --first-warmup 10s \
 		--stream-runs "${BENCH_PEER_STREAM_RUNS:-10}" --stream-concurrency "${BENCH_PEER_STREAM_CONCURRENCY:-100}" \
 		--out "$RESULTS_JSON"
 	stop_peers

@@ -9,8 +9,11 @@ package main
 //	loadgen peers --dify URL --wiremock URL --bare URL …
 //
 // Non-streaming: GET /v1/parameters, closed loop at one concurrency, targets
-// measured in alternating order over several rounds (so drift of the shared
-// machine hits all of them alike). Streaming: one answer of seven frames
+// measured in alternating order over several short rounds (so drift of the
+// shared machine hits all of them alike). A ratio between two servers is the
+// median of the rounds' ratios: a round measures them seconds apart, while
+// the machine's capacity drifted by half within a minute on the bench's VM
+// (bench/results.md, "Issue 21, thirteenth round"). Streaming: one answer of seven frames
 // recorded at 0, 150, 650, 1150, 1650, 1700 and 1720 ms, served by dify-mock
 // from a cassette and by WireMock with chunkedDribbleDelay (its tool for a
 // slowly delivered body: the body cut into N equal chunks sent at equal
@@ -73,9 +76,13 @@ type peerHTTPResult struct {
 	FirstError  string    `json:"first_error,omitempty"`
 	RPS         float64   `json:"rps"`
 	RoundRPS    []float64 `json:"round_rps"`
-	Latency     summary   `json:"latency"`
-	BodyBytes   int       `json:"body_bytes"`
-	PeakRSSKiB  int64     `json:"peak_rss_kib"`
+	// RoundSteal is the share of the machine's CPU time the hypervisor
+	// took during each measured round, in percent (empty where /proc/stat
+	// cannot be read).
+	RoundSteal []float64 `json:"round_steal_percent,omitempty"`
+	Latency    summary   `json:"latency"`
+	BodyBytes  int       `json:"body_bytes"`
+	PeakRSSKiB int64     `json:"peak_rss_kib"`
 }
 
 // peerStreamResult is one target's streamed-answer figures.
@@ -300,9 +307,9 @@ func runPeers(ctx context.Context, args []string, stderr io.Writer) error {
 	add("wiremock")
 	add("bare")
 	conc := fs.Int("concurrency", 50, "requests in flight for GET /v1/parameters (closed loop)")
-	rounds := fs.Int("rounds", 3, "alternating rounds per target")
-	dur := fs.Duration("duration", 4*time.Second, "measured time per target and round")
-	warmup := fs.Duration("warmup", time.Second, "unmeasured time before each measured run")
+	rounds := fs.Int("rounds", 8, "alternating rounds per target; the targets' ratios are the median of the rounds' ratios (each round measures every target back to back)")
+	dur := fs.Duration("duration", 2*time.Second, "measured time per target and round")
+	warmup := fs.Duration("warmup", 500*time.Millisecond, "unmeasured time before each measured run")
 	jvmWarmup := fs.Duration("first-warmup", 5*time.Second, "unmeasured load on every target before the first round (WireMock's JIT)")
 	runs := fs.Int("stream-runs", 10, "sequential streams per target (alternating)")
 	concStreams := fs.Int("stream-concurrency", 100, "streams at once per target in the concurrent stream run (0 = skip)")
@@ -354,9 +361,14 @@ func runPeers(ctx context.Context, args []string, stderr io.Writer) error {
 			closedLoop(ctx, t, *conc, *warmup)
 			sctx, stop := context.WithCancel(ctx)
 			go samplers[t.name].run(sctx, 250*time.Millisecond)
+			m0, haveMachine := readMachineCPU()
 			st := closedLoop(ctx, t, *conc, *dur)
+			m1, _ := readMachineCPU()
 			stop()
 			res := results[t.name]
+			if m := machineOver(m0, m1, st.seconds, 0, 0); haveMachine && m != nil {
+				res.RoundSteal = append(res.RoundSteal, m.StealPercent)
+			}
 			res.Seconds += st.seconds
 			res.Requests += len(st.lat)
 			res.Errors += st.errors

@@ -118,6 +118,39 @@ func TestPeerTargets(t *testing.T) {
 	if m := got["10,000 streams in ≤ 300 MiB RSS"]; strings.Contains(m, "stolen") {
 		t.Errorf("memory has nothing to do with steal: %q", m)
 	}
+	// Ratios are the median of the rounds' ratios, each round measuring
+	// the servers back to back: here dify-mock ran at 56–93 % of the bare
+	// handler round by round (median 88 %), while all rounds together say
+	// 82 %.
+	drift := *in
+	drift.peerHTTP = []peerHTTPResult{
+		{Kind: "peers-http", Target: "dify-mock", RPS: 9000, RoundRPS: []float64{14000, 13000, 7000, 6000, 5000}},
+		{Kind: "peers-http", Target: "wiremock", RPS: 4000, RoundRPS: []float64{6500, 6000, 3000, 3000, 1500}},
+		{Kind: "peers-http", Target: "bare", RPS: 11000, RoundRPS: []float64{16000, 16000, 7500, 6500, 9000}},
+	}
+	driftRows := map[string]string{}
+	for _, r := range peerTargetRows(&drift) {
+		driftRows[r[0]] = r[2] + " " + r[1]
+	}
+	for target, want := range map[string]string{
+		// 0.875 0.8125 0.933 0.923 0.556: median 0.875, all rounds 82 %.
+		"`GET /v1/parameters` ≥ 85 % of the bare handler's req/s": "met 88 %, the median of 5 rounds (56 % to 93 %); over all rounds 82 % (9000 vs 11000 req/s)",
+		// 2.15 2.17 2.33 2 3.33: median 2.17.
+		"`GET /v1/parameters` ≥ 2× WireMock's req/s": "met 2.17×, the median of 5 rounds (2.00× to 3.33×); over all rounds 2.25×",
+	} {
+		if !strings.HasPrefix(driftRows[target], want) {
+			t.Errorf("%s: %q, want it to start with %q", target, driftRows[target], want)
+		}
+	}
+	// And the other way: all rounds together pass, the rounds do not.
+	drift.peerHTTP[0].RPS = 10000 // 91 % of the bare handler's
+	drift.peerHTTP[0].RoundRPS = []float64{14000, 6000, 7000, 5000, 13000}
+	drift.peerHTTP[2].RoundRPS = []float64{15000, 9000, 8500, 7000, 11000}
+	for _, r := range peerTargetRows(&drift) {
+		if strings.HasPrefix(r[0], "`GET /v1/parameters` ≥ 85 %") && r[2] != "**missed**" {
+			t.Errorf("rounds at 93, 67, 82, 71 and 118 %% (median 82 %%) %s: %s", r[2], r[1])
+		}
+	}
 	for target, want := range map[string]string{
 		"`GET /v1/parameters` ≥ 2× WireMock's req/s":              "met 3.00×",
 		"`GET /v1/parameters` ≥ 85 % of the bare handler's req/s": "**missed** 83 %",

@@ -188,7 +188,8 @@ func TestStreamsAgainstTheMock(t *testing.T) {
 	}
 	turn, _ := builtinTurn("plain-answer")
 	for _, s := range in.streams {
-		if s.Completed != 8 || s.Failed != 0 || s.Lateness.Count != 8*len(turn.Frames) || s.Bytes != in.streams[0].Bytes || s.Bytes == 0 {
+		if s.Completed != 8 || s.Failed != 0 || s.Lateness.Count != 8*len(turn.Frames) || s.LatenessRead.Count != s.Lateness.Count ||
+			s.Bytes != in.streams[0].Bytes || s.Bytes == 0 {
 			t.Fatalf("streams result %+v", s)
 		}
 		// Linux has /proc/stat: the machine's share is reported.
@@ -286,7 +287,7 @@ func TestStreamsOverSeveralServers(t *testing.T) {
 	}
 	r := in.streams[0]
 	turn, _ := builtinTurn("plain-answer")
-	if r.Servers != 2 || r.Completed != 9 || r.Failed != 0 || r.Lateness.Count != 9*len(turn.Frames) || r.Bytes == 0 {
+	if r.Servers != 2 || r.Completed != 9 || r.Failed != 0 || r.Lateness.Count != 9*len(turn.Frames) || r.LatenessRead.Count != r.Lateness.Count || r.Bytes == 0 {
 		t.Fatalf("result %+v", r)
 	}
 	// Peak live is counted over both workers' streams: more than one

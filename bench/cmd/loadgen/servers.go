@@ -142,6 +142,7 @@ func workerSources(sources string, streams, workers, k int) (string, error) {
 // offsets from the worker's reference (wireHeader, clockFrom).
 type wireOutcome struct {
 	Lateness          []time.Duration
+	LatenessRead      []time.Duration
 	Start, First, End time.Duration
 	TTFE              time.Duration
 	Bytes             int64
@@ -212,7 +213,7 @@ func runWorker(ctx context.Context, o streamsOptions, turn *cassette.RecordedTur
 		return err
 	}
 	for _, r := range all {
-		wo := wireOutcome{Lateness: r.lateness, Start: sinceRef(r.start, ref), First: sinceRef(r.first, ref), End: sinceRef(r.end, ref),
+		wo := wireOutcome{Lateness: r.lateness, LatenessRead: r.latenessRead, Start: sinceRef(r.start, ref), First: sinceRef(r.first, ref), End: sinceRef(r.end, ref),
 			TTFE: r.ttfe, Bytes: r.bytes}
 		if r.err != nil {
 			wo.Err, wo.HasErr = r.err.Error(), true
@@ -293,7 +294,7 @@ func streamsInWorkers(ctx context.Context, o streamsOptions, servers []server, s
 					}
 					break
 				}
-				r := streamOutcome{lateness: wo.Lateness, start: clock.at(wo.Start), first: clock.at(wo.First), end: clock.at(wo.End),
+				r := streamOutcome{lateness: wo.Lateness, latenessRead: wo.LatenessRead, start: clock.at(wo.Start), first: clock.at(wo.First), end: clock.at(wo.End),
 					ttfe: wo.TTFE, bytes: wo.Bytes}
 				if wo.HasErr {
 					r.err = errors.New(wo.Err)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"time"
 )
 
@@ -127,8 +126,9 @@ type frameScanner struct {
 	lineCR  bool // the current line so far is exactly "\r"
 }
 
-// push scans p; frame gets now and the size of each frame p completes.
-func (s *frameScanner) push(p []byte, now time.Time, frame func(time.Time, int)) {
+// push scans p; frame gets p's arrival and the size of each frame p
+// completes.
+func (s *frameScanner) push(p []byte, at arrival, frame func(arrival, int)) {
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
@@ -146,7 +146,7 @@ func (s *frameScanner) push(p []byte, now time.Time, frame func(time.Time, int))
 			continue
 		}
 		if s.content {
-			frame(now, s.size)
+			frame(at, s.size)
 		}
 		s.size, s.content = 0, false
 	}
@@ -164,12 +164,12 @@ func (s *frameScanner) end() error {
 type streamBody struct {
 	chunks chunkDecoder
 	frames frameScanner
-	frame  func(time.Time, int)
+	frame  func(arrival, int)
 }
 
 // push takes the next bytes read; it reports whether the body is complete.
-func (b *streamBody) push(p []byte, now time.Time) (bool, error) {
-	err := b.chunks.push(p, func(data []byte) { b.frames.push(data, now, b.frame) })
+func (b *streamBody) push(p []byte, at arrival) (bool, error) {
+	err := b.chunks.push(p, func(data []byte) { b.frames.push(data, at, b.frame) })
 	if err != nil {
 		return false, err
 	}
@@ -181,14 +181,14 @@ func (b *streamBody) push(p []byte, now time.Time) (bool, error) {
 
 // readBody reads the rest of body from conn on the calling goroutine (the
 // portable way; readOnLoop is the event loop's).
-func readBody(ctx context.Context, conn net.Conn, body *streamBody) error {
+func readBody(ctx context.Context, conn *timedConn, body *streamBody) error {
 	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
 	defer stop()
 	buf := make([]byte, 4<<10)
 	for {
 		n, err := conn.Read(buf)
 		if n > 0 {
-			if done, perr := body.push(buf[:n], time.Now()); done || perr != nil {
+			if done, perr := body.push(buf[:n], conn.last); done || perr != nil {
 				return perr
 			}
 		}

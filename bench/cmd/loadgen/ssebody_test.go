@@ -6,7 +6,6 @@ import (
 	"net/http/httputil"
 	"strings"
 	"testing"
-	"time"
 )
 
 // chunked encodes body as chunks of the given sizes (the rest in one).
@@ -29,10 +28,10 @@ func chunked(body string, sizes ...int) string {
 
 // pushAll pushes wire to a streamBody in pieces of at most step bytes.
 func pushAll(wire string, step int) (sizes []int, done bool, err error) {
-	b := &streamBody{frame: func(_ time.Time, n int) { sizes = append(sizes, n) }}
+	b := &streamBody{frame: func(_ arrival, n int) { sizes = append(sizes, n) }}
 	for len(wire) > 0 && !done && err == nil {
 		n := min(step, len(wire))
-		done, err = b.push([]byte(wire[:n]), time.Now())
+		done, err = b.push([]byte(wire[:n]), readNow())
 		wire = wire[n:]
 	}
 	return sizes, done, err

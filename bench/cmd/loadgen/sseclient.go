@@ -176,18 +176,19 @@ type errStatus struct {
 
 func (e *errStatus) Error() string { return fmt.Sprintf("HTTP %d: %s", e.code, e.body) }
 
-// stream sends req on conn and calls frame(now, size) as each complete,
-// non-empty SSE frame arrives (now is taken when the read that completed
-// the frame returned). It returns nil at a clean end of the body; ctx ends
+// stream sends req on conn and calls frame(at, size) as each complete,
+// non-empty SSE frame arrives (at is the arrival of the read that
+// completed the frame). It returns nil at a clean end of the body; ctx ends
 // it early.
-func (t *sseTarget) stream(ctx context.Context, conn net.Conn, req []byte, frame func(now time.Time, size int)) error {
+func (t *sseTarget) stream(ctx context.Context, conn net.Conn, req []byte, frame func(at arrival, size int)) error {
 	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
 	defer stop()
+	tc := newTimedConn(conn)
 	if _, err := conn.Write(req); err != nil {
 		return err
 	}
 	br := headPool.Get().(*bufio.Reader)
-	br.Reset(conn)
+	br.Reset(tc)
 	defer func() { br.Reset(nil); headPool.Put(br) }()
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
@@ -205,7 +206,7 @@ func (t *sseTarget) stream(ctx context.Context, conn net.Conn, req []byte, frame
 	// can read it (readOnLoop): first what the header's read brought along.
 	body := &streamBody{frame: frame}
 	if early, _ := br.Peek(br.Buffered()); len(early) > 0 {
-		if done, err := body.push(early, time.Now()); done || err != nil {
+		if done, err := body.push(early, tc.last); done || err != nil {
 			return err
 		}
 	}
@@ -213,9 +214,9 @@ func (t *sseTarget) stream(ctx context.Context, conn net.Conn, req []byte, frame
 		return ctx.Err()
 	}
 	if t.loop {
-		return readOnLoop(ctx, conn, body, t.loopPace)
+		return readOnLoop(ctx, tc, body, t.loopPace)
 	}
-	return readBody(ctx, conn, body)
+	return readBody(ctx, tc, body)
 }
 
 // parseSources reads --sources: a count of loopback source addresses

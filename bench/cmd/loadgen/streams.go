@@ -42,10 +42,15 @@ type streamsResult struct {
 	// are then their sums.
 	Servers int `json:"servers,omitempty"`
 
-	// Lateness of every received frame (see frameLateness), and of the
-	// frames due once every stream had started (the ramp is over).
+	// Lateness of every received frame (see frameLateness) as it arrived
+	// at the load generator's socket (arrival), and of the frames due
+	// once every stream had started (the ramp is over). LatenessRead is
+	// every frame's lateness taken when the load generator read it
+	// instead, which adds its own wake-up (the figure before the
+	// thirteenth round of issue 21).
 	Lateness       summary `json:"lateness"`
 	LatenessSteady summary `json:"lateness_steady"`
+	LatenessRead   summary `json:"lateness_read"`
 	// TTFE: request sent (dial included) to the first complete frame.
 	TTFE summary `json:"ttfe"`
 	// Phases: the lateness of the ramp, of all streams live and of the
@@ -94,7 +99,7 @@ func runStreams(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&o.out, "out", "", "append the JSON result to this file (default stdout)")
 	fs.StringVar(&o.label, "label", "", "free-form label stored with the result")
 	fs.StringVar(&o.eventLoop, "event-loop", "auto", "who reads the stream bodies: on (one event loop for all, Linux), off (each stream's goroutine) or auto (the loop from 2,000 streams: it costs the client less CPU under load, and a goroutine wakes a little sooner when there are few)")
-	fs.DurationVar(&o.loopPace, "loop-pace", defaultLoopPace, "the event loop's least time from one wake-up to its next wait, so a busy run's frames are read in batches instead of waking the loop (and costing the server's write a wake-up) once each; a frame's lateness is taken when it is read, so it includes up to this (0 = wake per arrival)")
+	fs.DurationVar(&o.loopPace, "loop-pace", defaultLoopPace, "the event loop's least time from one wake-up to its next wait, so a busy run's frames are read in batches instead of waking the loop (and costing the server's write a wake-up) once each; a frame's lateness is taken at its arrival on the socket, and its lateness as read includes up to this (0 = wake per arrival)")
 	fs.StringVar(&o.sources, "sources", "auto", "local addresses to dial from, each connection from a port the client picks: a count N (127.0.0.2 … 127.0.0.N+1; 0 = the kernel picks address and port), a comma-separated list, or auto (on Linux one loopback address per 50,000 streams; elsewhere the kernel's choice up to 20,000 streams)")
 	fs.StringVar(&o.timeline, "timeline", "", "write the run's lateness over time to this file (tab-separated: per step, the frames due, the streams that started and ended, lateness p99 and max)")
 	fs.DurationVar(&o.timelineStep, "timeline-step", 100*time.Millisecond, "the timeline's step")
@@ -176,13 +181,14 @@ func frameLateness(arrivals, due []time.Duration) ([]time.Duration, time.Duratio
 
 // streamOutcome is what one stream reports back.
 type streamOutcome struct {
-	lateness []time.Duration // by frame index
-	start    time.Time       // estimated replay start (see frameLateness)
-	first    time.Time       // the first frame's arrival; zero without one
-	ttfe     time.Duration
-	bytes    int64
-	end      time.Time
-	err      error
+	lateness     []time.Duration // by frame index, at the socket (arrival)
+	latenessRead []time.Duration // the same, when the load generator read each frame
+	start        time.Time       // estimated replay start (see frameLateness)
+	first        time.Time       // the first frame's arrival; zero without one
+	ttfe         time.Duration
+	bytes        int64
+	end          time.Time
+	err          error
 }
 
 func streams(ctx context.Context, o streamsOptions, turn *cassette.RecordedTurn, stderr io.Writer) (*streamsResult, error) {
@@ -249,7 +255,7 @@ func streams(ctx context.Context, o streamsOptions, turn *cassette.RecordedTurn,
 	if len(servers) > 1 {
 		res.Servers = len(servers)
 	}
-	var lateness, ttfe durations
+	var lateness, latenessRead, ttfe durations
 	var end, rampEnd time.Time // rampEnd: the last stream's first frame; zero when none came
 	for _, r := range all {
 		if r.end.After(end) {
@@ -260,6 +266,7 @@ func streams(ctx context.Context, o streamsOptions, turn *cassette.RecordedTurn,
 		}
 		res.Bytes += r.bytes
 		lateness = append(lateness, r.lateness...)
+		latenessRead = append(latenessRead, r.latenessRead...)
 		if r.ttfe > 0 {
 			ttfe = append(ttfe, r.ttfe)
 		}
@@ -283,7 +290,7 @@ func streams(ctx context.Context, o streamsOptions, turn *cassette.RecordedTurn,
 		}
 	}
 	res.Server = smp.figures()
-	res.Lateness, res.TTFE = lateness.summarize(), ttfe.summarize()
+	res.Lateness, res.LatenessRead, res.TTFE = lateness.summarize(), latenessRead.summarize(), ttfe.summarize()
 	res.PeakConcurrent = peakLive(all)
 	if !rampEnd.IsZero() {
 		res.RampSeconds = rampEnd.Sub(start).Seconds()
@@ -440,14 +447,17 @@ func oneStream(ctx context.Context, target *sseTarget, req []byte, due []time.Du
 	}
 	defer conn.Close()
 	arrivals := make([]time.Duration, 0, len(due))
-	err = target.stream(ctx, conn, req, func(now time.Time, size int) {
+	var reads []time.Duration // when the load generator read each frame
+	err = target.stream(ctx, conn, req, func(at arrival, size int) {
 		out.bytes += int64(size)
 		if len(arrivals) == 0 {
-			out.ttfe = now.Sub(sent)
-			out.first = now
+			out.ttfe = at.socket.Sub(sent)
+			out.first = at.socket
 			release()
+			reads = make([]time.Duration, 0, len(due))
 		}
-		arrivals = append(arrivals, now.Sub(sent))
+		arrivals = append(arrivals, at.socket.Sub(sent))
+		reads = append(reads, at.read.Sub(sent))
 	})
 	out.end = time.Now()
 	if err != nil {
@@ -460,6 +470,7 @@ func oneStream(ctx context.Context, target *sseTarget, req []byte, due []time.Du
 	}
 	var anchor time.Duration
 	out.lateness, anchor = frameLateness(arrivals, due)
+	out.latenessRead, _ = frameLateness(reads, due)
 	out.start = sent.Add(anchor)
 	if out.err == nil && len(arrivals) != len(due) {
 		out.err = fmt.Errorf("received %d frames, the recording has %d", len(arrivals), len(due))

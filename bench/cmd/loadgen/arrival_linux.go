@@ -1,0 +1,97 @@
+//go:build linux
+
+package main
+
+import (
+	"errors"
+	"io"
+	"net"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// newTimedConn asks the kernel to stamp conn's received data with the time
+// it arrived (SO_TIMESTAMPNS; TCP hands back the stamp of the last segment
+// a read consumed) and reads it with recvmsg(2). Where that cannot be set,
+// reads are timed when they return.
+func newTimedConn(conn net.Conn) *timedConn {
+	tc := &timedConn{Conn: conn}
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		return tc
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return tc
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1)
+	}); err != nil || serr != nil {
+		return tc
+	}
+	tc.rx = &rxReader{rc: rc}
+	return tc
+}
+
+// rxReader reads a socket that has SO_TIMESTAMPNS set through the
+// runtime's poller.
+type rxReader struct {
+	rc  syscall.RawConn
+	oob [64]byte
+}
+
+func (r *rxReader) read(p []byte) (n int, at arrival, err error) {
+	var rerr error
+	err = r.rc.Read(func(fd uintptr) bool {
+		n, at, rerr = recvArrival(int(fd), p, r.oob[:])
+		return !errors.Is(rerr, syscall.EAGAIN)
+	})
+	if err == nil {
+		err = rerr
+	}
+	if err == nil && n == 0 && len(p) > 0 {
+		err = io.EOF
+	}
+	return n, at, err
+}
+
+// recvArrival is one recvmsg(2) on fd (non-blocking) with the arrival of
+// what it returned: the receive time the kernel attached, or the read time
+// when there is none (SO_TIMESTAMPNS not set, or nothing read).
+func recvArrival(fd int, p, oob []byte) (int, arrival, error) {
+	for {
+		n, oobn, _, _, err := syscall.Recvmsg(fd, p, oob, 0)
+		at := readNow()
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil || n <= 0 {
+			return max(n, 0), at, err
+		}
+		if t, ok := rxTime(oob[:oobn]); ok && !t.After(at.read) {
+			at.socket = t
+		}
+		return n, at, nil
+	}
+}
+
+// rxTime finds SCM_TIMESTAMPNS in a recvmsg(2) control buffer.
+func rxTime(oob []byte) (time.Time, bool) {
+	msgs, err := syscall.ParseSocketControlMessage(oob)
+	if err != nil {
+		return time.Time{}, false
+	}
+	for _, m := range msgs {
+		if m.Header.Level == syscall.SOL_SOCKET && m.Header.Type == syscall.SCM_TIMESTAMPNS &&
+			len(m.Data) >= int(unsafe.Sizeof(syscall.Timespec{})) {
+			ts := (*syscall.Timespec)(unsafe.Pointer(&m.Data[0]))
+			if ts.Sec == 0 && ts.Nsec == 0 {
+				return time.Time{}, false
+			}
+			return time.Unix(int64(ts.Sec), int64(ts.Nsec)), true
+		}
+	}
+	return time.Time{}, false
+}

@@ -70,12 +70,23 @@ func recvArrival(fd int, p, oob []byte) (int, arrival, error) {
 		if err != nil || n <= 0 {
 			return max(n, 0), at, err
 		}
-		if t, ok := rxTime(oob[:oobn]); ok && !t.After(at.read) {
-			at.socket = t
+		if t, ok := rxTime(oob[:oobn]); ok {
+			// The kernel's time is the wall clock's, which this VM has
+			// seen stepped by 25 s mid-run: only how long ago the data
+			// came is taken from it (two wall readings microseconds
+			// apart), and placed on the monotonic clock of the read.
+			if ago := at.read.Sub(t); ago >= 0 && ago < maxRxAge {
+				at.socket = at.read.Add(-ago)
+			}
 		}
 		return n, at, nil
 	}
 }
+
+// maxRxAge bounds how long before its read a receive time may be: an
+// older one means the wall clock stepped between the two, and the read's
+// time is kept.
+const maxRxAge = 10 * time.Second
 
 // rxTime finds SCM_TIMESTAMPNS in a recvmsg(2) control buffer.
 func rxTime(oob []byte) (time.Time, bool) {

@@ -4,6 +4,7 @@ package main
 
 import (
 	"net"
+	"strings"
 	"testing"
 	"time"
 )
@@ -91,6 +92,11 @@ func TestTimedConnDatesBytesByTheirArrival(t *testing.T) {
 	if at.socket.Before(sent.Add(-time.Millisecond)) || at.socket.After(written.Add(late/3)) {
 		t.Fatalf("the bytes arrived %v after the write (written within %v, read after %v): want the time they reached the socket",
 			at.socket.Sub(sent), written.Sub(sent), at.read.Sub(sent))
+	}
+	// On the monotonic clock, as the read's time is: a step of the wall
+	// clock during a run does not move it.
+	if !strings.Contains(at.socket.String(), " m=") {
+		t.Fatalf("the arrival %v has no monotonic clock reading", at.socket)
 	}
 	// The end of the stream is io.EOF, as from net.Conn.
 	_ = server.Close()

@@ -284,7 +284,8 @@ type peerTarget struct {
 	name   string
 	base   string // API base URL, …/v1
 	pid    int
-	client *http.Client
+	client *http.Client // the bodies' check and the streams
+	conns  *peerConns   // the closed loop's keep-alive connections
 }
 
 func newPeerClient(conc int) *http.Client {
@@ -322,6 +323,12 @@ func runPeers(ctx context.Context, args []string, stderr io.Writer) error {
 		if t.base != "" {
 			t.base = strings.TrimRight(t.base, "/")
 			t.client = newPeerClient(max(*conc, *concStreams))
+			conns, err := newPeerConns(t.base)
+			if err != nil {
+				return err
+			}
+			t.conns = conns
+			defer conns.closeIdle()
 			live = append(live, t)
 		}
 	}
@@ -530,13 +537,13 @@ type loopStats struct {
 
 // closedLoop sends GET /v1/parameters from conc workers for d, each sending
 // its next request when the last is answered (the same request for every
-// target, Authorization included).
+// target, Authorization included), over the target's keep-alive
+// connections (peerconn.go).
 func closedLoop(ctx context.Context, t *peerTarget, conc int, d time.Duration) loopStats {
 	var (
-		mu  sync.Mutex
-		st  loopStats
-		wg  sync.WaitGroup
-		url = t.base + "/parameters?user=bench"
+		mu sync.Mutex
+		st loopStats
+		wg sync.WaitGroup
 	)
 	start := time.Now()
 	stopAt := start.Add(d)
@@ -546,16 +553,19 @@ func closedLoop(ctx context.Context, t *peerTarget, conc int, d time.Duration) l
 			defer wg.Done()
 			local := make(durations, 0, 8192)
 			errs, first := 0, ""
+			var pc *peerConn
 			for time.Now().Before(stopAt) && ctx.Err() == nil {
-				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-				req.Header.Set("Authorization", "Bearer app-bench")
 				t0 := time.Now()
-				resp, err := t.client.Do(req)
-				status := 0
+				status, keep, err := 0, false, error(nil)
+				if pc == nil {
+					pc, err = t.conns.get()
+				}
 				if err == nil {
-					_, err = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					status = resp.StatusCode
+					status, keep, err = t.conns.do(pc, t0.Add(time.Minute))
+					if !keep {
+						_ = pc.c.Close()
+						pc = nil
+					}
 				}
 				if err != nil || status != http.StatusOK {
 					errs++
@@ -565,6 +575,9 @@ func closedLoop(ctx context.Context, t *peerTarget, conc int, d time.Duration) l
 					continue
 				}
 				local = append(local, time.Since(t0))
+			}
+			if pc != nil {
+				t.conns.put(pc)
 			}
 			mu.Lock()
 			st.lat = append(st.lat, local...)

@@ -6,10 +6,14 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -171,5 +175,50 @@ func TestPeerTargets(t *testing.T) {
 		if !strings.HasPrefix(got[target], want) {
 			t.Errorf("%s: %q, want it to start with %q", target, got[target], want)
 		}
+	}
+}
+
+// The closed loop reuses its keep-alive connections across rounds, dials
+// again when a server closes one, and counts a refusal as an error.
+func TestClosedLoopKeepsItsConnections(t *testing.T) {
+	var served, closing atomic.Int64
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.RequestURI() != "/v1/parameters?user=bench" || r.Header.Get("Authorization") != "Bearer app-bench" {
+			http.Error(w, "wrong request", http.StatusBadRequest)
+			return
+		}
+		if served.Add(1)%50 == 0 { // now and then a server ends a connection
+			closing.Add(1)
+			w.Header().Set("Connection", "close")
+		}
+		_, _ = io.WriteString(w, `{"opening_statement":"hi"}`)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	pc, err := newPeerConns(srv.URL + "/v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.closeIdle()
+	target := &peerTarget{name: "test", base: srv.URL + "/v1", conns: pc}
+	for round := range 3 {
+		st := closedLoop(t.Context(), target, 4, 100*time.Millisecond)
+		if st.errors != 0 || len(st.lat) == 0 {
+			t.Fatalf("round %d: %d answered, %d errors (%s)", round, len(st.lat), st.errors, st.firstError)
+		}
+	}
+	// Four workers, plus one dial for each connection the server closed.
+	if got, want := conns.Load(), 4+closing.Load(); got > want {
+		t.Fatalf("%d connections for %d requests over 3 rounds, want at most %d (4 kept, %d closed by the server)", got, served.Load(), want, closing.Load())
+	}
+	bad := &peerTarget{name: "bad", conns: &peerConns{addr: pc.addr, req: []byte("GET /nope HTTP/1.1\r\nHost: x\r\n\r\n")}}
+	if st := closedLoop(t.Context(), bad, 1, 50*time.Millisecond); st.errors == 0 || len(st.lat) != 0 || !strings.HasPrefix(st.firstError, "HTTP 400") {
+		t.Fatalf("refused requests: %d answered, %d errors, first %q", len(st.lat), st.errors, st.firstError)
 	}
 }

@@ -199,7 +199,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	logOut := newBatchWriter(stderr)
 	defer logOut.Close()
-	logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
+	logger := slog.New(newTextHandler(logOut, level))
 	if o.exitWithParent {
 		ctx = exitWithParent(ctx, logger)
 	}

@@ -38,7 +38,7 @@
 #   BENCH_SKIP="profile provider"          sections to skip (streams http profile provider peers)
 #   BENCH_PEER_ROUNDS=8, BENCH_PEER_DURATION=2s, BENCH_PEER_STREAM_RUNS=10,
 #   BENCH_PEER_STREAM_CONCURRENCY=100      the peer comparison's sizes
-#   BENCH_PEER_WARMUP=10s                  unmeasured load on each peer before the first round
+#   BENCH_PEER_WARMUP=30s                  unmeasured load on each peer before the first round (WireMock's JIT)
 #   WIREMOCK_JAR=PATH                      a wiremock-standalone-3.13.2.jar to use (default:
 #                                          cached from `npm pack wiremock@3.13.2`)
 #   BENCH_RESULTS=bench/results.md         where the markdown goes ("" = stdout only)
@@ -353,7 +353,7 @@ if want peers; then
 		peer_notes+=(--note "WireMock: $WIREMOCK_VERSION standalone ($(java -version 2>&1 | head -n1 | tr -d '"'))")
 	fi
 	"${LOADGEN[@]}" peers "${peer_args[@]}" --concurrency "$HTTP_CONCURRENCY" \
-		--rounds "${BENCH_PEER_ROUNDS:-8}" --duration "${BENCH_PEER_DURATION:-2s}" --first-warmup "${BENCH_PEER_WARMUP:-10s}" \
+		--rounds "${BENCH_PEER_ROUNDS:-8}" --duration "${BENCH_PEER_DURATION:-2s}" --first-warmup "${BENCH_PEER_WARMUP:-30s}" \
 		--stream-runs "${BENCH_PEER_STREAM_RUNS:-10}" --stream-concurrency "${BENCH_PEER_STREAM_CONCURRENCY:-100}" \
 		--out "$RESULTS_JSON"
 	stop_peers

@@ -9,15 +9,10 @@ import (
 	"time"
 )
 
-// timedPair is a loopback connection: the server's end, and the client's
-// as a timedConn.
-func timedPair(t *testing.T) (net.Conn, *timedConn) {
+// acceptedPair dials ln and returns both ends: the server's (closed when
+// the test ends) and the client's.
+func acceptedPair(t *testing.T, ln net.Listener) (server, client net.Conn) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
 	accepted := make(chan net.Conn, 1)
 	go func() {
 		c, err := ln.Accept()
@@ -35,7 +30,21 @@ func timedPair(t *testing.T) (net.Conn, *timedConn) {
 	if !ok {
 		t.Fatal("accept failed")
 	}
-	t.Cleanup(func() { _ = client.Close(); _ = server.Close() })
+	t.Cleanup(func() { _ = server.Close() })
+	return server, client
+}
+
+// timedPair is a loopback connection: the server's end, and the client's
+// as a timedConn.
+func timedPair(t *testing.T) (net.Conn, *timedConn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	server, client := acceptedPair(t, ln)
+	t.Cleanup(func() { _ = client.Close() })
 	tc := newTimedConn(client)
 	if tc.rx == nil {
 		t.Fatal("SO_TIMESTAMPNS could not be set on a TCP socket")

@@ -14,24 +14,7 @@ import (
 // read.
 func loopedPair(t *testing.T, ln net.Listener, l *loop) (net.Conn, <-chan arrival) {
 	t.Helper()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			close(accepted)
-			return
-		}
-		accepted <- c
-	}()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, ok := <-accepted
-	if !ok {
-		t.Fatal("accept failed")
-	}
-	t.Cleanup(func() { _ = server.Close() })
+	server, client := acceptedPair(t, ln)
 	read := make(chan arrival, 8)
 	body := &streamBody{frame: func(at arrival, _ int) { read <- at }}
 	tc := newTimedConn(client) // before anything is written to it

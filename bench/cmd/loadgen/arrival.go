@@ -27,7 +27,7 @@ func readNow() arrival {
 // timedConn is a connection whose reads remember their arrival (last).
 type timedConn struct {
 	net.Conn
-	rx   *rxReader // nil where the kernel gives no receive time
+	rx   func(p []byte) (int, arrival, error) // nil where the kernel gives no receive time
 	last arrival
 }
 
@@ -37,7 +37,7 @@ func (c *timedConn) Read(p []byte) (int, error) {
 		c.last = readNow()
 		return n, err
 	}
-	n, at, err := c.rx.read(p)
+	n, at, err := c.rx(p)
 	c.last = at
 	return n, err
 }

@@ -31,30 +31,23 @@ func newTimedConn(conn net.Conn) *timedConn {
 	}); err != nil || serr != nil {
 		return tc
 	}
-	tc.rx = &rxReader{rc: rc}
+	oob := make([]byte, 64)
+	// Reads wait through the runtime's poller, as net.Conn's do.
+	tc.rx = func(p []byte) (n int, at arrival, err error) {
+		var rerr error
+		err = rc.Read(func(fd uintptr) bool {
+			n, at, rerr = recvArrival(int(fd), p, oob)
+			return !errors.Is(rerr, syscall.EAGAIN)
+		})
+		if err == nil {
+			err = rerr
+		}
+		if err == nil && n == 0 && len(p) > 0 {
+			err = io.EOF
+		}
+		return n, at, err
+	}
 	return tc
-}
-
-// rxReader reads a socket that has SO_TIMESTAMPNS set through the
-// runtime's poller.
-type rxReader struct {
-	rc  syscall.RawConn
-	oob [64]byte
-}
-
-func (r *rxReader) read(p []byte) (n int, at arrival, err error) {
-	var rerr error
-	err = r.rc.Read(func(fd uintptr) bool {
-		n, at, rerr = recvArrival(int(fd), p, r.oob[:])
-		return !errors.Is(rerr, syscall.EAGAIN)
-	})
-	if err == nil {
-		err = rerr
-	}
-	if err == nil && n == 0 && len(p) > 0 {
-		err = io.EOF
-	}
-	return n, at, err
 }
 
 // recvArrival is one recvmsg(2) on fd (non-blocking) with the arrival of
@@ -88,21 +81,28 @@ func recvArrival(fd int, p, oob []byte) (int, arrival, error) {
 // time is kept.
 const maxRxAge = 10 * time.Second
 
-// rxTime finds SCM_TIMESTAMPNS in a recvmsg(2) control buffer.
+// rxTime finds SCM_TIMESTAMPNS in a recvmsg(2) control buffer. It walks
+// the headers itself: syscall.ParseSocketControlMessage allocates a slice
+// on every call, and this runs on every read of every stream.
 func rxTime(oob []byte) (time.Time, bool) {
-	msgs, err := syscall.ParseSocketControlMessage(oob)
-	if err != nil {
-		return time.Time{}, false
-	}
-	for _, m := range msgs {
-		if m.Header.Level == syscall.SOL_SOCKET && m.Header.Type == syscall.SCM_TIMESTAMPNS &&
-			len(m.Data) >= int(unsafe.Sizeof(syscall.Timespec{})) {
-			ts := (*syscall.Timespec)(unsafe.Pointer(&m.Data[0]))
+	for len(oob) >= syscall.SizeofCmsghdr {
+		h := (*syscall.Cmsghdr)(unsafe.Pointer(&oob[0]))
+		if int(h.Len) < syscall.SizeofCmsghdr || int(h.Len) > len(oob) {
+			return time.Time{}, false
+		}
+		data := oob[syscall.CmsgLen(0):h.Len]
+		if h.Level == syscall.SOL_SOCKET && h.Type == syscall.SCM_TIMESTAMPNS && len(data) >= int(unsafe.Sizeof(syscall.Timespec{})) {
+			ts := (*syscall.Timespec)(unsafe.Pointer(&data[0]))
 			if ts.Sec == 0 && ts.Nsec == 0 {
 				return time.Time{}, false
 			}
 			return time.Unix(int64(ts.Sec), int64(ts.Nsec)), true
 		}
+		next := syscall.CmsgSpace(int(h.Len) - syscall.CmsgLen(0))
+		if next > len(oob) {
+			break
+		}
+		oob = oob[next:]
 	}
 	return time.Time{}, false
 }

@@ -7,8 +7,3 @@ import "net"
 // newTimedConn times reads when they return: the kernel's receive time is
 // read on Linux only (arrival_linux.go).
 func newTimedConn(conn net.Conn) *timedConn { return &timedConn{Conn: conn} }
-
-// rxReader is Linux's (arrival_linux.go).
-type rxReader struct{}
-
-func (*rxReader) read([]byte) (int, arrival, error) { panic("unreachable: rx is nil off Linux") }

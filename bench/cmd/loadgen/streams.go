@@ -447,14 +447,13 @@ func oneStream(ctx context.Context, target *sseTarget, req []byte, due []time.Du
 	}
 	defer conn.Close()
 	arrivals := make([]time.Duration, 0, len(due))
-	var reads []time.Duration // when the load generator read each frame
+	reads := make([]time.Duration, 0, len(due)) // when the load generator read each frame
 	err = target.stream(ctx, conn, req, func(at arrival, size int) {
 		out.bytes += int64(size)
 		if len(arrivals) == 0 {
 			out.ttfe = at.socket.Sub(sent)
 			out.first = at.socket
 			release()
-			reads = make([]time.Duration, 0, len(due))
 		}
 		arrivals = append(arrivals, at.socket.Sub(sent))
 		reads = append(reads, at.read.Sub(sent))

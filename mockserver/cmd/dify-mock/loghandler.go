@@ -19,13 +19,12 @@ import (
 // record to the TextHandler it wraps. Each record is one Write, as
 // batchWriter wants.
 type textHandler struct {
-	slow  *slog.TextHandler
-	w     io.Writer
-	level slog.Leveler
+	slow *slog.TextHandler
+	w    io.Writer
 }
 
 func newTextHandler(w io.Writer, level slog.Leveler) *textHandler {
-	return &textHandler{slow: slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}), w: w, level: level}
+	return &textHandler{slow: slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}), w: w}
 }
 
 func (h *textHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.slow.Enabled(ctx, l) }

@@ -6,38 +6,64 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 
 	"github.com/julienschmidt/httprouter"
 )
 
 // serverInfo is GET /v1/ (docs/api §1.1), unauthenticated.
-func (s *Server) serverInfo(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	s.writeAppResponse(w, "/", nil)
+func (s *Server) serverInfo() httprouter.Handle {
+	resp := s.recordedAppResponse("/", nil)
+	return func(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) { resp.write(w) }
 }
 
 // appResponse serves /info, /parameters, /meta and /site byte for byte from
 // the app description (docs/api §13–§16), so a recorded app replays as itself.
 func (s *Server) appResponse(path string) httprouter.Handle {
-	return func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-		var body []byte
-		if path == "/info" {
-			body = s.info
-		}
-		s.writeAppResponse(w, path, body)
+	var body []byte
+	if path == "/info" {
+		body = s.info
 	}
+	resp := s.recordedAppResponse(path, body)
+	return func(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) { resp.write(w) }
 }
 
-func (s *Server) writeAppResponse(w http.ResponseWriter, path string, body []byte) {
+// fixedResponse is a response whose status, headers and body never change,
+// made ready once: these routes are what load tests poll, and copying and
+// canonicalising the recorded headers and formatting Content-Length were a
+// third of their handler's cost.
+type fixedResponse struct {
+	status int
+	header http.Header // canonical keys; the values are shared, never written
+	body   []byte
+}
+
+// recordedAppResponse is the app description's response for path, with
+// body in place of the recorded body when it is not nil.
+func (s *Server) recordedAppResponse(path string, body []byte) *fixedResponse {
 	resp := s.app.Responses[path]
 	if body == nil {
 		body = resp.Body
 	}
-	h := w.Header()
+	h := http.Header{}
 	copyRecordedHeader(h, resp.Header)
-	h["Content-Length"] = []string{strconv.Itoa(len(body))} // canonical already: no Set
-	w.WriteHeader(resp.Status)
-	_, _ = w.Write(body)
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	for k, v := range h {
+		// Every response shares these values: a handler's Add must copy,
+		// not append into the shared array.
+		h[k] = slices.Clip(v)
+	}
+	return &fixedResponse{status: resp.Status, header: h, body: body}
+}
+
+func (f *fixedResponse) write(w http.ResponseWriter) {
+	h := w.Header()
+	for k, v := range f.header {
+		h[k] = v
+	}
+	w.WriteHeader(f.status)
+	_, _ = w.Write(f.body)
 }
 
 var modeRE = regexp.MustCompile(`("mode"\s*:\s*)"[^"]*"`)

@@ -455,7 +455,7 @@ func (s *Server) routes() http.Handler {
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeError(w, errMethodNotAllowed) })
 	r.GlobalOPTIONS = http.HandlerFunc(s.preflight)
 
-	r.GET("/v1/", s.withFaults(s.serverInfo, false)) // no auth (docs/api §1.1)
+	r.GET("/v1/", s.withFaults(s.serverInfo(), false)) // no auth (docs/api §1.1)
 	a := func(h httprouter.Handle) httprouter.Handle { return s.authenticate(s.withFaults(h, false)) }
 	r.POST("/v1/chat-messages", s.authenticate(s.withFaults(s.chatMessages, true)))
 	r.POST("/v1/chat-messages/:task_id/stop", a(s.stopChat))

@@ -37,19 +37,7 @@ const maxParts = 64
 // never kept (they carry API keys); bodies and query strings are redacted.
 func (j *Journal) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// Cut before redacting: the redaction's cost is bounded per request.
-		var cut []string
-		query := redact(clip(r.URL.RawQuery, MaxQuery, &cut, "query"))
-		rec := j.Start(r.Method, redactPath(clip(r.URL.Path, MaxPath, &cut, "path")), query, redactID(r.Header.Get("Origin")))
-		raw := clip(r.URL.RawQuery, MaxQuery, nil, "")
-		rec.Update(func(e *Entry) {
-			e.Truncated = append(e.Truncated, cut...)
-			e.User = redactID(queryValue(raw, "user"))
-			e.Conversation = redactID(queryValue(raw, "conversation_id"))
-			if c := pathConversation(e.Path); c != "" {
-				e.Conversation = redactID(c)
-			}
-		})
+		rec := j.Start(requestOf(r))
 		body := newBodyCapture(r)
 		if body != nil {
 			r.Body = body
@@ -72,6 +60,27 @@ func (j *Journal) Middleware(next http.Handler) http.Handler {
 	})
 }
 
+// requestOf is what the journal keeps of r when it starts, cut before it
+// is redacted (the redaction's cost is bounded per request).
+func requestOf(r *http.Request) Request {
+	var cut []string
+	raw := clip(r.URL.RawQuery, MaxQuery, &cut, "query")
+	req := Request{
+		Method: r.Method,
+		Path:   redactText(clip(r.URL.Path, MaxPath, &cut, "path")),
+		Query:  redact(raw),
+		Origin: redactText(clip(r.Header.Get("Origin"), MaxOrigin, &cut, "origin")),
+		User:   redactID(queryValue(raw, "user")),
+	}
+	if c := pathConversation(req.Path); c != "" {
+		req.Conversation = redactID(c)
+	} else {
+		req.Conversation = redactID(queryValue(raw, "conversation_id"))
+	}
+	req.Truncated = cut
+	return req
+}
+
 // finishLater leaves the entry's Finish for the end of a detached stream.
 func finishLater(t *detach.Tail, rec *Record, status int) bool {
 	return t.Later(func() { rec.Finish(status) })
@@ -84,7 +93,7 @@ func queryValue(raw, key string) string {
 		var pair string
 		pair, raw, _ = strings.Cut(raw, "&")
 		k, v, _ := strings.Cut(pair, "=")
-		if strings.ContainsAny(k, "%+;") {
+		if escaped(k) {
 			var err error
 			if k, err = url.QueryUnescape(k); err != nil {
 				continue
@@ -98,6 +107,17 @@ func queryValue(raw, key string) string {
 		}
 	}
 	return ""
+}
+
+// escaped reports whether a query key holds '%', '+' or ';' (a byte loop:
+// strings.ContainsAny builds a set on every call, for every request).
+func escaped(k string) bool {
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; c == '%' || c == '+' || c == ';' {
+			return true
+		}
+	}
+	return false
 }
 
 // pathConversation is the :conversation_id of /v1/conversations/:id[/…].
@@ -124,8 +144,9 @@ func redactID(s string) string {
 	return secrets.RedactString(clip(s, MaxID, nil, ""))
 }
 
-// redactPath redacts a path's segments (a key pasted into a route).
-func redactPath(p string) string {
+// redactText redacts a path's segments (a key pasted into a route) or an
+// Origin.
+func redactText(p string) string {
 	if p == "" {
 		return ""
 	}

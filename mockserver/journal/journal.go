@@ -144,6 +144,7 @@ type Entry struct {
 // need no checks.
 type Record struct {
 	j      *Journal
+	id     int64 // Entry.ID, set before the record is shared and never changed
 	mu     sync.Mutex
 	e      Entry
 	start  time.Time
@@ -199,32 +200,51 @@ func (j *Journal) Held() int64 { return j.held.Load() }
 // Dropped counts the entries dropped to stay within the byte bound.
 func (j *Journal) Dropped() int64 { return j.dropped.Load() }
 
+// Request is what the journal keeps of a request when it starts: the
+// request line, the Origin, the end user and conversation the request names
+// (query or path; a body's are added when it has been read), and the
+// fields that were cut. The caller redacts them (Middleware does).
+type Request struct {
+	Method, Path, Query, Origin string
+	User, Conversation          string
+	Truncated                   []string
+}
+
 // Start journals a new request and returns its live record. Path, query
-// and origin are cut to MaxPath, MaxQuery and MaxOrigin bytes.
-func (j *Journal) Start(method, path, query, origin string) *Record {
+// and origin are cut to MaxPath, MaxQuery and MaxOrigin bytes, user and
+// conversation to MaxID. Everything is set before the entry is shared, so
+// a request costs one lock here (the journal's) and none of its record's.
+func (j *Journal) Start(req Request) *Record {
 	rec := &Record{j: j, start: j.now()}
-	rec.e = Entry{Time: rec.start.UTC()}
-	method = clip(method, 32, nil, "")
-	path = clip(path, MaxPath, &rec.e.Truncated, "path")
-	query = clip(query, MaxQuery, &rec.e.Truncated, "query")
-	origin = clip(origin, MaxOrigin, &rec.e.Truncated, "origin")
+	e := &rec.e
+	*e = Entry{Time: rec.start.UTC(), Truncated: req.Truncated}
+	method := clip(req.Method, 32, nil, "")
+	path := clip(req.Path, MaxPath, &e.Truncated, "path")
+	query := clip(req.Query, MaxQuery, &e.Truncated, "query")
+	origin := clip(req.Origin, MaxOrigin, &e.Truncated, "origin")
+	user := clip(req.User, MaxID, &e.Truncated, "user")
+	conv := clip(req.Conversation, MaxID, &e.Truncated, "conversation_id")
 	// Copies, in one allocation: net/http's method, path and query are
 	// slices of the request line, which an entry would otherwise keep alive
 	// whole (a 700 KB line per entry).
+	parts := [...]string{method, path, query, origin, user, conv}
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
 	var sb strings.Builder
-	sb.Grow(len(method) + len(path) + len(query) + len(origin))
-	sb.WriteString(method)
-	sb.WriteString(path)
-	sb.WriteString(query)
-	sb.WriteString(origin)
+	sb.Grow(n)
+	for _, p := range parts {
+		sb.WriteString(p)
+	}
 	line := sb.String()
-	rec.e.Method, line = line[:len(method)], line[len(method):]
-	rec.e.Path, line = line[:len(path)], line[len(path):]
-	rec.e.Query, rec.e.Origin = line[:len(query)], line[len(query):]
-	rec.cost = entryOverhead + int64(len(method)+len(path)+len(query)+len(origin))
+	for i, f := range [...]*string{&e.Method, &e.Path, &e.Query, &e.Origin, &e.User, &e.Conversation} {
+		*f, line = line[:len(parts[i])], line[len(parts[i]):]
+	}
+	rec.cost = entryOverhead + int64(n)
 	j.mu.Lock()
 	j.nextID++
-	rec.e.ID = j.nextID
+	rec.id, e.ID = j.nextID, j.nextID
 	j.ring = append(j.ring, rec)
 	j.held.Add(rec.cost)
 	var oldest [1]*Record // the usual eviction, without an allocation
@@ -239,7 +259,9 @@ func (j *Journal) Start(method, path, query, origin string) *Record {
 		j.release(r)
 	}
 	j.trim(rec)
-	j.hub.publish(Event{Type: EventRequest, ID: rec.e.ID}, func() any { return rec.Summary() })
+	if j.hub.active() {
+		j.hub.publish(Event{Type: EventRequest, ID: rec.id}, func() any { return rec.Summary() })
+	}
 	return rec
 }
 
@@ -340,7 +362,7 @@ func (j *Journal) records() []*Record {
 // Get returns one entry with its frames (and their bytes).
 func (j *Journal) Get(id int64) (Entry, bool) {
 	for _, r := range j.records() {
-		if r.id() == id {
+		if r.id == id {
 			return r.Snapshot(true), true
 		}
 	}
@@ -478,18 +500,12 @@ func ValidRoute(pattern string) bool {
 	return pattern == "*" || strings.HasPrefix(pattern, "/")
 }
 
-func (r *Record) id() int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.e.ID
-}
-
 // ID is the entry's id (0 for a nil record).
 func (r *Record) ID() int64 {
 	if r == nil {
 		return 0
 	}
-	return r.id()
+	return r.id
 }
 
 // Snapshot copies the entry; frame bytes only when withData is set.
@@ -573,7 +589,7 @@ func (r *Record) Choice(c Choice) {
 		e.Speed = &s
 	})
 	if r != nil {
-		r.j.hub.publish(Event{Type: EventUpdate, ID: r.ID()}, func() any { return r.Summary() })
+		r.publish(EventUpdate)
 	}
 }
 
@@ -594,7 +610,6 @@ func (r *Record) Frame(index int, event string, planned, actual time.Duration, d
 	n := int64(len(data))
 	keep := n > 0 && r.stream+n <= MaxEntryStream
 	r.e.StreamDataDropped = r.e.StreamDataDropped || (n > 0 && !keep)
-	id := r.e.ID
 	r.mu.Unlock()
 	cost := frameOverhead + int64(len(f.Event))
 	if keep {
@@ -629,7 +644,7 @@ func (r *Record) Frame(index int, event string, planned, actual time.Duration, d
 	r.mu.Unlock()
 	if r.j.hub.active() {
 		f.Data = ""
-		r.j.hub.publish(Event{Type: EventFrame, ID: id}, func() any { return f })
+		r.j.hub.publish(Event{Type: EventFrame, ID: r.id}, func() any { return f })
 	}
 }
 
@@ -642,7 +657,7 @@ func (r *Record) Headers(status int) {
 	r.mu.Lock()
 	r.e.Status = status
 	r.mu.Unlock()
-	r.j.hub.publish(Event{Type: EventUpdate, ID: r.ID()}, func() any { return r.Summary() })
+	r.publish(EventUpdate)
 }
 
 // Finish completes the entry with the response status.
@@ -655,7 +670,15 @@ func (r *Record) Finish(status int) {
 	r.e.Done = true
 	r.e.DurationMS = ms(r.j.now().Sub(r.start))
 	r.mu.Unlock()
-	r.j.hub.publish(Event{Type: EventDone, ID: r.ID()}, func() any { return r.Summary() })
+	r.publish(EventDone)
+}
+
+// publish tells the journal's subscribers, if any, of a change to the
+// entry; the summary is made only for them.
+func (r *Record) publish(typ string) {
+	if r.j.hub.active() {
+		r.j.hub.publish(Event{Type: typ, ID: r.id}, func() any { return r.Summary() })
+	}
 }
 
 func ms(d time.Duration) float64 {

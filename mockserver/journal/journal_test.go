@@ -9,7 +9,7 @@ import (
 func TestRingKeepsTheNewestEntries(t *testing.T) {
 	j := New(3)
 	for i := range 5 {
-		r := j.Start("GET", "/v1/x", "", "")
+		r := j.Start(Request{Method: "GET", Path: "/v1/x"})
 		r.Frame(0, "message", 0, 0, []byte(strings.Repeat("x", 10)))
 		r.Finish(200 + i)
 	}
@@ -24,14 +24,14 @@ func TestRingKeepsTheNewestEntries(t *testing.T) {
 	if n := j.streams.Load(); n != 0 || len(j.List(Filter{})) != 0 {
 		t.Fatalf("after clear: %d bytes, %d entries", n, len(j.List(Filter{})))
 	}
-	if r := j.Start("GET", "/", "", ""); r.ID() != 6 {
+	if r := j.Start(Request{Method: "GET", Path: "/"}); r.ID() != 6 {
 		t.Fatalf("ids restart after clear: %d", r.ID())
 	}
 }
 
 func TestStreamBudgetKeepsTimingDropsBytes(t *testing.T) {
 	j := New(10)
-	r := j.Start("POST", "/v1/chat-messages", "", "")
+	r := j.Start(Request{Method: "POST", Path: "/v1/chat-messages"})
 	// Room for three frames' timing and 25 bytes of data: the third
 	// frame's bytes do not fit; timing is kept past the bound (an entry
 	// being written is never dropped, and its frame list is capped).
@@ -50,7 +50,7 @@ func TestStreamBudgetKeepsTimingDropsBytes(t *testing.T) {
 
 func TestMaxFramesCountsTheRest(t *testing.T) {
 	j := New(1)
-	r := j.Start("POST", "/v1/chat-messages", "", "")
+	r := j.Start(Request{Method: "POST", Path: "/v1/chat-messages"})
 	for i := range MaxFrames + 7 {
 		r.Frame(i, "ping", 0, 0, nil)
 	}
@@ -125,7 +125,7 @@ func TestByteBoundDropsOldestEntries(t *testing.T) {
 	j := NewBounded(1000, 256<<10)
 	body := strings.Repeat("q", 60<<10)
 	for i := range 50 {
-		r := j.Start("POST", "/v1/chat-messages", "", "")
+		r := j.Start(Request{Method: "POST", Path: "/v1/chat-messages"})
 		if !r.charge(int64(len(body))) {
 			t.Fatal("a live entry was refused")
 		}

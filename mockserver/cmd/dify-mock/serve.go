@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/difyops/terraform-provider-dify/internal/textlog"
 	"github.com/difyops/terraform-provider-dify/mockserver"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 	"github.com/difyops/terraform-provider-dify/mockserver/fault"
@@ -199,7 +200,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	logOut := newBatchWriter(stderr)
 	defer logOut.Close()
-	logger := slog.New(newTextHandler(logOut, level))
+	logger := slog.New(textlog.NewHandler(logOut, level))
 	if o.exitWithParent {
 		ctx = exitWithParent(ctx, logger)
 	}

@@ -1,4 +1,4 @@
-package main
+package textlog
 
 import (
 	"bytes"
@@ -19,11 +19,11 @@ func slogText(t testing.TB, r slog.Record) string {
 	return b.String()
 }
 
-// fastText is what textHandler writes for r.
+// fastText is what Handler writes for r.
 func fastText(t testing.TB, r slog.Record) string {
 	t.Helper()
 	var b bytes.Buffer
-	if err := newTextHandler(&b, slog.LevelDebug).Handle(context.Background(), r); err != nil {
+	if err := NewHandler(&b, slog.LevelDebug).Handle(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
@@ -76,12 +76,12 @@ func TestTextHandlerDerivedLoggersAreSlogs(t *testing.T) {
 	var fast, slow bytes.Buffer
 	at := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
 	r := logRecord(at, slog.LevelInfo, "request", slog.Int("status", 200))
-	_ = newTextHandler(&fast, slog.LevelInfo).WithAttrs([]slog.Attr{slog.String("app", "x")}).WithGroup("g").Handle(context.Background(), r)
+	_ = NewHandler(&fast, slog.LevelInfo).WithAttrs([]slog.Attr{slog.String("app", "x")}).WithGroup("g").Handle(context.Background(), r)
 	_ = slog.NewTextHandler(&slow, nil).WithAttrs([]slog.Attr{slog.String("app", "x")}).WithGroup("g").Handle(context.Background(), r)
 	if fast.String() != slow.String() {
 		t.Fatalf("got %q, want %q", fast.String(), slow.String())
 	}
-	if newTextHandler(&fast, slog.LevelWarn).Enabled(context.Background(), slog.LevelInfo) {
+	if NewHandler(&fast, slog.LevelWarn).Enabled(context.Background(), slog.LevelInfo) {
 		t.Fatal("info is enabled at level warn")
 	}
 }
@@ -100,8 +100,32 @@ func FuzzTextHandlerWritesWhatSlogWrites(f *testing.F) {
 	})
 }
 
+// Whatever the time and its zone, the time is slog's: the stamp kept for
+// a second is right for every instant in it, and for the next second, and
+// for another zone in the same second.
+func FuzzAppendMillisWritesWhatSlogWrites(f *testing.F) {
+	f.Add(time.Date(2026, 12, 3, 22, 14, 52, 82_000_000, time.UTC).UnixNano(), int32(0), int64(999_999_999))
+	f.Add(time.Date(2026, 3, 29, 0, 59, 59, 999_999_999, time.UTC).UnixNano(), int32(3600), int64(1))
+	f.Add(int64(-1), int32(-12600), int64(500_000))
+	f.Fuzz(func(t *testing.T, unixNano int64, offset int32, later int64) {
+		zone := time.FixedZone("", int(offset%(18*3600)))
+		at := time.Unix(0, unixNano).In(zone)
+		for _, t2 := range []time.Time{at, at.Add(time.Duration(later % int64(2*time.Second))), at.In(time.UTC), at.Add(time.Duration(later))} {
+			got := string(appendMillis(nil, t2))
+			want := string(appendMillisSlow(nil, t2))
+			if got != want {
+				t.Fatalf("%v: got %q, want %q", t2, got, want)
+			}
+		}
+		r := logRecord(at, slog.LevelInfo, "request")
+		if got, want := fastText(t, r), slogText(t, r); got != want {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+	})
+}
+
 func BenchmarkAccessLine(b *testing.B) {
-	h := newTextHandler(io.Discard, slog.LevelInfo)
+	h := NewHandler(io.Discard, slog.LevelInfo)
 	at := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {

@@ -21,7 +21,7 @@ func TestPanicBecomesA500Envelope(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := s.recoverer(s.logRequests(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") })))
+	h := s.front(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }))
 	req := httptest.NewRequest(http.MethodGet, "/v1/info", nil)
 	req.Header.Set("Authorization", "Bearer app-secret-key-1234")
 	rec := httptest.NewRecorder()

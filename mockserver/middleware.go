@@ -56,36 +56,64 @@ func (w *recordingWriter) Write(p []byte) (int, error) {
 // FlushError reports a gone client).
 func (w *recordingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// recoverer turns a panic into Dify's 500 envelope (docs/api §1.4). The log line
-// carries the method, path and stack, never headers (which hold API keys).
+// recoverer is the panic guard of handlers outside front (the control
+// API).
 func (s *Server) recoverer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rw := &recordingWriter{ResponseWriter: w}
-		defer func() {
-			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
-					panic(v)
-				}
-				s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
-				if rw.status == 0 {
-					writeError(rw, errInternal)
-				}
-			}
-		}()
+		defer s.recoverPanic(rw, r)
 		next.ServeHTTP(rw, r)
 	})
 }
 
-func (s *Server) logRequests(next http.Handler) http.Handler {
+// recoverPanic, deferred, turns a panic into Dify's 500 envelope (docs/api
+// §1.4). The log line carries the method, path and stack, never headers
+// (which hold API keys).
+func (s *Server) recoverPanic(rw *recordingWriter, r *http.Request) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	if v == http.ErrAbortHandler {
+		panic(v)
+	}
+	s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+	if rw.status == 0 {
+		writeError(rw, errInternal)
+	}
+}
+
+// front is what routes() puts in front of the router: the panic guard, the
+// access line, CORS headers on every /v1 response (errors included, so a
+// browser can read 401 and 4xx bodies too), the request body's read
+// deadline, then Werkzeug's routing habits before a route is matched:
+// slash merging, and HEAD on every GET route. One layer, not four: each
+// layer is a frame under every stream's deepest call (see
+// TestStreamKeepsASmallStack) and a call on every request.
+func (s *Server) front(router http.Handler) http.Handler {
+	routes, _ := router.(routeLookup)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rw := &recordingWriter{ResponseWriter: w}
+		defer s.recoverPanic(rw, r)
 		if !s.log.Enabled(r.Context(), slog.LevelInfo) {
-			next.ServeHTTP(w, r)
+			s.route(rw, r, routes, router)
 			return
 		}
 		start := time.Now()
-		next.ServeHTTP(w, r)
-		s.logRequest(w, r, start)
+		s.route(rw, r, routes, router)
+		s.logRequest(rw, r, start)
 	})
+}
+
+// route serves r after the CORS headers and the body deadline; not
+// inlined, so that its locals stay off the frame of front, below every
+// stream's deepest call.
+//
+//go:noinline
+func (s *Server) route(w http.ResponseWriter, r *http.Request, routes routeLookup, router http.Handler) {
+	s.corsHeaders(w, r)
+	s.armBodyDeadline(w, r)
+	mergeSlashes(w, r, routes, router)
 }
 
 // accessLine is what the access log says about a request, read from the
@@ -101,7 +129,7 @@ type accessLine struct {
 // logRequest writes the access line, or leaves it for the end of a stream
 // that outlives the handler (mockserver/detach). Its own frame (not
 // inlined): the attributes and the record are a few hundred bytes that
-// would otherwise sit in logRequests' frame, below every stream's deepest
+// would otherwise sit in front's frame, below every stream's deepest
 // call (stack.go).
 //
 //go:noinline
@@ -194,16 +222,6 @@ func corsOrigins(v string) netguard.Origins {
 	return o
 }
 
-// cors is the layer routes() puts in front of the router for /v1: CORS
-// headers on every response (errors included, so a browser can read 401 and
-// 4xx bodies too), the request body's read deadline, then Werkzeug's routing
-// habits before a route is matched: slash merging, and HEAD on every GET
-// route. They share two closures instead of adding layers: every layer is a
-// frame under each stream's deepest call (see TestStreamKeepsASmallStack).
-func (s *Server) cors(next http.Handler) http.Handler {
-	return s.corsHeaders(mergeSlashes(next))
-}
-
 // lookupRoute is routes.Lookup, except that HEAD finds the GET route when
 // no HEAD route exists, as in Flask (Werkzeug adds HEAD to each rule with
 // GET; net/http drops the body and keeps the status and headers).
@@ -215,30 +233,27 @@ func lookupRoute(routes routeLookup, method, path string) (httprouter.Handle, ht
 	return h, ps
 }
 
-// corsHeaders adds Access-Control-* headers to /v1 responses.
-func (s *Server) corsHeaders(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/v1") {
-			h := w.Header()
-			ao := s.origins.Grant(r.Header.Get("Origin"))
-			switch ao { // canonical keys: assigned, not Set, on every /v1 request
-			case "":
-			case "*":
-				h["Access-Control-Allow-Origin"] = corsAnyOrigin
-				h["Access-Control-Expose-Headers"] = corsExposeValue
-			default:
-				h["Access-Control-Allow-Origin"] = []string{ao}
-				h["Access-Control-Expose-Headers"] = corsExposeValue
-			}
-			if ao != "*" {
-				// The answer depends on Origin whether it was allowed or
-				// refused; a shared cache must not serve one for the other.
-				h.Add("Vary", "Origin")
-			}
-		}
-		s.armBodyDeadline(w, r)
-		next.ServeHTTP(w, r)
-	})
+// corsHeaders adds Access-Control-* headers to a /v1 response.
+func (s *Server) corsHeaders(w http.ResponseWriter, r *http.Request) {
+	if !strings.HasPrefix(r.URL.Path, "/v1") {
+		return
+	}
+	h := w.Header()
+	ao := s.origins.Grant(r.Header.Get("Origin"))
+	switch ao { // canonical keys: assigned, not Set, on every /v1 request
+	case "":
+	case "*":
+		h["Access-Control-Allow-Origin"] = corsAnyOrigin
+		h["Access-Control-Expose-Headers"] = corsExposeValue
+	default:
+		h["Access-Control-Allow-Origin"] = []string{ao}
+		h["Access-Control-Expose-Headers"] = corsExposeValue
+	}
+	if ao != "*" {
+		// The answer depends on Origin whether it was allowed or
+		// refused; a shared cache must not serve one for the other.
+		h.Add("Vary", "Origin")
+	}
 }
 
 // preflight answers OPTIONS for known routes; httprouter has already set the
@@ -308,27 +323,24 @@ type routeLookup interface {
 // A base URL ending in "/" makes clients that append "/chat-messages" send
 // "/v1//chat-messages" (dify-client 2.3.2, dify-ai-provider); against Dify
 // they follow the redirect, so the mock must not answer 404.
-func mergeSlashes(next http.Handler) http.Handler {
-	routes, _ := next.(routeLookup)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.Contains(r.URL.Path, "//") {
-			if r.Method == http.MethodHead && routes != nil {
-				if h, ps := lookupRoute(routes, r.Method, r.URL.Path); h != nil {
-					h(w, r, ps)
-					return
-				}
-			}
-			next.ServeHTTP(w, r)
-			return
-		}
-		if routes != nil {
-			if h, _ := lookupRoute(routes, r.Method, collapseSlashes(r.URL.Path)); h == nil {
-				next.ServeHTTP(w, r)
+func mergeSlashes(w http.ResponseWriter, r *http.Request, routes routeLookup, next http.Handler) {
+	if !strings.Contains(r.URL.Path, "//") {
+		if r.Method == http.MethodHead && routes != nil {
+			if h, ps := lookupRoute(routes, r.Method, r.URL.Path); h != nil {
+				h(w, r, ps)
 				return
 			}
 		}
-		permanentRedirect(w, r, collapseSlashes(r.URL.EscapedPath()))
-	})
+		next.ServeHTTP(w, r)
+		return
+	}
+	if routes != nil {
+		if h, _ := lookupRoute(routes, r.Method, collapseSlashes(r.URL.Path)); h == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+	}
+	permanentRedirect(w, r, collapseSlashes(r.URL.EscapedPath()))
 }
 
 // notFound answers what no route matches. GET /v1 is Werkzeug's strict-

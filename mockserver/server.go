@@ -484,7 +484,7 @@ func (s *Server) routes() http.Handler {
 	r.GET("/v1/conversations/:conversation_id/variables", a(s.listConversationVariables))
 	r.PUT("/v1/conversations/:conversation_id/variables/:variable_id", a(s.updateConversationVariable))
 
-	return s.recoverer(s.logRequests(s.cors(r)))
+	return s.front(r)
 }
 
 // StateUsage is the stored state's estimated size and its bound.

@@ -32,6 +32,11 @@ type ControlConfig struct {
 	JournalSize int
 	// JournalBytes bounds the bytes the journal holds (0 = journal.DefaultBytes).
 	JournalBytes int64
+	// NoJournal keeps the control API, rules and console but records no
+	// requests (serve --journal=false): for load tests, where the journal's
+	// bookkeeping is a fifth of a small request's cost, as WireMock's
+	// --no-request-journal is.
+	NoJournal bool
 	// CassetteDir is the folder Config.Cassettes came from: the control API
 	// reloads it and saves new cassettes into it. "" = the built-in set
 	// (neither is available).
@@ -46,24 +51,29 @@ func (s *Server) setupControl() {
 	s.journal = journal.NewBounded(s.cfg.Control.JournalSize, s.cfg.Control.JournalBytes)
 	s.rules = rules.New(func() { s.journal.Publish(control.EventRules, nil) })
 	s.control = s.recoverer(control.New(control.Options{
-		Journal: s.journal, Rules: s.rules, Store: s.store, Backend: controlBackend{s},
+		Journal: s.journal, NoJournal: s.cfg.Control.NoJournal, Rules: s.rules, Store: s.store, Backend: controlBackend{s},
 		AdminToken: s.cfg.Control.AdminToken, AllowedHosts: s.cfg.Control.AllowedHosts, Done: s.closing,
 	}))
 }
 
-// Journal is the request journal (nil when the control API is disabled).
+// Journal is the request journal (nil when the control API is disabled;
+// always empty with Control.NoJournal).
 func (s *Server) Journal() *journal.Journal { return s.journal }
 
 // Rules are the control API's rules (nil when it is disabled).
 func (s *Server) Rules() *rules.Set { return s.rules }
 
 // withControl sends /__mock/ to the control API and journals everything
-// else (control requests are not journaled: the console polls).
+// else, unless the journal is off (control requests are never journaled:
+// the console polls).
 func (s *Server) withControl(api http.Handler) http.Handler {
 	if s.control == nil {
 		return api
 	}
-	journaled := s.journal.Middleware(api)
+	journaled := api
+	if !s.cfg.Control.NoJournal {
+		journaled = s.journal.Middleware(api)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if control.Owns(r.URL.Path) {
 			s.control.ServeHTTP(w, r)

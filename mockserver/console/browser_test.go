@@ -273,3 +273,27 @@ func screenshots(t *testing.T) func(ctx context.Context, name string) {
 		}
 	}
 }
+
+// With serve --journal=false the console says the journal is off where the
+// requests would be listed, and its clear button is disabled; a chat still
+// streams.
+func TestBrowserConsoleJournalOff(t *testing.T) {
+	chrome := findChrome(t)
+	srv, err := mockserver.New(mockserver.Config{Speed: 4, Control: mockserver.ControlConfig{NoJournal: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mock := httptest.NewServer(srv)
+	t.Cleanup(mock.Close)
+	ctx := startBrowser(t, chrome)
+	do(t, ctx, "open console", chromedp.Navigate(mock.URL+"/__mock/"), chromedp.WaitVisible(chromedp.CSS("#tab-requests")))
+	waitText(t, ctx, "#live", "live")
+	waitText(t, ctx, "#req-empty", "The request journal is off (serve --journal=false)")
+	waitText(t, ctx, "#server-info", "journal off")
+	if disabled := eval(t, ctx, `document.getElementById("req-clear").disabled ? 1 : 0`); disabled != 1 {
+		t.Fatal("the Clear journal button is enabled with the journal off")
+	}
+	if n := eval(t, ctx, `document.querySelectorAll("#req-list li.req").length`); n != 0 {
+		t.Fatalf("%d requests listed with the journal off", n)
+	}
+}

@@ -112,9 +112,13 @@ var (
 // Options configure the handler.
 type Options struct {
 	Journal *journal.Journal
-	Rules   *rules.Set
-	Store   *store.Store
-	Backend Backend
+	// NoJournal says the server records no requests (serve
+	// --journal=false): the journal's routes answer 409 journal_off rather
+	// than an empty list a test would wait on in vain.
+	NoJournal bool
+	Rules     *rules.Set
+	Store     *store.Store
+	Backend   Backend
 	// AdminToken, when set, is required on every request.
 	AdminToken string
 	// AllowedHosts are host names accepted besides loopback ones.
@@ -152,9 +156,9 @@ func New(opt Options) *Handler {
 	r.GET("/__mock/", h.consolePage)
 	r.GET("/__mock/static/*file", h.consoleAsset)
 	r.GET("/__mock/api", h.info)
-	r.GET("/__mock/api/journal", h.listJournal)
-	r.DELETE("/__mock/api/journal", h.clearJournal)
-	r.GET("/__mock/api/journal/:id", h.getJournal)
+	r.GET("/__mock/api/journal", h.needsJournal(h.listJournal))
+	r.DELETE("/__mock/api/journal", h.needsJournal(h.clearJournal))
+	r.GET("/__mock/api/journal/:id", h.needsJournal(h.getJournal))
 	r.GET("/__mock/api/rules", h.listRules)
 	r.POST("/__mock/api/rules", h.addRule)
 	r.DELETE("/__mock/api/rules", h.clearRules)
@@ -165,7 +169,7 @@ func New(opt Options) *Handler {
 	r.POST("/__mock/api/state/import", h.importState)
 	r.POST("/__mock/api/state/reset", h.resetState)
 	r.GET("/__mock/api/cassettes", h.listCassettes)
-	r.POST("/__mock/api/cassettes", h.saveCassette)
+	r.POST("/__mock/api/cassettes", h.needsJournal(h.saveCassette)) // from a journal entry
 	r.GET("/__mock/api/cassettes/:name", h.getCassette)
 	r.POST("/__mock/api/cassettes/reload", h.reloadCassettes)
 	r.GET("/__mock/api/events", h.events)
@@ -280,6 +284,7 @@ func (h *Handler) info(w http.ResponseWriter, _ *http.Request, _ httprouter.Para
 			info[k] = v
 		}
 	}
+	info["journal"] = !h.opt.NoJournal
 	info["journal_size"] = h.opt.Journal.Size()
 	info["journal_bytes"] = h.opt.Journal.Bytes()
 	info["journal_held_bytes"] = h.opt.Journal.Held()
@@ -290,6 +295,17 @@ func (h *Handler) info(w http.ResponseWriter, _ *http.Request, _ httprouter.Para
 }
 
 // --- journal
+
+// needsJournal answers 409 journal_off for a route that reads the journal
+// when the server keeps none.
+func (h *Handler) needsJournal(next httprouter.Handle) httprouter.Handle {
+	if !h.opt.NoJournal {
+		return next
+	}
+	return func(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
+		writeErr(w, http.StatusConflict, "journal_off", "The request journal is off (serve --journal=false): requests are not recorded. Start dify-mock without --journal=false to read or save them.")
+	}
+}
 
 func (h *Handler) listJournal(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	q := r.URL.Query()

@@ -906,3 +906,37 @@ func TestWatchCassettesReloadsOnChange(t *testing.T) {
 		t.Fatalf("after the reload event: %v", names)
 	}
 }
+
+// serve --journal=false: the control API and its rules work, nothing is
+// recorded, and the journal's routes say why they have nothing.
+func TestJournalOffKeepsRulesAndSaysSo(t *testing.T) {
+	e := newEnv(t, mockserver.Config{Speed: 0, Control: mockserver.ControlConfig{NoJournal: true}})
+	addRule(e, `{"route":"/v1/chat-messages","fault":"status:429","times":1}`)
+	if status, _, body := e.chat("alice", "Hello", ""); status != 429 || !strings.Contains(body, `"too_many_requests"`) {
+		t.Fatalf("chat under a rule with the journal off: %d %s", status, body)
+	}
+	status, _, body := e.chat("alice", "Hello", "")
+	if status != 200 || !strings.Contains(body, "message_end") {
+		t.Fatalf("chat with the journal off: %d %s", status, body)
+	}
+	if n := len(e.srv.Journal().List(journal.Filter{})); n != 0 {
+		t.Fatalf("the journal holds %d entries with --journal=false", n)
+	}
+	for _, c := range []struct{ method, path, body string }{
+		{http.MethodGet, "/__mock/api/journal", ""},
+		{http.MethodGet, "/__mock/api/journal/1", ""},
+		{http.MethodDelete, "/__mock/api/journal", ""},
+		{http.MethodPost, "/__mock/api/cassettes", `{"entry_id":1,"name":"x"}`},
+	} {
+		b := e.api(c.method, c.path, c.body, http.StatusConflict, nil)
+		wantErrCode(t, b, "journal_off")
+		if !strings.Contains(string(b), "--journal=false") {
+			t.Fatalf("%s %s: %s does not name the flag", c.method, c.path, b)
+		}
+	}
+	var info map[string]any
+	e.api(http.MethodGet, "/__mock/api", "", 200, &info)
+	if info["journal"] != false {
+		t.Fatalf("info journal = %v, want false", info["journal"])
+	}
+}

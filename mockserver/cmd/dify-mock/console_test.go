@@ -12,13 +12,17 @@ import (
 	"testing"
 )
 
+// The banner's lines for the API base URL and the console.
+var (
+	consoleRE = regexp.MustCompile(`console +(http://127\.0\.0\.1:\d+/__mock/)`)
+	baseRE    = regexp.MustCompile(`API base URL  (http://127\.0\.0\.1:\d+/v1)`)
+)
+
 // TestServeStateFileSurvivesARestart is the frontend team's story: chat,
 // stop the mock, start it again with the same --state-file, and find the
 // conversation.
 func TestServeStateFileSurvivesARestart(t *testing.T) {
 	stateFile := filepath.Join(t.TempDir(), "state.json")
-	consoleRE := regexp.MustCompile(`console +(http://127\.0\.0\.1:\d+/__mock/)`)
-	baseRE := regexp.MustCompile(`API base URL  (http://127\.0\.0\.1:\d+/v1)`)
 
 	s := startServe(t, "--addr", "127.0.0.1:0", "--speed", "0", "--log-level", "warn", "--state-file", stateFile, "--admin-token", "tok-1")
 	found := s.waitBanner(baseRE, consoleRE)
@@ -103,4 +107,46 @@ func TestServeRefusesABadStateFile(t *testing.T) {
 			t.Errorf("%v: exit %d: %s", args, code, errOut.String())
 		}
 	}
+}
+
+// serve --journal=false (or DIFY_MOCK_JOURNAL=false) says so at start, serves
+// the API and keeps the console, whose journal routes answer 409.
+func TestServeJournalOff(t *testing.T) {
+	o, err := parseServe(nil, func(k string) string {
+		if k == "DIFY_MOCK_JOURNAL" {
+			return "false"
+		}
+		return ""
+	}, io.Discard, io.Discard)
+	if err != nil || o.journal {
+		t.Fatalf("DIFY_MOCK_JOURNAL=false: journal %v, %v", o != nil && o.journal, err)
+	}
+	s := startServe(t, "--addr", "127.0.0.1:0", "--speed", "0", "--log-level", "warn", "--journal=false")
+	found := s.waitBanner(baseRE, consoleRE)
+	if !strings.Contains(s.out.String(), "journal       off (--journal=false)") {
+		t.Fatalf("banner does not say the journal is off:\n%s", s.out.String())
+	}
+	base, console := found[0], found[1]
+	for _, c := range []struct {
+		url, auth string
+		want      int
+	}{
+		{base + "/parameters", "Bearer app-test", http.StatusOK},
+		{strings.TrimSuffix(console, "/") + "/api/journal", "", http.StatusConflict},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, c.url, nil)
+		if c.auth != "" {
+			req.Header.Set("Authorization", c.auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Fatalf("GET %s: %d %s, want %d", c.url, resp.StatusCode, body, c.want)
+		}
+	}
+	s.stop()
 }

@@ -42,6 +42,7 @@ type serveOptions struct {
 	console        bool
 	adminToken     string
 	adminHosts     listFlag
+	journal        bool
 	journalSize    int
 	journalBytes   int64
 	stateFile      string
@@ -81,6 +82,7 @@ func newServeFlags(o *serveOptions) *commandFlags {
 	fs.BoolVar(&o.console, "console", true, "serve the control API and web console under /__mock/ (docs/mock/console.md)")
 	fs.StringVar(&o.adminToken, "admin-token", "", "token the control API and console require; without it they answer loopback clients only")
 	fs.Var(&o.adminHosts, "admin-allow-host", "host name the control API accepts besides localhost/127.0.0.1/[::1] (repeatable; env: comma-separated)")
+	fs.BoolVar(&o.journal, "journal", true, "record requests in the journal the console and control API read; --journal=false for load tests (the control API, rules and console stay; WireMock's --no-request-journal)")
 	fs.IntVar(&o.journalSize, "journal-size", journal.DefaultSize, "requests the journal keeps (oldest dropped first)")
 	fs.Int64Var(&o.journalBytes, "journal-bytes", journal.DefaultBytes, "bytes the journal holds across its entries (bodies cut at 64 KiB, frame data included); past it the oldest entries are dropped")
 	fs.StringVar(&o.stateFile, "state-file", "", "load the state (end users, conversations, messages, uploads) from this JSON file at start, if it exists, and save it there on shutdown")
@@ -94,7 +96,7 @@ func newServeFlags(o *serveOptions) *commandFlags {
 	fs.IntVar(&o.maxNewTurns, "max-new-turns", DefaultMaxNewTurns, "turns one run of hybrid mode may add to --cassettes (0 = answer live without saving)")
 	f.withEnv("addr", "cassettes", "speed", "api-key", "cors-origin", "mode", "default-cassette", "run-timeout",
 		"max-model-requests", "log-level", "fault", "pprof-addr", "allow-remote", "max-state-bytes", "body-timeout",
-		"console", "admin-token", "admin-allow-host", "journal-size", "journal-bytes", "state-file", "watch-cassettes",
+		"console", "admin-token", "admin-allow-host", "journal", "journal-size", "journal-bytes", "state-file", "watch-cassettes",
 		"exit-with-parent", "match", "match-threshold", "upstream-key", "upstream-timeout", "max-new-turns")
 	f.footer = fmt.Sprintf("Per request: X-Dify-Mock-Cassette picks a cassette, X-Dify-Mock-Speed sets the speed and\n"+
 		"%s injects a fault (slow headers, HTTP 429/5xx, a broken or stalled stream, …);\n"+
@@ -228,7 +230,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Logger: logger, Fault: o.fault, MaxStateBytes: o.maxStateBytes, BodyReadTimeout: o.bodyTimeout,
 		Match: o.match, MatchThreshold: o.matchThreshold, Upstream: up, UpstreamTimeout: o.upstreamTimeout,
 		Control: mockserver.ControlConfig{Disabled: !o.console, AdminToken: o.adminToken, AllowedHosts: o.adminHosts.values,
-			JournalSize: o.journalSize, JournalBytes: o.journalBytes, CassetteDir: o.cassettes},
+			NoJournal: !o.journal, JournalSize: o.journalSize, JournalBytes: o.journalBytes, CassetteDir: o.cassettes},
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "dify-mock serve: %v\n", err)
@@ -362,6 +364,9 @@ func printBanner(w io.Writer, srv *mockserver.Server, source string, addr, pprof
 			note = "admin token required; open it once with ?token=…"
 		}
 		fmt.Fprintf(w, "  console       http://%s/__mock/ (%s)\n", host, note)
+		if !o.journal {
+			fmt.Fprintf(w, "  journal       off (--journal=false): requests are not recorded\n")
+		}
 	}
 	if o.stateFile != "" {
 		fmt.Fprintf(w, "  state file    %s (loaded at start, saved on shutdown)\n", o.stateFile)

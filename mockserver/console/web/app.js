@@ -601,7 +601,12 @@ let listTimer = null;
 function scheduleListRender() { if (!listTimer) listTimer = setTimeout(() => { listTimer = null; renderList(); }, 200); }
 
 async function loadJournal() {
-  const r = await api("GET", "/journal?limit=500");
+  let r;
+  try { r = await api("GET", "/journal?limit=500"); } catch (e) {
+    // serve --journal=false: say so where the requests would be.
+    $("req-empty").textContent = e.message; $("req-empty").hidden = false; $("req-clear").disabled = true;
+    return;
+  }
   state.entries.clear(); state.order = [];
   for (const e of r.data) upsert(e);
   renderList();
@@ -609,7 +614,8 @@ async function loadJournal() {
 
 async function loadInfo() {
   const i = await api("GET", "");
-  $("server-info").textContent = `${i.app} · mode ${i.mode} · speed ${i.speed} · journal ${i.journal_size} requests / ${Math.round(i.journal_bytes / 1048576)} MiB, bodies cut at 64 KiB` + (i.journal_dropped ? ` (${i.journal_dropped} dropped for size)` : "") + (i.fault ? " · --fault " + i.fault : "");
+  const journal = i.journal === false ? "journal off" : `journal ${i.journal_size} requests / ${Math.round(i.journal_bytes / 1048576)} MiB, bodies cut at 64 KiB`;
+  $("server-info").textContent = `${i.app} · mode ${i.mode} · speed ${i.speed} · ${journal}` + (i.journal_dropped ? ` (${i.journal_dropped} dropped for size)` : "") + (i.fault ? " · --fault " + i.fault : "");
 }
 
 document.addEventListener("DOMContentLoaded", () => {

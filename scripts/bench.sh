@@ -13,7 +13,9 @@
 #   3. CPU profiles of the streaming and the non-streaming hot paths;
 #   4. `terraform plan` (refresh) with 1, 10, 100, 1000 conversations: wall time
 #      and requests (counted by a proxy in the load generator);
-#   5. side by side with its peers (loadgen peers): WireMock 3.13.2 standalone
+#   5. side by side with its peers (loadgen peers), dify-mock with its default
+#      settings and with its load-test settings (--journal=false --log-level
+#      warn, as WireMock runs without its journal and request log): WireMock 3.13.2 standalone
 #      (the jar from the npm package wiremock@3.13.2, run with Java; skipped
 #      with a note where Java or the jar is missing) and a bare httprouter
 #      handler, on GET /v1/parameters (same bytes, same load, alternating
@@ -65,7 +67,8 @@ SKIP=" ${BENCH_SKIP:-} "
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/tf-dify-bench.XXXXXX")"
 PEER_PIDS=()
 section_notes=()
-# stop_peers: ends WireMock and the bare handler of the peers section.
+# stop_peers: ends WireMock, the bare handler and the load-test dify-mock of
+# the peers section.
 stop_peers() {
 	local pid
 	for pid in "${PEER_PIDS[@]}"; do
@@ -326,8 +329,15 @@ peer_notes=()
 if want peers; then
 	log "peers: dify-mock, WireMock $WIREMOCK_VERSION and a bare httprouter handler"
 	"$WORK/loadgen" peers-setup --dir "$WORK/peers"
+	# dify-mock twice: in its load-test settings, the counterpart of
+	# WireMock's below (no request journal, no line per request), and as a
+	# developer runs it. The first is stopped with the peers; its log goes
+	# into mock.log, which the error check below reads.
+	start_mock "$WORK/dify-mock" "$WORK/mock.log" --speed 1 --cassettes "$WORK/peers/cassettes" --journal=false --log-level warn
+	PEER_PIDS+=("$MOCK_PID")
+	peer_args=(--dify-mock-loadtest "$MOCK_URL" --dify-mock-loadtest-pid "$MOCK_PID")
 	bench_mock 1 --cassettes "$WORK/peers/cassettes"
-	peer_args=(--dify-mock "$MOCK_URL" --dify-mock-pid "$MOCK_PID")
+	peer_args+=(--dify-mock "$MOCK_URL" --dify-mock-pid "$MOCK_PID")
 
 	"${NICE[@]}" "$WORK/loadgen" bare --dir "$WORK/peers" >"$WORK/bare.out" 2>&1 &
 	PEER_PIDS+=($!)

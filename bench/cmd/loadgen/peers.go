@@ -6,7 +6,7 @@ package main
 //
 //	loadgen peers-setup --dir D      writes the inputs all three serve
 //	loadgen bare --dir D             serves D's /v1/parameters bytes with httprouter and nothing else
-//	loadgen peers --dify URL --wiremock URL --bare URL …
+//	loadgen peers --dify-mock URL [--dify-mock-loadtest URL] --wiremock URL --bare URL …
 //
 // Non-streaming: GET /v1/parameters, closed loop at one concurrency, targets
 // measured in alternating order over several short rounds (so drift of the
@@ -305,6 +305,10 @@ func runPeers(ctx context.Context, args []string, stderr io.Writer) error {
 		fs.IntVar(&t.pid, name+"-pid", 0, name+" process id, for its RSS")
 	}
 	add("dify-mock")
+	// dify-mock in its load-test settings (serve --journal=false --log-level
+	// warn): the counterpart of WireMock's, which runs without its journal
+	// and request log.
+	add(loadTestTarget)
 	add("wiremock")
 	add("bare")
 	conc := fs.Int("concurrency", 50, "requests in flight for GET /v1/parameters (closed loop)")
@@ -398,10 +402,12 @@ func runPeers(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}
 
-	// Streams: dify-mock and WireMock (the bare handler does not stream).
+	// Streams: dify-mock and WireMock (the bare handler does not stream;
+	// the journal and the access line are off the frames' path, so the
+	// load-test settings stream as the default ones do).
 	var streamers []*peerTarget
 	for _, t := range live {
-		if t.name != "bare" {
+		if t.name != "bare" && t.name != loadTestTarget {
 			streamers = append(streamers, t)
 		}
 	}

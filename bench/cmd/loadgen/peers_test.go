@@ -178,6 +178,65 @@ func TestPeerTargets(t *testing.T) {
 	}
 }
 
+// With dify-mock also measured in its load-test settings, the two
+// throughput targets are judged on them (WireMock runs in its own), and
+// both figures are shown; the table gives each dify-mock's ratios.
+func TestPeerTargetsJudgeTheLoadTestSettings(t *testing.T) {
+	in := &reportInput{peerHTTP: []peerHTTPResult{
+		{Kind: "peers-http", Target: "dify-mock", RPS: 8000, RoundRPS: []float64{8000, 8000}},
+		{Kind: "peers-http", Target: loadTestTarget, RPS: 9400, RoundRPS: []float64{9500, 9300}},
+		{Kind: "peers-http", Target: "wiremock", RPS: 4000, RoundRPS: []float64{4000, 4000}},
+		{Kind: "peers-http", Target: "bare", RPS: 10000, RoundRPS: []float64{10000, 10000}},
+	}}
+	rows := map[string][3]string{}
+	for _, r := range peerTargetRows(in) {
+		rows[r[0]] = r
+	}
+	bare := rows["`GET /v1/parameters` ≥ 85 % of the bare handler's req/s"]
+	if bare[2] != "met" || !strings.HasPrefix(bare[1], "load-test settings: 94 %, the median of 2 rounds") ||
+		!strings.Contains(bare[1], "; default settings: 80 %, the median of 2 rounds") {
+		t.Errorf("bare row: %q", bare)
+	}
+	if wm := rows["`GET /v1/parameters` ≥ 2× WireMock's req/s"]; wm[2] != "met" || !strings.HasPrefix(wm[1], "load-test settings: 2.35×") ||
+		!strings.Contains(wm[1], "default settings: 2.00×") {
+		t.Errorf("WireMock row: %q", wm)
+	}
+	// Errors in either dify-mock fail the row.
+	in.peerHTTP[0].Errors = 1
+	for _, r := range peerTargetRows(in) {
+		if strings.HasPrefix(r[0], "`GET /v1/parameters`") && r[2] != "**missed**" {
+			t.Errorf("%s with errors in the default settings: %s", r[0], r[2])
+		}
+	}
+	in.peerHTTP[0].Errors = 0
+	var b strings.Builder
+	renderPeers(&b, in)
+	table := b.String()
+	for _, want := range []string{
+		"| dify-mock, default settings ÷ it | dify-mock, load-test settings ÷ it |",
+		"| dify-mock, load-test settings (`--journal=false --log-level warn`) | 9400 |",
+		"| 0.85× (all rounds 0.85×) | – |",                        // the load-test row: default ÷ it, then itself
+		"| 0.80× (all rounds 0.80×) | 0.94× (all rounds 0.94×) |", // the bare row
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("the peers table lacks %q:\n%s", want, table)
+		}
+	}
+	// Without the load-test run (older results), the default settings are
+	// judged, with one ratio column, as before.
+	in.peerHTTP = slices.DeleteFunc(in.peerHTTP, func(r peerHTTPResult) bool { return r.Target == loadTestTarget })
+	for _, r := range peerTargetRows(in) {
+		if strings.HasPrefix(r[0], "`GET /v1/parameters` ≥ 85 %") && (r[2] != "**missed**" || !strings.HasPrefix(r[1], "80 %")) {
+			t.Errorf("without the load-test run: %q", r)
+		}
+	}
+	b.Reset()
+	renderPeers(&b, in)
+	if s := b.String(); strings.Contains(s, "load-test") || !strings.Contains(s, "| dify-mock ÷ it (req/s) |") {
+		t.Errorf("a run without the load-test settings renders them:\n%s", s)
+	}
+}
+
 // The closed loop reuses its keep-alive connections across rounds, dials
 // again when a server closes one, and counts a refusal as an error.
 func TestClosedLoopKeepsItsConnections(t *testing.T) {

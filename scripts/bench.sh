@@ -15,11 +15,11 @@
 #      and requests (counted by a proxy in the load generator);
 #   5. side by side with its peers (loadgen peers), dify-mock with its default
 #      settings and with its load-test settings (--journal=false --log-level
-#      warn, as WireMock runs without its journal and request log): WireMock 3.13.2 standalone
-#      (the jar from the npm package wiremock@3.13.2, run with Java; skipped
-#      with a note where Java or the jar is missing) and a bare httprouter
-#      handler, on GET /v1/parameters (same bytes, same load, alternating
-#      rounds) and one streamed answer (per-frame arrival error).
+#      warn, as WireMock runs without its journal and request log): WireMock
+#      3.13.2 standalone (the jar from the npm package wiremock@3.13.2, run
+#      with Java; skipped with a note where Java or the jar is missing) and a
+#      bare httprouter handler, on GET /v1/parameters (same bytes, same load,
+#      alternating rounds) and one streamed answer (per-frame arrival error).
 # The tables go to stdout and to bench/results.md. bench/README.md explains
 # the method and the results.
 #
@@ -327,7 +327,7 @@ wait_for_line() {
 
 peer_notes=()
 if want peers; then
-	log "peers: dify-mock, WireMock $WIREMOCK_VERSION and a bare httprouter handler"
+	log "peers: dify-mock (default and load-test settings), WireMock $WIREMOCK_VERSION and a bare httprouter handler"
 	"$WORK/loadgen" peers-setup --dir "$WORK/peers"
 	# dify-mock twice: in its load-test settings, the counterpart of
 	# WireMock's below (no request journal, no line per request), and as a
@@ -388,4 +388,8 @@ notes=(
 out_args=()
 [[ -n "$RESULTS" ]] && out_args=(--out "$RESULTS")
 "${LOADGEN[@]}" report --in "$RESULTS_JSON" "${out_args[@]}" "${notes[@]}" "${profile_args[@]}"
-[[ -n "$RESULTS" ]] && ok "wrote $RESULTS in $(elapsed "$start")"
+# An if, not &&: as the last command, a false test would be the script's
+# exit status with BENCH_RESULTS="".
+if [[ -n "$RESULTS" ]]; then
+	ok "wrote $RESULTS in $(elapsed "$start")"
+fi

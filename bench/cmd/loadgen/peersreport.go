@@ -12,7 +12,7 @@ const loadTestTarget = "dify-mock-loadtest"
 
 // peerNames are the tables' names for the peers-* targets.
 var peerNames = map[string]string{
-	"dify-mock":    "dify-mock, default settings (journal, an access line per request)",
+	"dify-mock":    "dify-mock, default settings (journal on, an access line per request)",
 	loadTestTarget: "dify-mock, load-test settings (`--journal=false --log-level warn`)",
 	"wiremock":     "WireMock 3.13.2 (standalone jar)",
 	"bare":         "bare httprouter handler (Go ceiling)",
@@ -66,9 +66,11 @@ func renderPeers(b *strings.Builder, in *reportInput) {
 		dm, hasDM := in.peerHTTPOf("dify-mock")
 		lt, hasLT := in.peerHTTPOf(loadTestTarget)
 		if hasLT {
-			w("dify-mock runs twice: with its default settings, as a developer runs it (every request journaled for the console " +
-				"and logged in one line), and with its load-test settings, `--journal=false --log-level warn`, as WireMock runs here " +
-				"(`--no-request-journal --disable-request-logging`). The targets compare like with like: the load-test settings.\n\n")
+			w("WireMock runs in its settings for load tests (`--no-request-journal --disable-request-logging`, among others), and the " +
+				"bare handler has no journal, log or middleware at all. dify-mock runs twice: with its load-test settings, " +
+				"`--journal=false --log-level warn` (no request journal, no line per request), WireMock's like for like, and with its " +
+				"default settings, as a developer runs it (every request journaled for the console and logged in one line). The targets " +
+				"are judged on the load-test settings; the default settings' ratios are beside them.\n\n")
 		}
 		ratioCols := "dify-mock ÷ it (req/s) |"
 		if hasLT {

@@ -120,6 +120,12 @@ MOCK_URL=""
 MOCK_READY_TIMEOUT="${MOCK_READY_TIMEOUT:-30}" # seconds for the banner's API base URL
 MOCK_STOP_TIMEOUT="${MOCK_STOP_TIMEOUT:-10}"   # seconds for the mock to exit after SIGTERM
 
+# SESSION runs a command in its own session (setsid), where setsid exists:
+# out of reach of the terminal's Ctrl-C, and, with the kernel's autogroup
+# scheduling, in a scheduling group of its own, as a separate service is.
+SESSION=()
+command -v setsid >/dev/null 2>&1 && SESSION=(setsid)
+
 # start_mock BIN LOG [SERVE FLAGS...]: runs `BIN serve --addr 127.0.0.1:0
 # FLAGS...` in the background, stdout and stderr appended to LOG, and waits
 # for its banner. Port 0: the kernel picks a free port and the banner prints
@@ -132,16 +138,15 @@ MOCK_STOP_TIMEOUT="${MOCK_STOP_TIMEOUT:-10}"   # seconds for the mock to exit af
 # where this run's output starts); dies when the mock exits or prints no URL
 # within MOCK_READY_TIMEOUT seconds.
 start_mock() {
-	local bin="$1" out="$2" detach=() i from
+	local bin="$1" out="$2" i from
 	shift 2
 	# Only this run's banner counts: LOG may hold earlier runs'. The file
 	# exists before the mock starts, so reading it never races its creation
 	# (under pipefail a missing LOG ended the caller).
 	: >>"$out"
 	from=$(($(wc -c <"$out") + 1))
-	command -v setsid >/dev/null 2>&1 && detach=(setsid)
 	# shellcheck disable=SC2046 # one "-u NAME" pair per variable
-	env $(compgen -e | grep '^DIFY_MOCK_' | sed 's/^/-u /') ${detach[@]+"${detach[@]}"} \
+	env $(compgen -e | grep '^DIFY_MOCK_' | sed 's/^/-u /') ${SESSION[@]+"${SESSION[@]}"} \
 		${MOCK_PREFIX[@]+"${MOCK_PREFIX[@]}"} "$bin" serve --addr 127.0.0.1:0 "$@" >>"$out" 2>&1 </dev/null &
 	MOCK_PID=$!
 	MOCK_URL=""

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/difyops/terraform-provider-dify/mockserver"
+	"github.com/difyops/terraform-provider-dify/mockserver/mocktest"
 )
 
 func TestFrameLatenessAnchorsOnTheLeastLateFrame(t *testing.T) {
@@ -146,30 +147,20 @@ func TestReportMarksTargets(t *testing.T) {
 // in-process mock, fast (speed 20): every frame of every stream is matched,
 // and the results file renders.
 func TestStreamsAgainstTheMock(t *testing.T) {
-	srv, err := mockserver.New(mockserver.Config{Speed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		ts.Close()
-	})
+	mock := mocktest.Start(t, mocktest.WithSpeed(1))
 	out := filepath.Join(t.TempDir(), "r.jsonl")
 	var log bytes.Buffer
 	// Both ways of reading the bodies: each stream's goroutine, and the
 	// event loop (which --event-loop auto picks from 2,000 streams).
 	tl := filepath.Join(t.TempDir(), "timeline.tsv")
 	for _, loop := range []string{"off", "on"} {
-		err = runStreams(t.Context(), []string{"--url", ts.URL + "/v1", "--streams", "8", "--cassette", "plain-answer", "--speed", "20",
+		err := runStreams(t.Context(), []string{"--url", mock.BaseURL, "--streams", "8", "--cassette", "plain-answer", "--speed", "20",
 			"--pid", "0", "--out", out, "--event-loop", loop, "--timeline", tl, "--timeline-step", "10ms"}, &log)
 		if err != nil {
 			t.Fatalf("streams, --event-loop %s: %v\n%s", loop, err, log.String())
 		}
 	}
-	err = runHTTP(t.Context(), []string{"--url", ts.URL + "/v1", "--endpoint", "rename", "--concurrency", "4",
+	err := runHTTP(t.Context(), []string{"--url", mock.BaseURL, "--endpoint", "rename", "--concurrency", "4",
 		"--warmup", "50ms", "--duration", "200ms", "--out", out}, &log)
 	if err != nil {
 		t.Fatalf("http: %v\n%s", err, log.String())
@@ -451,13 +442,7 @@ func threeStreams(t *testing.T, url string, args ...string) streamsResult {
 // came, net/http's server closed that body on the proxy's first flush, and
 // the Transport then closed the upstream connection mid-stream.
 func TestCountingProxyKeepsEveryStream(t *testing.T) {
-	srv, err := mockserver.New(mockserver.Config{Speed: 0})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mock := httptest.NewServer(srv)
-	defer mock.Close()
-	target, _ := url.Parse(mock.URL)
+	target, _ := url.Parse(mocktest.Start(t).URL)
 	cnt := &counter{n: map[string]int{}}
 	proxy := httptest.NewServer(newCountingProxy(target, cnt))
 	defer proxy.Close()

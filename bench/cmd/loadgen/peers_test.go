@@ -19,6 +19,7 @@ import (
 
 	"github.com/difyops/terraform-provider-dify/mockserver"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/mocktest"
 )
 
 func TestPeersSetupWritesTheSameBytesForEveryServer(t *testing.T) {
@@ -307,18 +308,7 @@ func TestPeersMeasuresTheLoadTestSettingsInTheRounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	serve := func(control mockserver.ControlConfig) string {
-		srv, err := mockserver.New(mockserver.Config{Cassettes: set, Speed: 0, Control: control})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ts := httptest.NewServer(srv)
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = srv.Shutdown(ctx)
-			ts.Close()
-		})
-		return ts.URL + "/v1"
+		return mocktest.Start(t, mocktest.WithCassettes(set), mocktest.WithConfig(func(c *mockserver.Config) { c.Control = control })).BaseURL
 	}
 	out := filepath.Join(t.TempDir(), "r.jsonl")
 	var log bytes.Buffer

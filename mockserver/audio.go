@@ -116,19 +116,9 @@ var textToAudioPayload = pydantic.Model{Name: "TextToAudioPayload", Fields: []py
 // textToAudio is POST /text-to-audio (docs/api §12): silent MP3 audio whose
 // length follows the text (60 ms per character, 0.5 s to 10 s).
 func (s *Server) textToAudio(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	body, raw, e := readJSONRaw(w, r)
+	user, p, e := readUserPayload(w, r, false, textToAudioPayload)
 	if e != nil {
 		writeError(w, e)
-		return
-	}
-	user, e := body.user(false)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	p, errs := textToAudioPayload.Validate(pydantic.Body(raw))
-	if len(errs) > 0 {
-		writeError(w, pydanticError(textToAudioPayload.Name, errs...))
 		return
 	}
 	msgID, text := p.Str("message_id"), p.Str("text")

@@ -70,7 +70,7 @@ func (s *Server) prepareChat(w http.ResponseWriter, r *http.Request, req *chatRe
 // stopChat is POST /chat-messages/:task_id/stop (docs/api §3): always 200 once
 // the user is given; a task of another user, or no task, is ignored.
 func (s *Server) stopChat(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	body, e := readJSON(w, r, false)
+	body, e := readJSON(w, r)
 	if e != nil {
 		writeError(w, e)
 		return

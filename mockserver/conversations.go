@@ -124,19 +124,9 @@ func (s *Server) renameConversation(w http.ResponseWriter, r *http.Request, ps h
 	if !ok {
 		return
 	}
-	body, raw, e := readJSONRaw(w, r)
+	user, p, e := readUserPayload(w, r, false, conversationRenamePayload)
 	if e != nil {
 		writeError(w, e)
-		return
-	}
-	user, e := body.user(false)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	p, errs := conversationRenamePayload.Validate(pydantic.Body(raw))
-	if len(errs) > 0 {
-		writeError(w, pydanticError(conversationRenamePayload.Name, errs...))
 		return
 	}
 	name, auto := p.Str("name"), p.Bool("auto_generate")
@@ -162,7 +152,7 @@ func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request, ps h
 	if !ok {
 		return
 	}
-	body, e := readJSON(w, r, false)
+	body, e := readJSON(w, r)
 	if e != nil {
 		writeError(w, e)
 		return

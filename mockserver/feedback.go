@@ -31,19 +31,9 @@ func (s *Server) messageFeedback(w http.ResponseWriter, r *http.Request, ps http
 	if !ok {
 		return
 	}
-	body, raw, e := readJSONRaw(w, r)
+	user, p, e := readUserPayload(w, r, true, messageFeedbackPayload) // FetchUserArg(JSON, required=True)
 	if e != nil {
 		writeError(w, e)
-		return
-	}
-	user, e := body.user(true) // FetchUserArg(JSON, required=True)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	p, errs := messageFeedbackPayload.Validate(pydantic.Body(raw))
-	if len(errs) > 0 {
-		writeError(w, pydanticError(messageFeedbackPayload.Name, errs...))
 		return
 	}
 	var content *string

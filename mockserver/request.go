@@ -24,12 +24,31 @@ type jsonBody map[string]json.RawMessage
 // reads `user` through it on every JSON route): a Content-Type that is not
 // JSON → 415 unsupported_media_type; an empty or malformed body → 400
 // bad_request; a JSON value that is not an object → Dify's unhandled 500.
-// optional is kept for callers but no longer changes anything: Dify
-// rejects an empty body on every route that reads JSON, DELETE included.
-func readJSON(w http.ResponseWriter, r *http.Request, optional bool) (jsonBody, *apiError) {
-	_ = optional
+// Dify rejects an empty body on every route that reads JSON, DELETE
+// included.
+func readJSON(w http.ResponseWriter, r *http.Request) (jsonBody, *apiError) {
 	body, _, e := readJSONRaw(w, r)
 	return body, e
+}
+
+// readUserPayload is how Dify's JSON routes with a payload model start:
+// validate_app_token reads the body and its `user` (required or not), then
+// the route validates the body against its model (a 400 in pydantic's
+// shape, every field's error at once).
+func readUserPayload(w http.ResponseWriter, r *http.Request, userRequired bool, model pydantic.Model) (string, pydantic.Values, *apiError) {
+	body, raw, e := readJSONRaw(w, r)
+	if e != nil {
+		return "", nil, e
+	}
+	user, e := body.user(userRequired)
+	if e != nil {
+		return "", nil, e
+	}
+	p, errs := model.Validate(pydantic.Body(raw))
+	if len(errs) > 0 {
+		return "", nil, pydanticError(model.Name, errs...)
+	}
+	return user, p, nil
 }
 
 // readJSONRaw is readJSON that also returns the body's bytes (for

@@ -164,15 +164,29 @@ func (r *Runner) Probe(ctx context.Context) error {
 	return nil
 }
 
-func (r *Runner) getJSON(ctx context.Context, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.base+path, nil)
+// send makes one request of the run's own (a probe, a fixture, the
+// cleanup) to the target with its key; the key never reaches the error.
+// contentType is left out when empty.
+func (r *Runner) send(ctx context.Context, method, path, contentType string, body io.Reader) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, r.base+path, body)
 	if err != nil {
-		return err
+		return nil, scrubErr(err, r.Target.Key)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	req.Header.Set("Authorization", "Bearer "+r.Target.Key)
 	resp, err := r.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("GET %s: %w", path, scrubErr(err, r.Target.Key))
+		return nil, scrubErr(err, r.Target.Key)
+	}
+	return resp, nil
+}
+
+func (r *Runner) getJSON(ctx context.Context, path string, out any) error {
+	resp, err := r.send(ctx, http.MethodGet, path, "", nil)
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", path, err)
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
@@ -518,15 +532,9 @@ func (r *Runner) chatFixture(ctx context.Context) error {
 	body, _ := json.Marshal(map[string]any{"query": FixtureQuery, "inputs": inputs, "user": r.User, "response_mode": "streaming"})
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.base+"/chat-messages", bytes.NewReader(body))
+	resp, err := r.send(ctx, http.MethodPost, "/chat-messages", "application/json", bytes.NewReader(body))
 	if err != nil {
 		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+r.Target.Key)
-	resp, err := r.client.Do(req)
-	if err != nil {
-		return scrubErr(err, r.Target.Key)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -576,15 +584,9 @@ func (r *Runner) uploadFixture(ctx context.Context) error {
 	w, _ := mw.CreatePart(h)
 	_, _ = io.WriteString(w, "dify-mock conformance fixture\n")
 	_ = mw.Close()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.base+"/files/upload", &buf)
+	resp, err := r.send(ctx, http.MethodPost, "/files/upload", mw.FormDataContentType(), &buf)
 	if err != nil {
 		return err
-	}
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	req.Header.Set("Authorization", "Bearer "+r.Target.Key)
-	resp, err := r.client.Do(req)
-	if err != nil {
-		return scrubErr(err, r.Target.Key)
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
@@ -611,15 +613,9 @@ const FixtureAnnotationQuestion = "dify-mock conformance fixture annotation"
 
 func (r *Runner) annotationFixture(ctx context.Context) error {
 	body, _ := json.Marshal(map[string]string{"question": FixtureAnnotationQuestion, "answer": "conformance"})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.base+"/apps/annotations", bytes.NewReader(body))
+	resp, err := r.send(ctx, http.MethodPost, "/apps/annotations", "application/json", bytes.NewReader(body))
 	if err != nil {
 		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+r.Target.Key)
-	resp, err := r.client.Do(req)
-	if err != nil {
-		return scrubErr(err, r.Target.Key)
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
@@ -640,14 +636,9 @@ func (r *Runner) annotationFixture(ctx context.Context) error {
 // deleteAnnotation removes the annotation fixture; 404 means a case or
 // someone else already deleted it.
 func (r *Runner) deleteAnnotation(ctx context.Context, id string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, r.base+"/apps/annotations/"+url.PathEscape(id), nil)
+	resp, err := r.send(ctx, http.MethodDelete, "/apps/annotations/"+url.PathEscape(id), "", nil)
 	if err != nil {
 		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+r.Target.Key)
-	resp, err := r.client.Do(req)
-	if err != nil {
-		return scrubErr(err, r.Target.Key)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 	resp.Body.Close()
@@ -684,16 +675,9 @@ func (r *Runner) Cleanup() []error {
 			continue
 		}
 		body, _ := json.Marshal(map[string]string{"user": r.User})
-		req, err := http.NewRequestWithContext(ctx, http.MethodDelete, r.base+"/conversations/"+url.PathEscape(id), bytes.NewReader(body))
+		resp, err := r.send(ctx, http.MethodDelete, "/conversations/"+url.PathEscape(id), "application/json", bytes.NewReader(body))
 		if err != nil {
 			errs = append(errs, err)
-			continue
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+r.Target.Key)
-		resp, err := r.client.Do(req)
-		if err != nil {
-			errs = append(errs, scrubErr(err, r.Target.Key))
 			continue
 		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))

@@ -3,6 +3,7 @@ package mockserver
 import (
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/julienschmidt/httprouter"
@@ -49,10 +50,30 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request, _ htt
 		writeError(w, newError(http.StatusNotFound, "not_found", "Last Conversation Not Exists."))
 		return
 	}
-	if rows == nil {
-		rows = []dify.Conversation{}
+	writeJSONBody(w, http.StatusOK, conversationPage(limit, more, rows))
+}
+
+// conversationPage is json.Marshal(dify.ConversationPage{…}) of rows, put
+// together from each row's JSON as the store keeps it
+// (TestConversationPageIsMarshal), with room for writeJSONBody's newline.
+func conversationPage(limit int, more bool, rows []store.ListedConversation) []byte {
+	n := len(`{"limit":,"has_more":false,"data":[]}`+"\n") + 20
+	for _, r := range rows {
+		n += len(r.JSON) + 1
 	}
-	writeJSON(w, http.StatusOK, dify.ConversationPage{Limit: limit, HasMore: more, Data: rows})
+	b := make([]byte, 0, n)
+	b = append(b, `{"limit":`...)
+	b = strconv.AppendInt(b, int64(limit), 10)
+	b = append(b, `,"has_more":`...)
+	b = strconv.AppendBool(b, more)
+	b = append(b, `,"data":[`...)
+	for i, r := range rows {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, r.JSON...)
+	}
+	return append(b, "]}"...)
 }
 
 // messageListQuery is MessageListQuery

@@ -98,6 +98,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		writeError(w, errInternal)
 		return
 	}
+	writeJSONBody(w, status, body)
+}
+
+// writeJSONBody is writeJSON for a body already encoded (without the
+// newline, which it adds).
+func writeJSONBody(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)+1))

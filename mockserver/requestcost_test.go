@@ -72,6 +72,40 @@ func BenchmarkChatRequest(b *testing.B) {
 	}
 }
 
+// BenchmarkListConversationsRequest is the mock's CPU and allocations per
+// GET /v1/conversations?limit=20 for a user with 20 conversations (the
+// bench's `GET /conversations` row) with its defaults, without the network.
+func BenchmarkListConversationsRequest(b *testing.B) {
+	srv, err := mockserver.New(mockserver.Config{Logger: slog.New(textlog.NewHandler(io.Discard, slog.LevelInfo))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 20 {
+		body := `{"query":"Hello ` + strconv.Itoa(i) + `","inputs":{},"user":"bench-user","response_mode":"streaming"}`
+		req := httptest.NewRequest(http.MethodPost, "/v1/chat-messages", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer app-bench")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(mockserver.HeaderSpeed, "0")
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			b.Fatalf("chat %d: %d %s", i, rec.Code, rec.Body)
+		}
+	}
+	req := httptest.NewRequest(http.MethodGet, "/v1/conversations?limit=20&user=bench-user", nil)
+	req.Header.Set("Authorization", "Bearer app-bench")
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK || strings.Count(rec.Body.String(), `"status":"normal"`) != 20 {
+		b.Fatalf("list: %d %s", rec.Code, rec.Body)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		w := &discardWriter{h: http.Header{}}
+		srv.ServeHTTP(w, req)
+	}
+}
+
 // A GET /v1/parameters allocates what its layers need and no more: the
 // journal's record and its one copy of the request line, and the two
 // writers (access log, journal). A request copied for its context

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -17,7 +18,7 @@ var sortOrders = []string{dify.SortCreatedAt, dify.SortCreatedAtDesc, dify.SortU
 // scanList is the listing by a walk over every stored conversation (what
 // ListConversations did before the per-owner index): the reference the index
 // must agree with.
-func scanList(s *Store, ownerID, lastID string, limit int, sortBy string) ([]dify.Conversation, bool, error) {
+func scanList(s *Store, ownerID, lastID string, limit int, sortBy string) ([]ListedConversation, bool, error) {
 	desc := len(sortBy) > 0 && sortBy[0] == '-'
 	byUpdated := sortBy == dify.SortUpdatedAt || sortBy == dify.SortUpdatedAtDesc
 	sortKey := func(c *Conversation) key {
@@ -59,9 +60,14 @@ func scanList(s *Store, ownerID, lastID string, limit int, sortBy string) ([]dif
 	if hasMore {
 		rows = rows[:limit]
 	}
-	out := make([]dify.Conversation, len(rows))
+	// Each row's JSON made afresh, not through the listing cache.
+	out := make([]ListedConversation, len(rows))
 	for i, c := range rows {
-		out[i] = c.copy().Conversation
+		data, err := json.Marshal(c.Conversation)
+		if err != nil {
+			return nil, false, err
+		}
+		out[i] = ListedConversation{ID: c.ID, Name: c.Name, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, JSON: data}
 	}
 	return out, hasMore, nil
 }
@@ -94,10 +100,11 @@ func seqIDs(prefix string) func() string {
 	}
 }
 
-func names(rows []dify.Conversation) []string {
+// names are the rows' ids and names, and their JSON as listed.
+func names(rows []ListedConversation) []string {
 	out := make([]string, len(rows))
 	for i, c := range rows {
-		out[i] = c.ID + "/" + c.Name
+		out[i] = c.ID + "/" + c.Name + " " + string(c.JSON)
 	}
 	return out
 }
@@ -258,7 +265,7 @@ func TestListConversationsOrderAndHasMore(t *testing.T) {
 	if _, err := s.Rename(a.ID, u, "renamed", false); err != nil { // a is now the most recently updated
 		t.Fatal(err)
 	}
-	ids := func(rows []dify.Conversation) string {
+	ids := func(rows []ListedConversation) string {
 		out := ""
 		for _, r := range rows {
 			switch r.ID {
@@ -293,7 +300,7 @@ func TestListConversationsOrderAndHasMore(t *testing.T) {
 	} {
 		rows, more, err := s.ListConversations(u, tc.last, tc.limit, tc.sortBy)
 		if err != nil || ids(rows) != tc.want || more != tc.more {
-			t.Errorf("%s last=%s limit %d: %q more=%v %v, want %q more=%v", tc.sortBy, ids([]dify.Conversation{{ID: tc.last}}), tc.limit, ids(rows), more, err, tc.want, tc.more)
+			t.Errorf("%s last=%s limit %d: %q more=%v %v, want %q more=%v", tc.sortBy, ids([]ListedConversation{{ID: tc.last}}), tc.limit, ids(rows), more, err, tc.want, tc.more)
 		}
 	}
 }
@@ -365,7 +372,7 @@ func BenchmarkListConversationsCrowded(b *testing.B) {
 		s, me := crowdedStore(b, mine)
 		for _, impl := range []struct {
 			name string
-			list func(*Store, string, string, int, string) ([]dify.Conversation, bool, error)
+			list func(*Store, string, string, int, string) ([]ListedConversation, bool, error)
 		}{{"index", (*Store).ListConversations}, {"scan", scanList}} {
 			b.Run(fmt.Sprintf("%s/mine=%d", impl.name, mine), func(b *testing.B) {
 				b.ReportAllocs()

@@ -198,7 +198,7 @@ func (s *Store) Import(snap Snapshot) error {
 		fresh.seq++
 		k := key{t: time.Unix(sc.CreatedAt, 0), seq: fresh.seq}
 		c := &Conversation{Conversation: sc.Conversation, OwnerID: sc.OwnerID, Cassette: sc.Cassette,
-			NextTurn: sc.NextTurn, AutoName: sc.AutoName, created: k, updated: k}
+			NextTurn: sc.NextTurn, AutoName: sc.AutoName, created: k, updated: k, listing: new(listingCache)}
 		if c.Inputs == nil {
 			c.Inputs = map[string]any{}
 		}

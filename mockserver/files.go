@@ -17,6 +17,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/difyops/terraform-provider-dify/dify"
+	"github.com/difyops/terraform-provider-dify/internal/bufpool"
 	"github.com/difyops/terraform-provider-dify/mockserver/replay"
 	"github.com/difyops/terraform-provider-dify/mockserver/store"
 )
@@ -143,7 +144,7 @@ func readMultipart(w http.ResponseWriter, r *http.Request, maxBody int64, limitF
 			if field == "user" {
 				dst = &v
 			}
-			n, err := io.Copy(dst, io.LimitReader(p, maxFormFieldBytes+1))
+			n, err := bufpool.Copy(dst, io.LimitReader(p, maxFormFieldBytes+1))
 			if err != nil {
 				return form, bodyErr(err)
 			}
@@ -163,7 +164,7 @@ func readMultipart(w http.ResponseWriter, r *http.Request, maxBody int64, limitF
 		if keep {
 			dst = &kept
 		}
-		n, err := io.Copy(dst, io.LimitReader(p, limit+1))
+		n, err := bufpool.Copy(dst, io.LimitReader(p, limit+1))
 		fp.size = n
 		if keep && n <= limit {
 			fp.data = kept.Bytes()
@@ -174,7 +175,7 @@ func readMultipart(w http.ResponseWriter, r *http.Request, maxBody int64, limitF
 		if n > limit {
 			fp.over = true
 			// Skip the rest of this part; the body cap still applies.
-			if _, err := io.Copy(io.Discard, p); err != nil {
+			if _, err := bufpool.Copy(io.Discard, p); err != nil {
 				form.files = append(form.files, fp)
 				return form, bodyErr(err)
 			}

@@ -2,10 +2,13 @@
 // it writes a frame (replay renders into one, rawstream frames a chunk in
 // one), so that a stream holds no buffer while it waits for its next frame:
 // at 10,000 concurrent streams that is a few MB instead of one buffer per
-// stream.
+// stream. Copy borrows from it too.
 package bufpool
 
-import "sync"
+import (
+	"io"
+	"sync"
+)
 
 var pool sync.Pool
 
@@ -35,4 +38,18 @@ func Put(p *[]byte) {
 	if cap(*p) <= maxPooled {
 		pool.Put(p)
 	}
+}
+
+// copySize is Copy's buffer, io.Copy's size.
+const copySize = 32 << 10
+
+// Copy is io.Copy with a borrowed buffer. io.Copy makes a 32 KiB buffer on
+// every call whose writer has no ReadFrom and reader no WriteTo (a hash, a
+// strings.Builder, a multipart part): for a 1 KiB upload that was most of
+// the garbage the request made.
+func Copy(dst io.Writer, src io.Reader) (int64, error) {
+	p := Get(copySize)
+	n, err := io.CopyBuffer(dst, src, (*p)[:copySize])
+	Put(p)
+	return n, err
 }

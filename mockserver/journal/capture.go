@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/difyops/terraform-provider-dify/internal/bufpool"
 	"github.com/difyops/terraform-provider-dify/internal/freshstack"
 	"github.com/difyops/terraform-provider-dify/internal/unwrap"
 	"github.com/difyops/terraform-provider-dify/mockserver/detach"
@@ -272,7 +273,7 @@ func (b *bodyCapture) parseMultipart(mr *multipart.Reader, pr *io.PipeReader) {
 		}
 		if part.FileName() != "" {
 			h := sha256.New()
-			n, _ := io.Copy(h, part)
+			n, _ := bufpool.Copy(h, part)
 			b.mu.Lock()
 			b.uploads = append(b.uploads, Upload{
 				Field: part.FormName(), Filename: part.FileName(), ContentType: part.Header.Get("Content-Type"),
@@ -282,7 +283,7 @@ func (b *bodyCapture) parseMultipart(mr *multipart.Reader, pr *io.PipeReader) {
 			continue
 		}
 		v, _ := io.ReadAll(io.LimitReader(part, maxField))
-		_, _ = io.Copy(io.Discard, part)
+		_, _ = bufpool.Copy(io.Discard, part)
 		name := part.FormName()
 		val := string(secrets.Redact(v))
 		if secrets.IsCredentialName(name) {

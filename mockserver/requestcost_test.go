@@ -108,6 +108,41 @@ func BenchmarkListConversationsRequest(b *testing.B) {
 	}
 }
 
+// BenchmarkRenameRequest is the mock's CPU and allocations per
+// POST /v1/conversations/:id/name (the bench's rename row) with its
+// defaults: a JSON body read, validated, journaled and answered.
+func BenchmarkRenameRequest(b *testing.B) {
+	srv, err := mockserver.New(mockserver.Config{Logger: slog.New(textlog.NewHandler(io.Discard, slog.LevelInfo))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	chat := httptest.NewRequest(http.MethodPost, "/v1/chat-messages", strings.NewReader(`{"query":"hi","inputs":{},"user":"bench-user","response_mode":"streaming"}`))
+	chat.Header.Set("Authorization", "Bearer app-bench")
+	chat.Header.Set("Content-Type", "application/json")
+	chat.Header.Set(mockserver.HeaderSpeed, "0")
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, chat)
+	_, rest, _ := strings.Cut(rec.Body.String(), `"conversation_id":`)
+	id := strings.Trim(strings.TrimSpace(strings.SplitN(rest, ",", 2)[0]), `"`)
+	path := "/v1/conversations/" + id + "/name"
+	const body = `{"name":"renamed","user":"bench-user"}`
+	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer app-bench")
+	req.Header.Set("Content-Type", "application/json")
+	rec = httptest.NewRecorder()
+	if srv.ServeHTTP(rec, req); rec.Code != http.StatusOK {
+		b.Fatalf("rename %s: %d %s", path, rec.Code, rec.Body)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer app-bench")
+		req.Header.Set("Content-Type", "application/json")
+		w := &discardWriter{h: http.Header{}}
+		srv.ServeHTTP(w, req)
+	}
+}
+
 // BenchmarkUploadRequest is the mock's CPU and allocations per 1 KiB
 // POST /v1/files/upload (the bench's upload row) with its defaults: the
 // mock's multipart reader and the journal's both read the body.

@@ -179,16 +179,28 @@ func (w *captureWriter) WriteHeader(code int) {
 	if w.status == 0 && code >= 200 {
 		w.status = code
 		if b := w.body; b != nil && b.pw == nil {
-			// On a fresh goroutine: storing the body redacts it, deep
-			// enough to double the stack of a chat's connection goroutine
-			// for the whole stream (mockserver/stack.go). Only then: a
-			// goroutine per request was a fifth of the CPU of a request
-			// without a body.
-			freshstack.Run(func() { b.finish(w.rec) })
+			if isEventStream(w.Header()) {
+				// On another goroutine: storing the body redacts it, deep
+				// enough to double the stack of a chat's connection
+				// goroutine for the whole stream (mockserver/stack.go).
+				freshstack.Run(func() { b.finish(w.rec) })
+			} else {
+				// A response that is not a stream is done in a moment and
+				// its goroutine's stack shrinks again: the hand-over to
+				// another goroutine (a wake-up on another CPU) cost more
+				// than the redaction (BenchmarkRenameRequest).
+				b.finish(w.rec)
+			}
 		}
 		w.rec.Headers(code)
 	}
 	w.ResponseWriter.WriteHeader(code)
+}
+
+// isEventStream reports whether h is a server-sent event stream's.
+func isEventStream(h http.Header) bool {
+	ct := h.Get("Content-Type")
+	return len(ct) >= len("text/event-stream") && strings.EqualFold(ct[:len("text/event-stream")], "text/event-stream")
 }
 
 func (w *captureWriter) Write(p []byte) (int, error) {

@@ -261,9 +261,18 @@ func TestJournalIsARingBuffer(t *testing.T) {
 	}
 }
 
+// Both ways the journal reads an upload: a small body kept and parsed when
+// the request ends, a large one (75 KB, past the 64 KiB it keeps) streamed
+// to a parser as it arrives.
 func TestJournalUploadsKeepNameSizeAndHashOnly(t *testing.T) {
+	for _, lines := range []int{70, 5000} {
+		t.Run(fmt.Sprintf("%d bytes", lines*15), func(t *testing.T) { journalUpload(t, lines) })
+	}
+}
+
+func journalUpload(t *testing.T, lines int) {
 	e := newEnv(t, mockserver.Config{Speed: 0})
-	content := bytes.Repeat([]byte("itinerary line\n"), 5000)
+	content := bytes.Repeat([]byte("itinerary line\n"), lines)
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)
 	_ = mw.WriteField("user", "alice")

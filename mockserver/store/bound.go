@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"sort"
+
+	"github.com/difyops/terraform-provider-dify/dify"
 )
 
 // The store's memory bound. Without one, a mock that runs for days in CI or
@@ -40,6 +42,13 @@ const (
 	feedbackOverhead     = 256
 	annotationOverhead   = 512
 )
+
+// conversationSize is what a conversation counts for without its
+// messages: its fields, and their JSON once a listing has encoded them
+// (the store keeps that for the next listing: listingJSON).
+func conversationSize(c dify.Conversation) int64 {
+	return conversationOverhead + 2*jsonSize(c)
+}
 
 // ErrStateFull is an annotation that does not fit the state bound even
 // with every evictable record gone.
@@ -300,7 +309,7 @@ func (s *Store) account() {
 	}
 	sort.Slice(convs, func(i, j int) bool { return convs[i].updated.less(convs[j].updated) })
 	for _, c := range convs {
-		n := conversationOverhead + jsonSize(c.Conversation)
+		n := conversationSize(c.Conversation)
 		for _, m := range c.messages {
 			n += messageOverhead + messageSize(m.msg) + feedbackSize(m.feedback)
 		}

@@ -334,7 +334,7 @@ func (s *Store) NewConversation(ownerID string, inputs map[string]any, introduct
 		Name: DefaultConversationName, Inputs: inputs, Status: "normal",
 		Introduction: introduction, CreatedAt: now, UpdatedAt: now,
 	}
-	size := conversationOverhead + jsonSize(conv)
+	size := conversationSize(conv)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := s.nextKey()

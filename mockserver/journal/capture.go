@@ -224,8 +224,9 @@ func Of(w http.ResponseWriter) *Record {
 
 // bodyCapture tees what the handler reads from the body: the first MaxBody
 // bytes of a plain body, or, for multipart/form-data, each file part's
-// name, size and SHA-256 (computed on the fly; contents are not kept) and
-// the text fields.
+// name, size and SHA-256 and the text fields (a small body is held until
+// the request ends to be parsed, a large one parsed as it arrives; the
+// journal's entry never keeps a file's contents).
 type bodyCapture struct {
 	io.ReadCloser
 	finished  bool // finish ran (when the headers went out, or at the end)

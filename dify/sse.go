@@ -7,7 +7,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"strings"
 )
+
+// IsEventStream reports whether h's Content-Type is text/event-stream
+// (parameters such as charset aside): a streamed answer rather than a
+// JSON one. It does not allocate: the mock's journal asks it on every
+// request that has a body.
+func IsEventStream(h http.Header) bool {
+	mt, _, _ := strings.Cut(h.Get("Content-Type"), ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "text/event-stream")
+}
 
 // SSEFrame is one server-sent-events frame (docs/api §2.4). Raw holds the exact bytes
 // read for the frame, including its terminating blank line, so recorders can

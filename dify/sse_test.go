@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net/http"
 	"reflect"
 	"strings"
 	"testing"
@@ -326,6 +327,28 @@ func TestDecodeEvent(t *testing.T) {
 		}
 		if fe.Event != tc.event || !bytes.Equal(fe.Raw, f.Raw) || fe.Unwrap() == nil {
 			t.Errorf("FrameError = %+v", fe)
+		}
+	}
+}
+
+func TestIsEventStream(t *testing.T) {
+	for ct, want := range map[string]bool{
+		"text/event-stream":                     true,
+		"text/event-stream; charset=utf-8":      true,
+		" Text/Event-Stream ;charset=utf-8":     true,
+		"text/event-stream; =broken":            true, // the media type stands; a bad parameter does not change it
+		"application/json":                      false,
+		"text/event-streamx":                    false,
+		"text/event":                            false,
+		"":                                      false,
+		"application/json; x=text/event-stream": false,
+	} {
+		h := http.Header{}
+		if ct != "" {
+			h.Set("Content-Type", ct)
+		}
+		if got := IsEventStream(h); got != want {
+			t.Errorf("IsEventStream(%q) = %v, want %v", ct, got, want)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/internal/bufpool"
 	"github.com/difyops/terraform-provider-dify/internal/freshstack"
 	"github.com/difyops/terraform-provider-dify/internal/unwrap"
@@ -179,7 +180,7 @@ func (w *captureWriter) WriteHeader(code int) {
 	if w.status == 0 && code >= 200 {
 		w.status = code
 		if b := w.body; b != nil && b.boundary == "" {
-			if isEventStream(w.Header()) {
+			if dify.IsEventStream(w.Header()) {
 				// On another goroutine: storing the body redacts it, deep
 				// enough to double the stack of a chat's connection
 				// goroutine for the whole stream (mockserver/stack.go).
@@ -195,12 +196,6 @@ func (w *captureWriter) WriteHeader(code int) {
 		w.rec.Headers(code)
 	}
 	w.ResponseWriter.WriteHeader(code)
-}
-
-// isEventStream reports whether h is a server-sent event stream's.
-func isEventStream(h http.Header) bool {
-	ct := h.Get("Content-Type")
-	return len(ct) >= len("text/event-stream") && strings.EqualFold(ct[:len("text/event-stream")], "text/event-stream")
 }
 
 func (w *captureWriter) Write(p []byte) (int, error) {

@@ -154,7 +154,7 @@ func (r *Recorder) Forward(ctx context.Context, t ChatTurn, relay func(raw []byt
 	case resp.StatusCode != http.StatusOK:
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		return nil, &UpstreamError{Kind: UpstreamStatus, Status: resp.StatusCode, Detail: difyMessage(r.scrub.bytes(data))}
-	case !isEventStream(resp.Header):
+	case !dify.IsEventStream(resp.Header):
 		return nil, &UpstreamError{Kind: UpstreamNotStream, Detail: "Content-Type " + r.scrub.string(resp.Header.Get("Content-Type"))}
 	}
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"mime"
 	"net/http"
 	"strings"
 	"time"
@@ -98,7 +97,7 @@ func (r *Recorder) serveChat(w http.ResponseWriter, req *http.Request, p string)
 			clientErr = err
 		}
 	}
-	if resp.StatusCode == http.StatusOK && isEventStream(resp.Header) {
+	if resp.StatusCode == http.StatusOK && dify.IsEventStream(resp.Header) {
 		_ = rc.Flush() // the client gets the headers before the first frame
 		seen := map[string]bool{}
 		frames, streamErr = readFrames(resp.Body, start, func(f dify.SSEFrame) {
@@ -180,11 +179,6 @@ func (r *Recorder) saveTurn(s *session, user, query string, out *http.Request, b
 			s.firstQuery = r.scrub.string(query)
 		}
 	})
-}
-
-func isEventStream(h http.Header) bool {
-	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
-	return mt == "text/event-stream"
 }
 
 // learnIDs ties the conversation, message and task ids a stream reveals to

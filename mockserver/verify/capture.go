@@ -137,8 +137,7 @@ func (ex *exchange) bodyBytes() []byte {
 }
 
 func (ex *exchange) isStream() bool {
-	mt, _, _ := mime.ParseMediaType(ex.respHeader.Get("Content-Type"))
-	return mt == "text/event-stream"
+	return dify.IsEventStream(ex.respHeader)
 }
 
 // frames splits a streamed answer into SSE frames, each stamped with the

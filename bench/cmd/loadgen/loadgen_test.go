@@ -143,6 +143,21 @@ func TestReportMarksTargets(t *testing.T) {
 	}
 }
 
+// readResultsFile reads the results a run appended to path.
+func readResultsFile(t *testing.T, path string) *reportInput {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	in, err := readResults(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
 // TestStreamsAgainstTheMock runs the streams and http subcommands against an
 // in-process mock, fast (speed 20): every frame of every stream is matched,
 // and the results file renders.
@@ -165,15 +180,7 @@ func TestStreamsAgainstTheMock(t *testing.T) {
 	if err != nil {
 		t.Fatalf("http: %v\n%s", err, log.String())
 	}
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	in, err := readResults(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := readResultsFile(t, out)
 	if len(in.streams) != 2 || len(in.http) != 1 {
 		t.Fatalf("results: %+v", in)
 	}
@@ -267,14 +274,9 @@ func TestStreamsOverSeveralServers(t *testing.T) {
 	if a, b := served[0].Load(), served[1].Load(); a != 5 || b != 4 {
 		t.Fatalf("the servers got %d and %d streams, want 5 and 4\n%s", a, b, log.String())
 	}
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	in, err := readResults(f)
-	if err != nil || len(in.streams) != 1 {
-		t.Fatalf("results: %+v %v", in, err)
+	in := readResultsFile(t, out)
+	if len(in.streams) != 1 {
+		t.Fatalf("results: %+v", in)
 	}
 	r := in.streams[0]
 	turn, _ := builtinTurn("plain-answer")

@@ -325,15 +325,7 @@ func TestPeersMeasuresTheLoadTestSettingsInTheRounds(t *testing.T) {
 	if i, j := strings.Index(log.String(), "round 2 dify-mock-loadtest:"), strings.Index(log.String(), "round 2 dify-mock:"); i < 0 || j < i {
 		t.Errorf("round 2 does not start with the load-test settings:\n%s", log.String())
 	}
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	in, err := readResults(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := readResultsFile(t, out)
 	for _, target := range []string{"dify-mock", loadTestTarget} {
 		r, ok := in.peerHTTPOf(target)
 		if !ok || r.Errors != 0 || r.Requests == 0 || len(r.RoundRPS) != 2 {

@@ -72,12 +72,12 @@ func renderPeers(b *strings.Builder, in *reportInput) {
 				"default settings, as a developer runs it (every request journaled for the console and logged in one line). The targets " +
 				"are judged on the load-test settings; the default settings' ratios are beside them.\n\n")
 		}
-		ratioCols := "dify-mock ÷ it (req/s) |"
+		ratioCols, ratioSeps := "dify-mock ÷ it (req/s) |", "---:|"
 		if hasLT {
-			ratioCols = "dify-mock, default settings ÷ it | dify-mock, load-test settings ÷ it |"
+			ratioCols, ratioSeps = "dify-mock, default settings ÷ it | dify-mock, load-test settings ÷ it |", "---:|---:|"
 		}
 		w("| Server | Requests/s | Per round | Stolen %% per round | p50 ms | p99 ms | max ms | Errors | Peak RSS MiB | %s\n", ratioCols)
-		w("|---|---:|---|---|---:|---:|---:|---:|---:|---:|%s\n", map[bool]string{true: "---:|"}[hasLT])
+		w("|---|---:|---|---|---:|---:|---:|---:|---:|%s\n", ratioSeps)
 		// ratioTo is a's paired ratio to r, "–" against itself.
 		ratioTo := func(a peerHTTPResult, has bool, r peerHTTPResult) string {
 			if !has || r.Target == a.Target || r.RPS <= 0 {

@@ -81,14 +81,10 @@ func pydanticError(model string, errs ...pydantic.Error) *apiError {
 
 func writeError(w http.ResponseWriter, e *apiError) {
 	body, _ := json.Marshal(e)
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)+1))
 	if e.Status == http.StatusUnauthorized {
-		h.Set("WWW-Authenticate", `Bearer realm="api"`)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="api"`)
 	}
-	w.WriteHeader(e.Status)
-	_, _ = w.Write(append(body, '\n'))
+	writeJSONBody(w, e.Status, body)
 }
 
 // writeJSON writes v with status. Dify (Flask) ends JSON bodies with a newline.

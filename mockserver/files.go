@@ -175,7 +175,7 @@ func readMultipart(w http.ResponseWriter, r *http.Request, maxBody int64, limitF
 		if n > limit {
 			fp.over = true
 			// Skip the rest of this part; the body cap still applies.
-			if _, err := bufpool.Copy(io.Discard, p); err != nil {
+			if _, err := io.Copy(io.Discard, p); err != nil {
 				form.files = append(form.files, fp)
 				return form, bodyErr(err)
 			}

@@ -318,7 +318,7 @@ func (b *bodyCapture) parseMultipart(mr *multipart.Reader, body io.Reader) {
 			continue
 		}
 		v, _ := io.ReadAll(io.LimitReader(part, maxField))
-		_, _ = bufpool.Copy(io.Discard, part)
+		_, _ = io.Copy(io.Discard, part)
 		name := part.FormName()
 		val := string(secrets.Redact(v))
 		if secrets.IsCredentialName(name) {

@@ -73,7 +73,7 @@ type Conversation struct {
 	evicted  bool // removed by the bound; its index rows go in the same pass
 	messages []*storedMessage
 	elem     *list.Element // in the store's least-recently-changed list
-	listing  *listingCache // nil: encoded on every listing
+	listing  *listingCache // made with the conversation (NewConversation, Import)
 }
 
 // listingCache holds a conversation's JSON as GET /conversations lists it.
@@ -97,18 +97,14 @@ type listing struct {
 // update time changed. The caller holds the store's lock (read or write):
 // concurrent readers may both encode, and either result is right.
 func (c *Conversation) listingJSON() []byte {
-	if c.listing != nil {
-		if l := c.listing.p.Load(); l != nil && l.name == c.Name && l.updatedAt == c.UpdatedAt {
-			return l.json
-		}
+	if l := c.listing.p.Load(); l != nil && l.name == c.Name && l.updatedAt == c.UpdatedAt {
+		return l.json
 	}
 	data, err := json.Marshal(c.Conversation)
 	if err != nil { // inputs came from JSON: not reached
 		return []byte("null")
 	}
-	if c.listing != nil {
-		c.listing.p.Store(&listing{name: c.Name, updatedAt: c.UpdatedAt, json: data})
-	}
+	c.listing.p.Store(&listing{name: c.Name, updatedAt: c.UpdatedAt, json: data})
 	return data
 }
 

@@ -26,18 +26,49 @@ func (d *discardWriter) Header() http.Header         { return d.h }
 func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (d *discardWriter) WriteHeader(int)             {}
 
-// parametersRequest is a server with the defaults (journal on, access log
-// at info, written by serve's handler and discarded) and a GET
-// /v1/parameters for it.
-func parametersRequest(tb testing.TB) (*mockserver.Server, *http.Request) {
+// defaultServer is a server with the defaults (journal on, access log at
+// info, written by serve's handler and discarded).
+func defaultServer(tb testing.TB) *mockserver.Server {
 	tb.Helper()
 	srv, err := mockserver.New(mockserver.Config{Logger: slog.New(textlog.NewHandler(io.Discard, slog.LevelInfo))})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	req := httptest.NewRequest(http.MethodGet, "/v1/parameters?user=bench-user", nil)
+	return srv
+}
+
+// benchRequest is a request with the benchmarks' key and, for a body, its
+// Content-Type.
+func benchRequest(method, path, contentType string, body io.Reader) *http.Request {
+	req := httptest.NewRequest(method, path, body)
 	req.Header.Set("Authorization", "Bearer app-bench")
-	return srv, req
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	return req
+}
+
+// startChat plays a chat turn for bench-user at speed 0 and returns its
+// conversation's id.
+func startChat(tb testing.TB, srv *mockserver.Server, query string) string {
+	tb.Helper()
+	req := benchRequest(http.MethodPost, "/v1/chat-messages", "application/json",
+		strings.NewReader(`{"query":"`+query+`","inputs":{},"user":"bench-user","response_mode":"streaming"}`))
+	req.Header.Set(mockserver.HeaderSpeed, "0")
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, req)
+	_, rest, _ := strings.Cut(rec.Body.String(), `"conversation_id":`)
+	id := strings.Trim(strings.TrimSpace(strings.SplitN(rest, ",", 2)[0]), `"`)
+	if rec.Code != http.StatusOK || id == "" {
+		tb.Fatalf("chat %q: %d %.300s", query, rec.Code, rec.Body)
+	}
+	return id
+}
+
+// parametersRequest is a server with the defaults and a GET
+// /v1/parameters for it.
+func parametersRequest(tb testing.TB) (*mockserver.Server, *http.Request) {
+	return defaultServer(tb), benchRequest(http.MethodGet, "/v1/parameters?user=bench-user", "", nil)
 }
 
 // BenchmarkParametersRequest is the mock's CPU and allocations per
@@ -57,16 +88,11 @@ func BenchmarkParametersRequest(b *testing.B) {
 // chat turn (tool-use, played at speed 0) with its defaults, without the
 // network: admission (parse, steer, admit), the replay and storing the turn.
 func BenchmarkChatRequest(b *testing.B) {
-	srv, err := mockserver.New(mockserver.Config{Logger: slog.New(textlog.NewHandler(io.Discard, slog.LevelInfo))})
-	if err != nil {
-		b.Fatal(err)
-	}
+	srv := defaultServer(b)
 	body := `{"query":"What will three nights in Lisbon cost for two?","inputs":{},"user":"bench-user","response_mode":"streaming"}`
 	b.ReportAllocs()
 	for b.Loop() {
-		req := httptest.NewRequest(http.MethodPost, "/v1/chat-messages", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer app-bench")
-		req.Header.Set("Content-Type", "application/json")
+		req := benchRequest(http.MethodPost, "/v1/chat-messages", "application/json", strings.NewReader(body))
 		req.Header.Set(mockserver.HeaderCassette, "tool-use")
 		req.Header.Set(mockserver.HeaderSpeed, "0")
 		w := &discardWriter{h: http.Header{}}
@@ -78,24 +104,11 @@ func BenchmarkChatRequest(b *testing.B) {
 // GET /v1/conversations?limit=20 for a user with 20 conversations (the
 // bench's `GET /conversations` row) with its defaults, without the network.
 func BenchmarkListConversationsRequest(b *testing.B) {
-	srv, err := mockserver.New(mockserver.Config{Logger: slog.New(textlog.NewHandler(io.Discard, slog.LevelInfo))})
-	if err != nil {
-		b.Fatal(err)
-	}
+	srv := defaultServer(b)
 	for i := range 20 {
-		body := `{"query":"Hello ` + strconv.Itoa(i) + `","inputs":{},"user":"bench-user","response_mode":"streaming"}`
-		req := httptest.NewRequest(http.MethodPost, "/v1/chat-messages", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer app-bench")
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set(mockserver.HeaderSpeed, "0")
-		rec := httptest.NewRecorder()
-		srv.ServeHTTP(rec, req)
-		if rec.Code != http.StatusOK {
-			b.Fatalf("chat %d: %d %s", i, rec.Code, rec.Body)
-		}
+		startChat(b, srv, "Hello "+strconv.Itoa(i))
 	}
-	req := httptest.NewRequest(http.MethodGet, "/v1/conversations?limit=20&user=bench-user", nil)
-	req.Header.Set("Authorization", "Bearer app-bench")
+	req := benchRequest(http.MethodGet, "/v1/conversations?limit=20&user=bench-user", "", nil)
 	rec := httptest.NewRecorder()
 	srv.ServeHTTP(rec, req)
 	if rec.Code != http.StatusOK || strings.Count(rec.Body.String(), `"status":"normal"`) != 20 {
@@ -112,32 +125,16 @@ func BenchmarkListConversationsRequest(b *testing.B) {
 // POST /v1/conversations/:id/name (the bench's rename row) with its
 // defaults: a JSON body read, validated, journaled and answered.
 func BenchmarkRenameRequest(b *testing.B) {
-	srv, err := mockserver.New(mockserver.Config{Logger: slog.New(textlog.NewHandler(io.Discard, slog.LevelInfo))})
-	if err != nil {
-		b.Fatal(err)
-	}
-	chat := httptest.NewRequest(http.MethodPost, "/v1/chat-messages", strings.NewReader(`{"query":"hi","inputs":{},"user":"bench-user","response_mode":"streaming"}`))
-	chat.Header.Set("Authorization", "Bearer app-bench")
-	chat.Header.Set("Content-Type", "application/json")
-	chat.Header.Set(mockserver.HeaderSpeed, "0")
-	rec := httptest.NewRecorder()
-	srv.ServeHTTP(rec, chat)
-	_, rest, _ := strings.Cut(rec.Body.String(), `"conversation_id":`)
-	id := strings.Trim(strings.TrimSpace(strings.SplitN(rest, ",", 2)[0]), `"`)
-	path := "/v1/conversations/" + id + "/name"
+	srv := defaultServer(b)
+	path := "/v1/conversations/" + startChat(b, srv, "hi") + "/name"
 	const body = `{"name":"renamed","user":"bench-user"}`
-	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer app-bench")
-	req.Header.Set("Content-Type", "application/json")
-	rec = httptest.NewRecorder()
-	if srv.ServeHTTP(rec, req); rec.Code != http.StatusOK {
+	rec := httptest.NewRecorder()
+	if srv.ServeHTTP(rec, benchRequest(http.MethodPost, path, "application/json", strings.NewReader(body))); rec.Code != http.StatusOK {
 		b.Fatalf("rename %s: %d %s", path, rec.Code, rec.Body)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer app-bench")
-		req.Header.Set("Content-Type", "application/json")
+		req := benchRequest(http.MethodPost, path, "application/json", strings.NewReader(body))
 		w := &discardWriter{h: http.Header{}}
 		srv.ServeHTTP(w, req)
 	}
@@ -147,10 +144,7 @@ func BenchmarkRenameRequest(b *testing.B) {
 // POST /v1/files/upload (the bench's upload row) with its defaults: the
 // mock's multipart reader and the journal's both read the body.
 func BenchmarkUploadRequest(b *testing.B) {
-	srv, err := mockserver.New(mockserver.Config{Logger: slog.New(textlog.NewHandler(io.Discard, slog.LevelInfo))})
-	if err != nil {
-		b.Fatal(err)
-	}
+	srv := defaultServer(b)
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)
 	_ = mw.WriteField("user", "bench-user")
@@ -160,9 +154,7 @@ func BenchmarkUploadRequest(b *testing.B) {
 	body := buf.Bytes()
 	b.ReportAllocs()
 	for b.Loop() {
-		req := httptest.NewRequest(http.MethodPost, "/v1/files/upload", bytes.NewReader(body))
-		req.Header.Set("Authorization", "Bearer app-bench")
-		req.Header.Set("Content-Type", mw.FormDataContentType())
+		req := benchRequest(http.MethodPost, "/v1/files/upload", mw.FormDataContentType(), bytes.NewReader(body))
 		w := &discardWriter{h: http.Header{}}
 		srv.ServeHTTP(w, req)
 	}

@@ -303,16 +303,13 @@ func TestPeersMeasuresTheLoadTestSettingsInTheRounds(t *testing.T) {
 	if err := runPeersSetup(t.Context(), []string{"--dir", dir}, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	set, err := cassette.LoadDir(filepath.Join(dir, "cassettes"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	serve := func(control mockserver.ControlConfig) string {
-		return mocktest.Start(t, mocktest.WithCassettes(set), mocktest.WithConfig(func(c *mockserver.Config) { c.Control = control })).BaseURL
+		return mocktest.Start(t, mocktest.WithCassetteDir(filepath.Join(dir, "cassettes")),
+			mocktest.WithConfig(func(c *mockserver.Config) { c.Control = control })).BaseURL
 	}
 	out := filepath.Join(t.TempDir(), "r.jsonl")
 	var log bytes.Buffer
-	err = runPeers(t.Context(), []string{"--dify-mock", serve(mockserver.ControlConfig{}), "--dify-mock-loadtest", serve(mockserver.ControlConfig{NoJournal: true}),
+	err := runPeers(t.Context(), []string{"--dify-mock", serve(mockserver.ControlConfig{}), "--dify-mock-loadtest", serve(mockserver.ControlConfig{NoJournal: true}),
 		"--concurrency", "2", "--rounds", "2", "--duration", "100ms", "--warmup", "10ms", "--first-warmup", "10ms",
 		"--stream-runs", "1", "--stream-concurrency", "0", "--out", out}, &log)
 	if err != nil {

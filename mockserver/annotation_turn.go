@@ -35,7 +35,7 @@ const annotationCharDelay = 10 * time.Millisecond
 // message_end carries metadata {annotation_reply {id, account {id, name}},
 // retriever_resources [], usage}, the usage being LLMUsage.empty_usage()
 // with the latency the pauses add up to.
-func (s *Server) annotationTurn(a store.Annotation) *replay.CompiledTurn {
+func (s *appServer) annotationTurn(a store.Annotation) *replay.CompiledTurn {
 	key := annotationKey{a.ID, a.Answer}
 	if t, ok := s.annTurns.get(key); ok {
 		return t
@@ -115,7 +115,7 @@ func sseFrame(v any) []byte {
 // ownerName is the annotation author shown in annotation_reply.account:
 // annotations made through the Service API are the workspace owner's
 // (docs/api §27.1); the mock names the owner after the app's author.
-func (s *Server) ownerName() string {
+func (s *appServer) ownerName() string {
 	if s.app.Info.AuthorName != "" {
 		return s.app.Info.AuthorName
 	}

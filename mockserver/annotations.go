@@ -34,7 +34,7 @@ func annotationJSON(a store.Annotation) dify.Annotation {
 // paginate(max_per_page=100, error_out=False): page < 1 reads page 1,
 // limit < 1 reads 20 rows, limit > 100 reads 100. The answer echoes the
 // requested page and limit and sets has_more = (rows == limit).
-func (s *Server) listAnnotations(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *appServer) listAnnotations(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	q := r.URL.Query()
 	page := argInt(q.Get("page"), 1)
 	limit := argInt(q.Get("limit"), 20)
@@ -81,7 +81,7 @@ func annotationPayload(w http.ResponseWriter, r *http.Request) (question, answer
 }
 
 // createAnnotation is POST /apps/annotations (docs/api §27.4): 201.
-func (s *Server) createAnnotation(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *appServer) createAnnotation(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	question, answer, e := annotationPayload(w, r)
 	if e != nil {
 		writeError(w, e)
@@ -97,7 +97,7 @@ func (s *Server) createAnnotation(w http.ResponseWriter, r *http.Request, _ http
 
 // updateAnnotation is PUT /apps/annotations/:annotation_id (docs/api §27.5):
 // the body is validated before the annotation is looked up.
-func (s *Server) updateAnnotation(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *appServer) updateAnnotation(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	id, ok := pathUUID(w, ps, "annotation_id")
 	if !ok {
 		return
@@ -121,7 +121,7 @@ func (s *Server) updateAnnotation(w http.ResponseWriter, r *http.Request, ps htt
 
 // deleteAnnotation is DELETE /apps/annotations/:annotation_id (docs/api
 // §27.6): 204 with no body.
-func (s *Server) deleteAnnotation(w http.ResponseWriter, _ *http.Request, ps httprouter.Params) {
+func (s *appServer) deleteAnnotation(w http.ResponseWriter, _ *http.Request, ps httprouter.Params) {
 	id, ok := pathUUID(w, ps, "annotation_id")
 	if !ok {
 		return
@@ -146,7 +146,7 @@ var annotationReplyActionPayload = pydantic.Model{Name: "AnnotationReplyActionPa
 // a job starts and is answered `waiting`. An action other than enable or
 // disable leaves the handler's result unbound in the released controller
 // (no else branch): Dify answers 500.
-func (s *Server) annotationReplyAction(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *appServer) annotationReplyAction(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	p, e := annotationBody(w, r, annotationReplyActionPayload)
 	if e != nil {
 		writeError(w, e)
@@ -197,7 +197,7 @@ func annotationBody(w http.ResponseWriter, r *http.Request, model pydantic.Model
 // annotationReplyStatus is GET /apps/annotation-reply/:action/status/:job_id
 // (docs/api §28.2): the job's state under its action; an unknown, expired
 // or other-action job is the controller's ValueError, 400 invalid_param.
-func (s *Server) annotationReplyStatus(w http.ResponseWriter, _ *http.Request, ps httprouter.Params) {
+func (s *appServer) annotationReplyStatus(w http.ResponseWriter, _ *http.Request, ps httprouter.Params) {
 	id, ok := pathUUID(w, ps, "job_id")
 	if !ok {
 		return

@@ -13,14 +13,14 @@ import (
 )
 
 // serverInfo is GET /v1/ (docs/api §1.1), unauthenticated.
-func (s *Server) serverInfo() httprouter.Handle {
+func (s *appServer) serverInfo() httprouter.Handle {
 	resp := s.recordedAppResponse("/", nil)
 	return func(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) { resp.write(w) }
 }
 
 // appResponse serves /info, /parameters, /meta and /site byte for byte from
 // the app description (docs/api §13–§16), so a recorded app replays as itself.
-func (s *Server) appResponse(path string) httprouter.Handle {
+func (s *appServer) appResponse(path string) httprouter.Handle {
 	var body []byte
 	if path == "/info" {
 		body = s.info
@@ -41,7 +41,7 @@ type fixedResponse struct {
 
 // recordedAppResponse is the app description's response for path, with
 // body in place of the recorded body when it is not nil.
-func (s *Server) recordedAppResponse(path string, body []byte) *fixedResponse {
+func (s *appServer) recordedAppResponse(path string, body []byte) *fixedResponse {
 	resp := s.app.Responses[path]
 	if body == nil {
 		body = resp.Body

@@ -36,7 +36,7 @@ var audioTypes = map[string]bool{
 // audioToText is POST /audio-to-text (docs/api §11). The transcript is the
 // selected cassette's `transcript` (X-Dify-Mock-Cassette, else the default
 // cassette), else a deterministic placeholder naming the file.
-func (s *Server) audioToText(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *appServer) audioToText(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	cat := s.cat()
 	name, e := cat.headerCassette(r)
 	if e != nil {
@@ -115,7 +115,7 @@ var textToAudioPayload = pydantic.Model{Name: "TextToAudioPayload", Fields: []py
 
 // textToAudio is POST /text-to-audio (docs/api §12): silent MP3 audio whose
 // length follows the text (60 ms per character, 0.5 s to 10 s).
-func (s *Server) textToAudio(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *appServer) textToAudio(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	user, p, e := readUserPayload(w, r, false, textToAudioPayload)
 	if e != nil {
 		writeError(w, e)

@@ -70,7 +70,7 @@ func newCatalog(set *cassette.Set, defaultName string, threshold float64) (*cata
 }
 
 // cat is the current catalog.
-func (s *Server) cat() *catalog { return s.catalog.Load() }
+func (s *appServer) cat() *catalog { return s.catalog.Load() }
 
 // ErrNoCassetteDir is returned by ReloadCassettes for a server that serves
 // a set it did not load from a folder (the built-in cassettes).
@@ -82,7 +82,7 @@ var ErrNoCassetteDir = errors.New("this dify-mock serves the built-in cassettes;
 // and the error says what is wrong. Conversations that were replaying a
 // cassette that is gone continue with the normal selection. The app
 // description is not reloaded.
-func (s *Server) ReloadCassettes() ([]string, error) {
+func (s *appServer) ReloadCassettes() ([]string, error) {
 	dir := s.cfg.Control.CassetteDir
 	if dir == "" {
 		return nil, ErrNoCassetteDir
@@ -105,9 +105,9 @@ func (s *Server) ReloadCassettes() ([]string, error) {
 		return nil, err
 	}
 	s.catalog.Store(c)
-	s.log.Info("cassettes reloaded", "dir", dir, "cassettes", len(c.names))
+	s.log.Info("cassettes reloaded", "app", s.name, "dir", dir, "cassettes", len(c.names))
 	if s.journal != nil {
-		s.journal.Publish(control.EventCassettes, nil)
+		s.journal.Publish(control.EventCassettes, map[string]string{"app": s.name})
 	}
 	return append([]string(nil), c.names...), nil
 }
@@ -116,7 +116,7 @@ func (s *Server) ReloadCassettes() ([]string, error) {
 // files change (checked every interval) until the server shuts down. A
 // reload that fails is logged and the loaded set is kept. Changes made
 // after WatchCassettes returns are seen.
-func (s *Server) WatchCassettes(interval time.Duration) {
+func (s *appServer) WatchCassettes(interval time.Duration) {
 	dir := s.cfg.Control.CassetteDir
 	if dir == "" {
 		return
@@ -124,7 +124,7 @@ func (s *Server) WatchCassettes(interval time.Duration) {
 	go s.watch(dir, folderSignature(dir), interval)
 }
 
-func (s *Server) watch(dir, last string, interval time.Duration) {
+func (s *appServer) watch(dir, last string, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -169,7 +169,7 @@ func folderSignature(dir string) string {
 }
 
 // matchThreshold is the catalog's nearest-turn threshold for Config.Match.
-func (s *Server) matchThreshold() float64 {
+func (s *appServer) matchThreshold() float64 {
 	if s.cfg.Match == MatchExact {
 		return 0
 	}

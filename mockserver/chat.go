@@ -27,7 +27,7 @@ import (
 //
 // Why the phases run on the goroutines and in the frames they do is the
 // stack budget (stack.go).
-func (s *Server) chatMessages(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *appServer) chatMessages(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	var (
 		req *chatRequest
 		e   *apiError
@@ -47,7 +47,7 @@ func (s *Server) chatMessages(w http.ResponseWriter, r *http.Request, _ httprout
 // (an error, a fault before the response, a recorded error). It returns
 // before the stream starts, so its frame is not below the player's
 // (stack.go).
-func (s *Server) prepareChat(w http.ResponseWriter, r *http.Request, req *chatRequest) *chatStream {
+func (s *appServer) prepareChat(w http.ResponseWriter, r *http.Request, req *chatRequest) *chatStream {
 	cat := s.cat() // one catalog for the whole request, even across a reload
 	hdr, e := readSteering(cat, r, s.cfg.Speed)
 	if e == nil {
@@ -69,7 +69,7 @@ func (s *Server) prepareChat(w http.ResponseWriter, r *http.Request, req *chatRe
 
 // stopChat is POST /chat-messages/:task_id/stop (docs/api §3): always 200 once
 // the user is given; a task of another user, or no task, is ignored.
-func (s *Server) stopChat(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *appServer) stopChat(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	body, e := readJSON(w, r)
 	if e != nil {
 		writeError(w, e)

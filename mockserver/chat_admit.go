@@ -35,7 +35,7 @@ type chatStream struct {
 // does, when a turn begins); the task is registered for stop; the turn is bound to this request's ids
 // and the response header is written. It returns nil when the response is
 // complete without a stream.
-func (s *Server) admit(w http.ResponseWriter, r *http.Request, req *chatRequest, plan *turnPlan) *chatStream {
+func (s *appServer) admit(w http.ResponseWriter, r *http.Request, req *chatRequest, plan *turnPlan) *chatStream {
 	rec := journal.Of(w)
 	journalChoice(rec, plan)
 	if !s.beforeResponse(w, r, plan.spec, true) {
@@ -100,7 +100,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, req *chatRequest,
 }
 
 // writeRecordedError replays a recorded pre-stream error (a non-200 turn).
-func (s *Server) writeRecordedError(w http.ResponseWriter, t *replay.CompiledTurn) {
+func (s *appServer) writeRecordedError(w http.ResponseWriter, t *replay.CompiledTurn) {
 	h := w.Header()
 	copyRecordedHeader(h, t.Header)
 	h.Set(HeaderCassette, t.Cassette)

@@ -29,7 +29,7 @@ const IdleTimeout = 2 * time.Minute
 // two small goroutines replace the connection's and its reader), and their
 // connections come back through it for the client's next request. Without
 // it a stream stays on its connection goroutine, as for any handler.
-func (s *Server) Listener(ln net.Listener) net.Listener {
+func (s *appServer) Listener(ln net.Listener) net.Listener {
 	l := rawstream.Listen(ln)
 	s.back.Store(l)
 	return l
@@ -52,7 +52,7 @@ type detachedStream struct {
 // (detach.Writer.Continue). It reports false when the stream stays on the
 // connection goroutine: no Listener, not HTTP/1.1, or a writer that cannot
 // be detached or hijacked.
-func (s *Server) detachStream(w http.ResponseWriter, r *http.Request, cs *chatStream) bool {
+func (s *appServer) detachStream(w http.ResponseWriter, r *http.Request, cs *chatStream) bool {
 	back, tail := s.back.Load(), detach.Of(w)
 	if back == nil || tail == nil || !r.ProtoAtLeast(1, 1) || r.ProtoMajor != 1 {
 		return false
@@ -86,7 +86,7 @@ const maxDrain = 256 << 10
 
 // playDetached plays the stream, then runs the middleware's deferred work
 // and ends the response, in the order a handler's return would have.
-func (s *Server) playDetached(d *detachedStream) {
+func (s *appServer) playDetached(d *detachedStream) {
 	defer s.endStream(d.cs.bound.Binding.TaskID)
 	defer func() {
 		// What the recoverer does for a handler: no panic takes the

@@ -76,7 +76,7 @@ func conversationIDRule(loc string, v any) (any, []pydantic.Error) {
 // once (one pydantic ValidationError listing each failing field, in the
 // model's field order), then the New Agent streaming-only rule
 // (_resolve_agent_app_streaming).
-func (s *Server) parseChat(w http.ResponseWriter, r *http.Request) (*chatRequest, *apiError) {
+func (s *appServer) parseChat(w http.ResponseWriter, r *http.Request) (*chatRequest, *apiError) {
 	body, raw, e := readJSONRaw(w, r)
 	if e != nil {
 		return nil, e
@@ -124,7 +124,7 @@ var fileTypes = map[string]bool{
 
 // checkFiles validates files[] (docs/api §2.1) and returns the user's message
 // files for the stored message plus the upload ids in request order.
-func (s *Server) checkFiles(files []dify.InputFile, ownerID string) ([]dify.MessageFile, []string, *apiError) {
+func (s *appServer) checkFiles(files []dify.InputFile, ownerID string) ([]dify.MessageFile, []string, *apiError) {
 	var out []dify.MessageFile
 	ids := make([]string, len(files))
 	user := "user"
@@ -175,7 +175,7 @@ func (s *Server) checkFiles(files []dify.InputFile, ownerID string) ([]dify.Mess
 // (_prepare_user_inputs runs whether or not the conversation exists), then
 // the files. A request that passes them is one Dify would run: only then is
 // a turn steered (and a control-API rule used up).
-func (s *Server) checkChat(req *chatRequest) *apiError {
+func (s *appServer) checkChat(req *chatRequest) *apiError {
 	req.endUserID = s.store.EndUser(req.user).ID
 	if req.convID != "" {
 		if _, err := s.store.Conversation(req.convID, req.endUserID); err != nil {

@@ -110,17 +110,17 @@ type steerInput struct {
 // A turnSource proposes the turn a request plays: ok reports that it
 // decided (and filled plan's turn, ref or annotation, conv, followUp and
 // spec); an error ends the request.
-type turnSource func(s *Server, in *steerInput, plan *turnPlan) (ok bool, e *apiError)
+type turnSource func(s *appServer, in *steerInput, plan *turnPlan) (ok bool, e *apiError)
 
 // turnSources are asked in order; the cassette source always answers.
 var turnSources = []turnSource{
-	(*Server).annotationSource,
-	(*Server).upstreamSource,
-	(*Server).cassetteSource,
+	(*appServer).annotationSource,
+	(*appServer).upstreamSource,
+	(*appServer).cassetteSource,
 }
 
 // steer makes the decision for a checked request.
-func (s *Server) steer(w http.ResponseWriter, r *http.Request, cat *catalog, req *chatRequest, hdr steering) (*turnPlan, *apiError) {
+func (s *appServer) steer(w http.ResponseWriter, r *http.Request, cat *catalog, req *chatRequest, hdr steering) (*turnPlan, *apiError) {
 	rule, ruleFault, haveRule := s.takeRule(r, req.user, req.convID, true)
 	plan := &turnPlan{speed: hdr.speed}
 	in := &steerInput{w: w, r: r, cat: cat, req: req, cassette: hdr.cassette}
@@ -162,7 +162,7 @@ func (s *Server) steer(w http.ResponseWriter, r *http.Request, cat *catalog, req
 // annotationSource answers from an annotation (docs/api §29) while
 // annotation reply is enabled and one matches the query; the turn is the
 // annotation's answer compiled like a recorded turn (annotation_turn.go).
-func (s *Server) annotationSource(in *steerInput, plan *turnPlan) (bool, *apiError) {
+func (s *appServer) annotationSource(in *steerInput, plan *turnPlan) (bool, *apiError) {
 	ann, _, ok := s.store.MatchAnnotation(in.req.query)
 	if !ok {
 		return false, nil
@@ -183,7 +183,7 @@ func (s *Server) annotationSource(in *steerInput, plan *turnPlan) (bool, *apiErr
 // its conversation's next turn under the store's lock, so concurrent
 // follow-ups play distinct turns; a fault that fails the request before
 // the turn plays gives the turn back.
-func (s *Server) cassetteSource(in *steerInput, plan *turnPlan) (bool, *apiError) {
+func (s *appServer) cassetteSource(in *steerInput, plan *turnPlan) (bool, *apiError) {
 	cat, req := in.cat, in.req
 	choose := func(c string, next int) {
 		p := cat.selectTurn(in.cassette, req.query, c, next)
@@ -254,7 +254,7 @@ func parseSpeed(v string) (float64, *apiError) {
 // its use. Routes other than POST /chat-messages only take rules that set a
 // fault: a cassette or speed rule waits for the chat request it is meant
 // for.
-func (s *Server) takeRule(r *http.Request, user, conv string, chat bool) (rules.Rule, fault.Spec, bool) {
+func (s *appServer) takeRule(r *http.Request, user, conv string, chat bool) (rules.Rule, fault.Spec, bool) {
 	if s.rules == nil {
 		return rules.Rule{}, fault.Spec{}, false
 	}
@@ -262,7 +262,7 @@ func (s *Server) takeRule(r *http.Request, user, conv string, chat bool) (rules.
 	if !chat {
 		want = func(r *rules.Rule) bool { return r.Fault != "" }
 	}
-	rule, ok := s.rules.Take(rules.Request{Method: r.Method, Path: r.URL.Path, User: user, Conversation: conv}, want)
+	rule, ok := s.rules.Take(rules.Request{App: s.name, Method: r.Method, Path: r.URL.Path, User: user, Conversation: conv}, want)
 	if !ok {
 		return rules.Rule{}, fault.Spec{}, false
 	}

@@ -35,7 +35,7 @@ const uuidNil = "00000000-0000-0000-0000-000000000000"
 //     agent thoughts were saved as the agent ran);
 //   - a turn the client left (or a fault cut) is stored as far as it
 //     streamed, the mock's documented choice (docs/mock/faults.md).
-func (s *Server) storeTurn(cs *chatStream, rep *replay.Report) {
+func (s *appServer) storeTurn(cs *chatStream, rep *replay.Report) {
 	res, req := rep.Result, cs.req
 	files := make([]dify.MessageFile, 0, len(req.userFiles)+len(res.Files))
 	files = append(files, req.userFiles...)
@@ -110,7 +110,7 @@ var specialTokens = regexp.MustCompile(`<\|.*?\|>`)
 // that is not a string (a number input) makes Dify's re.sub raise a
 // TypeError that the function does not catch; the mock keeps the
 // placeholder instead (docs/mock/api-coverage.md).
-func (s *Server) introduction(inputs map[string]any) *string {
+func (s *appServer) introduction(inputs map[string]any) *string {
 	out := ""
 	if p := s.app.Parameters.OpeningStatement; p != nil && *p != "" {
 		out = specialTokens.ReplaceAllString(templateVar.ReplaceAllStringFunc(*p, func(m string) string {

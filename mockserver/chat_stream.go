@@ -20,7 +20,7 @@ import (
 // Listener the stream is taken off the connection goroutine instead
 // (chat_detach.go): playChat returns at once, and the stream plays once
 // the middleware has returned.
-func (s *Server) playChat(w http.ResponseWriter, r *http.Request, cs *chatStream) {
+func (s *appServer) playChat(w http.ResponseWriter, r *http.Request, cs *chatStream) {
 	if s.detachStream(w, r, cs) {
 		return
 	}
@@ -41,7 +41,7 @@ func (s *Server) playChat(w http.ResponseWriter, r *http.Request, cs *chatStream
 // own stack (it ends soon after, so its stack may grow; a goroutine handoff
 // is a trip through the run queue behind every other stream), and it leaves
 // the last flush to the end of the body (one write fewer).
-func (s *Server) replayTurn(ctx context.Context, sink replaySink, cs *chatStream, detached bool) *replay.Report {
+func (s *appServer) replayTurn(ctx context.Context, sink replaySink, cs *chatStream, detached bool) *replay.Report {
 	plan := cs.plan
 	opts := replay.Options{Speed: plan.speed, RunTimeout: s.cfg.RunTimeout, MaxModelRequests: s.cfg.MaxModelRequests, Fault: plan.spec.Stream,
 		CallerEndsBody: detached, Precise: s.precise}
@@ -69,7 +69,7 @@ func (s *Server) replayTurn(ctx context.Context, sink replaySink, cs *chatStream
 const preciseStreams = 16
 
 // precise is replay.Options.Precise: while few streams are live.
-func (s *Server) precise() bool { return s.live.Load() <= preciseStreams }
+func (s *appServer) precise() bool { return s.live.Load() <= preciseStreams }
 
 // flushSink adapts a ResponseWriter to replay.Sink.
 //

@@ -45,7 +45,7 @@ const liveIdleTimeout = 2 * time.Minute
 // or files (the uploads are the mock's). When the upstream fails before
 // its first frame it declines with plan.fallback set, and the cassette
 // source answers.
-func (s *Server) upstreamSource(in *steerInput, plan *turnPlan) (bool, *apiError) {
+func (s *appServer) upstreamSource(in *steerInput, plan *turnPlan) (bool, *apiError) {
 	req := in.req
 	if s.cfg.Upstream == nil || in.cassette != "" || len(req.files) > 0 || !in.faultFor("").IsZero() {
 		return false, nil
@@ -89,7 +89,7 @@ func (s *Server) upstreamSource(in *steerInput, plan *turnPlan) (bool, *apiError
 var upstreamPolicy = netguard.Policy{IPLiterals: true}
 
 // keyRefused says why r may not spend the upstream key, "" when it may.
-func (s *Server) keyRefused(r *http.Request) string {
+func (s *appServer) keyRefused(r *http.Request) string {
 	if !upstreamPolicy.AllowsHost(r.Host) {
 		return "the request names another host than this machine, so the upstream key is not used for it"
 	}
@@ -111,7 +111,7 @@ type liveChat struct {
 
 // upstreamFor is the upstream conversation a mock conversation continues,
 // "" for one the upstream has not answered.
-func (s *Server) upstreamFor(conv string) string {
+func (s *appServer) upstreamFor(conv string) string {
 	if conv == "" {
 		return ""
 	}
@@ -123,7 +123,7 @@ func (s *Server) upstreamFor(conv string) string {
 // its first frame nothing has been written (no conversation created, no
 // header sent) and the reason is returned for the fallback; "" means the
 // response is complete.
-func (s *Server) serveLive(w http.ResponseWriter, r *http.Request, lc *liveChat) (fallback string) {
+func (s *appServer) serveLive(w http.ResponseWriter, r *http.Request, lc *liveChat) (fallback string) {
 	taskID, msgID := replay.NewUUID(), replay.NewUUID()
 	req := lc.req
 	tk, ok := s.beginStream(taskID, req.endUserID)

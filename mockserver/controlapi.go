@@ -51,41 +51,54 @@ func (s *Server) setupControl() {
 	s.journal = journal.NewBounded(s.cfg.Control.JournalSize, s.cfg.Control.JournalBytes)
 	s.rules = rules.New(func() { s.journal.Publish(control.EventRules, nil) })
 	s.control = s.recoverer(control.New(control.Options{
-		Journal: s.journal, NoJournal: s.cfg.Control.NoJournal, Rules: s.rules, Store: s.store, Backend: controlBackend{s},
+		Journal: s.journal, NoJournal: s.cfg.Control.NoJournal, Rules: s.rules, Store: s.store, Backend: controlBackend{s.appServer},
+		App: s.controlApp, Apps: s.controlApps,
 		AdminToken: s.cfg.Control.AdminToken, AllowedHosts: s.cfg.Control.AllowedHosts, Done: s.closing,
 	}))
 }
 
+// controlApp is the app a per-app control route names (?app=NAME; ""
+// = the default app).
+func (s *Server) controlApp(name string) (control.AppTarget, error) {
+	a := s.appServer
+	if name != "" {
+		if a = s.byName[name]; a == nil {
+			return control.AppTarget{}, fmt.Errorf("no app %q (apps: %s)", name, strings.Join(s.appNames(), ", "))
+		}
+	}
+	return control.AppTarget{Name: a.name, Store: a.store, Backend: controlBackend{a}}, nil
+}
+
+// controlApps describes every app for GET /__mock/api.
+func (s *Server) controlApps() []control.AppInfo {
+	out := make([]control.AppInfo, len(s.apps))
+	for i, a := range s.apps {
+		out[i] = control.AppInfo{Name: a.name, Mode: a.mode, AppName: a.app.Info.Name, Default: i == 0,
+			Keys: len(a.cfg.APIKeys), CassetteDir: a.cfg.Control.CassetteDir, Cassettes: len(a.cat().names)}
+	}
+	return out
+}
+
 // Journal is the request journal (nil when the control API is disabled;
 // always empty with Control.NoJournal).
-func (s *Server) Journal() *journal.Journal { return s.journal }
+func (s *appServer) Journal() *journal.Journal { return s.journal }
 
 // Rules are the control API's rules (nil when it is disabled).
-func (s *Server) Rules() *rules.Set { return s.rules }
+func (s *appServer) Rules() *rules.Set { return s.rules }
 
-// withControl sends /__mock/ to the control API and journals everything
-// else, unless the journal is off (control requests are never journaled:
-// the console polls).
-func (s *Server) withControl(api http.Handler) http.Handler {
-	if s.control == nil {
+// journaled journals every request that reaches api as a request to app
+// ("" = none), unless the journal is off. Control requests never come
+// here (Server.appFor): the console polls.
+func (s *appServer) journaled(app string, api http.Handler) http.Handler {
+	if s.journal == nil || s.cfg.Control.NoJournal {
 		return api
 	}
-	journaled := api
-	if !s.cfg.Control.NoJournal {
-		journaled = s.journal.Middleware(api)
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if control.Owns(r.URL.Path) {
-			s.control.ServeHTTP(w, r)
-			return
-		}
-		journaled.ServeHTTP(w, r)
-	})
+	return s.journal.MiddlewareFor(app, api)
 }
 
 // routeRule is takeRule for routes other than chat: the user and the
 // conversation come from the query string or the path.
-func (s *Server) routeRule(r *http.Request, ps httprouter.Params) (rules.Rule, fault.Spec, bool) {
+func (s *appServer) routeRule(r *http.Request, ps httprouter.Params) (rules.Rule, fault.Spec, bool) {
 	if s.rules == nil || s.rules.Len() == 0 { // no rules: no query to parse
 		return rules.Rule{}, fault.Spec{}, false
 	}
@@ -103,7 +116,7 @@ func (s *Server) routeRule(r *http.Request, ps httprouter.Params) (rules.Rule, f
 // chat route's deepest point, stack_test.go).
 //
 //go:noinline
-func (s *Server) routeFault(w http.ResponseWriter, r *http.Request, ps httprouter.Params) fault.Spec {
+func (s *appServer) routeFault(w http.ResponseWriter, r *http.Request, ps httprouter.Params) fault.Spec {
 	rule, spec, ok := s.routeRule(r, ps)
 	if !ok {
 		return s.fault
@@ -113,7 +126,7 @@ func (s *Server) routeFault(w http.ResponseWriter, r *http.Request, ps httproute
 }
 
 // controlBackend gives the control API what it needs from the server.
-type controlBackend struct{ s *Server }
+type controlBackend struct{ s *appServer }
 
 func (b controlBackend) Info() map[string]any {
 	s := b.s

@@ -24,7 +24,7 @@ import (
 var errNotChatApp = newError(http.StatusBadRequest, "not_chat_app", "Please check if your app mode matches the right API route.")
 
 // listConversationVariables is GET /conversations/:id/variables.
-func (s *Server) listConversationVariables(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *appServer) listConversationVariables(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	id, ok := pathUUID(w, ps, "conversation_id")
 	if !ok {
 		return
@@ -99,7 +99,7 @@ func variableNameError(v string) *pydantic.Error {
 }
 
 // updateConversationVariable is PUT /conversations/:id/variables/:variable_id.
-func (s *Server) updateConversationVariable(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *appServer) updateConversationVariable(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	id, ok := pathUUID(w, ps, "conversation_id")
 	if !ok {
 		return

@@ -14,7 +14,7 @@ import (
 )
 
 // queryUser is the end user named by ?user= (optional: the default user).
-func (s *Server) queryUser(r *http.Request) store.EndUser {
+func (s *appServer) queryUser(r *http.Request) store.EndUser {
 	return s.store.EndUser(r.URL.Query().Get("user"))
 }
 
@@ -38,7 +38,7 @@ var conversationListQuery = pydantic.Model{Name: "ConversationListQuery", Fields
 // listConversations is GET /conversations (docs/api §5), validated as
 // ConversationApi.get does:
 // ConversationListQuery.model_validate(request.args.to_dict()).
-func (s *Server) listConversations(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *appServer) listConversations(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	q, errs := conversationListQuery.Validate(pydantic.Query(r.URL.RawQuery))
 	if len(errs) > 0 {
 		writeError(w, pydanticError(conversationListQuery.Name, errs...))
@@ -86,7 +86,7 @@ var messageListQuery = pydantic.Model{Name: "MessageListQuery", Fields: []pydant
 
 // listMessages is GET /messages (docs/api §6), validated as
 // MessageListApi.get does with MessageListQuery.
-func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *appServer) listMessages(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	q, errs := messageListQuery.Validate(pydantic.Query(r.URL.RawQuery))
 	if len(errs) > 0 {
 		writeError(w, pydanticError(messageListQuery.Name, errs...))
@@ -140,7 +140,7 @@ var conversationRenamePayload = pydantic.Model{Name: "ConversationRenamePayload"
 // renameConversation is POST /conversations/:id/name (docs/api §7), validated
 // as ConversationRenameApi.post does: `user` from the JSON body, then
 // ConversationRenamePayload.
-func (s *Server) renameConversation(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *appServer) renameConversation(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	id, ok := pathUUID(w, ps, "conversation_id")
 	if !ok {
 		return
@@ -168,7 +168,7 @@ func (s *Server) renameConversation(w http.ResponseWriter, r *http.Request, ps h
 // (api/controllers/service_api/app/conversation.py ConversationDetailApi
 // .delete is guarded by FetchUserArg(fetch_from=JSON)); ?user= is never
 // read, and the body must be JSON like on every other JSON route.
-func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *appServer) deleteConversation(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	id, ok := pathUUID(w, ps, "conversation_id")
 	if !ok {
 		return
@@ -199,7 +199,7 @@ var errSuggestedDisabled = newError(http.StatusForbidden, "app_suggested_questio
 
 // suggested is GET /messages/:id/suggested (docs/api §4): the questions of the
 // cassette that produced the message, else the app's opening suggestions.
-func (s *Server) suggested(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *appServer) suggested(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	id, ok := pathUUID(w, ps, "message_id")
 	if !ok {
 		return

@@ -27,7 +27,7 @@ var errRequestTimeout = newError(http.StatusRequestTimeout, "request_timeout",
 // option and keep-alive requests each get their own. Header reads are
 // bounded by the http.Server's ReadHeaderTimeout, idle keep-alive
 // connections by its IdleTimeout (both set by `dify-mock serve`).
-func (s *Server) armBodyDeadline(w http.ResponseWriter, r *http.Request) {
+func (s *appServer) armBodyDeadline(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.BodyReadTimeout <= 0 || r.Body == nil || r.Body == http.NoBody {
 		return
 	}

@@ -48,7 +48,7 @@ func headerFault(r *http.Request) (spec fault.Spec, present bool, e *apiError) {
 // withFaults applies response faults to a route. For the chat route it only
 // validates the header: the chat handler applies faults itself once it
 // knows the cassette.
-func (s *Server) withFaults(h httprouter.Handle, chat bool) httprouter.Handle {
+func (s *appServer) withFaults(h httprouter.Handle, chat bool) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		spec, present, e := headerFault(r)
 		if e != nil {
@@ -69,7 +69,7 @@ func (s *Server) withFaults(h httprouter.Handle, chat bool) httprouter.Handle {
 
 // beforeResponse runs spec's delay and response fault. It reports whether
 // the handler should go on to answer normally.
-func (s *Server) beforeResponse(w http.ResponseWriter, r *http.Request, spec fault.Spec, stream bool) bool {
+func (s *appServer) beforeResponse(w http.ResponseWriter, r *http.Request, spec fault.Spec, stream bool) bool {
 	if spec.Delay == 0 && spec.Before == nil {
 		return true
 	}
@@ -88,7 +88,7 @@ func (s *Server) beforeResponse(w http.ResponseWriter, r *http.Request, spec fau
 // delay waits d; it returns false when the client went away first. Shutdown
 // ends the wait early and lets the request proceed (a chat request then gets
 // 503, like any chat request during shutdown).
-func (s *Server) delay(ctx context.Context, d time.Duration) bool {
+func (s *appServer) delay(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -102,7 +102,7 @@ func (s *Server) delay(ctx context.Context, d time.Duration) bool {
 }
 
 // replaceResponse answers with spec.Before instead of the real response.
-func (s *Server) replaceResponse(w http.ResponseWriter, r *http.Request, spec fault.Spec, stream bool) {
+func (s *appServer) replaceResponse(w http.ResponseWriter, r *http.Request, spec fault.Spec, stream bool) {
 	b := spec.Before
 	if b.Kind == fault.Status {
 		h := w.Header()

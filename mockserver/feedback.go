@@ -26,7 +26,7 @@ var messageFeedbackPayload = pydantic.Model{Name: "MessageFeedbackPayload", Fiel
 // Dify's message.py MessageFeedbackApi.post and
 // MessageService.create_feedback). No app-mode gate: `agent` apps are
 // served too.
-func (s *Server) messageFeedback(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *appServer) messageFeedback(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	id, ok := pathUUID(w, ps, "message_id")
 	if !ok {
 		return
@@ -64,7 +64,7 @@ var feedbackListQuery = pydantic.Model{Name: "FeedbackListQuery", Fields: []pyda
 // AppGetFeedbacksApi.get with FeedbackListQuery, and
 // MessageService.get_all_messages_feedbacks): every feedback of the app,
 // newest first, plain offset paging, no user.
-func (s *Server) appFeedbacks(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *appServer) appFeedbacks(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	q, errs := feedbackListQuery.Validate(pydantic.Query(r.URL.RawQuery))
 	if len(errs) > 0 {
 		writeError(w, pydanticError(feedbackListQuery.Name, errs...))

@@ -25,7 +25,7 @@ var filePreviewQuery = pydantic.Model{Name: "FilePreviewQuery", Fields: []pydant
 // the upload), then _build_file_response and enforce_download_for_html.
 // No app-mode gate; `user` is read but takes no part in access control.
 // Messages are the released controller's custom texts.
-func (s *Server) previewFile(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *appServer) previewFile(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	id, ok := pathUUID(w, ps, "file_id")
 	if !ok {
 		return

@@ -51,7 +51,7 @@ func fileCategory(ext string) string {
 
 // sizeLimit is the upload limit in bytes for a category, from the app's
 // /parameters.system_parameters (docs/api §14) with Dify's defaults.
-func (s *Server) sizeLimit(category string) int64 {
+func (s *appServer) sizeLimit(category string) int64 {
 	sp := s.app.Parameters.SystemParameters
 	pick := func(v, def int) int64 {
 		if v <= 0 {
@@ -222,7 +222,7 @@ func extension(filename string) string {
 }
 
 // uploadFile is POST /files/upload (docs/api §9.1).
-func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *appServer) uploadFile(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	maxLimit := s.sizeLimit(dify.FileTypeVideo)
 	for _, c := range []string{dify.FileTypeImage, dify.FileTypeAudio, dify.FileTypeDocument} {
 		maxLimit = max(maxLimit, s.sizeLimit(c))
@@ -302,14 +302,14 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, _ httprouter
 // (FileTooLargeError(message="File size exceeds limit")); older releases
 // raised it bare, so their message was the class text
 // "File size exceeded. {message}" unformatted.
-func (s *Server) fileTooLarge(filename string) *apiError {
+func (s *appServer) fileTooLarge(filename string) *apiError {
 	_ = filename
 	return newError(http.StatusRequestEntityTooLarge, "file_too_large", "File size exceeds limit")
 }
 
 // signedURL imitates Dify's signed file-preview URL (docs/api §9.1). The mock
 // does not serve it; it only has the right shape.
-func (s *Server) signedURL(r *http.Request, id string, ts int64) string {
+func (s *appServer) signedURL(r *http.Request, id string, ts int64) string {
 	var nonce [16]byte
 	_, _ = rand.Read(nonce[:])
 	n := hex.EncodeToString(nonce[:])
@@ -324,7 +324,7 @@ func (s *Server) signedURL(r *http.Request, id string, ts int64) string {
 }
 
 // endUser is GET /end-users/:id (docs/api §10).
-func (s *Server) endUser(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *appServer) endUser(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	id, ok := pathUUID(w, ps, "end_user_id")
 	if !ok {
 		return

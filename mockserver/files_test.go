@@ -60,7 +60,7 @@ func (e *env) multipart(path string, parts ...part) (*http.Response, []byte) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer app-test")
+	req.Header.Set("Authorization", e.authorization())
 	req.Header.Set("Content-Type", ct)
 	resp, err := e.hc.Do(req)
 	if err != nil {

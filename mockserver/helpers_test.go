@@ -252,11 +252,27 @@ type env struct {
 	ts  *httptest.Server
 	set *cassette.Set
 	hc  *http.Client
+	key string // the API key sent; "" = app-test
+}
+
+// as is e sending key: another app's client of the same mock.
+func (e *env) as(key string) *env {
+	c := *e
+	c.key = key
+	return &c
+}
+
+// authorization is the Authorization header e sends.
+func (e *env) authorization() string {
+	if e.key == "" {
+		return "Bearer app-test"
+	}
+	return "Bearer " + e.key
 }
 
 func newEnv(t testing.TB, cfg mockserver.Config) *env {
 	t.Helper()
-	if cfg.Cassettes == nil {
+	if cfg.Cassettes == nil && len(cfg.Apps) == 0 {
 		cfg.Cassettes = testSet(t, testParams)
 	}
 	srv, err := mockserver.New(cfg)
@@ -311,7 +327,7 @@ func (e *env) send(method, path string, body any, hdr ...string) *http.Response 
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer app-test")
+	req.Header.Set("Authorization", e.authorization())
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

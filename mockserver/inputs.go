@@ -16,7 +16,7 @@ import (
 // is what Dify stores as the message's inputs and, on a conversation's first
 // turn, as the conversation's. Errors carry Dify's texts; which values are
 // rejected is documented in docs/mock/api-coverage.md (choice 7).
-func (s *Server) prepareInputs(inputs map[string]any) (map[string]any, *apiError) {
+func (s *appServer) prepareInputs(inputs map[string]any) (map[string]any, *apiError) {
 	out := make(map[string]any, len(s.form))
 	for _, f := range s.form {
 		v, e := f.prepareValue(inputs[f.Variable])

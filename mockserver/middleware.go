@@ -58,7 +58,7 @@ func (w *recordingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter
 
 // recoverer is the panic guard of handlers outside front (the control
 // API).
-func (s *Server) recoverer(next http.Handler) http.Handler {
+func (s *appServer) recoverer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rw := &recordingWriter{ResponseWriter: w}
 		defer s.recoverPanic(rw, r)
@@ -69,7 +69,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 // recoverPanic, deferred, turns a panic into Dify's 500 envelope (docs/api
 // §1.4). The log line carries the method, path and stack, never headers
 // (which hold API keys).
-func (s *Server) recoverPanic(rw *recordingWriter, r *http.Request) {
+func (s *appServer) recoverPanic(rw *recordingWriter, r *http.Request) {
 	v := recover()
 	if v == nil {
 		return
@@ -90,7 +90,7 @@ func (s *Server) recoverPanic(rw *recordingWriter, r *http.Request) {
 // slash merging, and HEAD on every GET route. One layer, not four: each
 // layer is a frame under every stream's deepest call (see
 // TestStreamKeepsASmallStack) and a call on every request.
-func (s *Server) front(router http.Handler) http.Handler {
+func (s *appServer) front(router http.Handler) http.Handler {
 	routes, _ := router.(routeLookup)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rw := &recordingWriter{ResponseWriter: w}
@@ -110,7 +110,7 @@ func (s *Server) front(router http.Handler) http.Handler {
 // stream's deepest call.
 //
 //go:noinline
-func (s *Server) route(w http.ResponseWriter, r *http.Request, routes routeLookup, router http.Handler) {
+func (s *appServer) route(w http.ResponseWriter, r *http.Request, routes routeLookup, router http.Handler) {
 	s.corsHeaders(w, r)
 	s.armBodyDeadline(w, r)
 	mergeSlashes(w, r, routes, router)
@@ -133,7 +133,7 @@ type accessLine struct {
 // call (stack.go).
 //
 //go:noinline
-func (s *Server) logRequest(w http.ResponseWriter, r *http.Request, start time.Time) {
+func (s *appServer) logRequest(w http.ResponseWriter, r *http.Request, start time.Time) {
 	a := accessLine{method: r.Method, path: r.URL.Path}
 	rw, _ := w.(*recordingWriter)
 	if rw != nil {
@@ -157,13 +157,13 @@ func (s *Server) logRequest(w http.ResponseWriter, r *http.Request, start time.T
 
 // logLater leaves the line for the end of a detached stream; apart, so
 // that the closure does not move every request's line to the heap.
-func (s *Server) logLater(t *detach.Tail, a accessLine, start time.Time) bool {
+func (s *appServer) logLater(t *detach.Tail, a accessLine, start time.Time) bool {
 	return t.Later(func() { s.writeAccessLine(&a, start) })
 }
 
 // writeAccessLine writes a's line for a request that started at start;
 // one clock reading dates the line and measures the request.
-func (s *Server) writeAccessLine(a *accessLine, start time.Time) {
+func (s *appServer) writeAccessLine(a *accessLine, start time.Time) {
 	now := time.Now()
 	took := now.Sub(start)
 	// Attributes in a fixed-size array: the access log runs for every
@@ -234,7 +234,7 @@ func lookupRoute(routes routeLookup, method, path string) (httprouter.Handle, ht
 }
 
 // corsHeaders adds Access-Control-* headers to a /v1 response.
-func (s *Server) corsHeaders(w http.ResponseWriter, r *http.Request) {
+func (s *appServer) corsHeaders(w http.ResponseWriter, r *http.Request) {
 	if !strings.HasPrefix(r.URL.Path, "/v1") {
 		return
 	}
@@ -258,7 +258,7 @@ func (s *Server) corsHeaders(w http.ResponseWriter, r *http.Request) {
 
 // preflight answers OPTIONS for known routes; httprouter has already set the
 // Allow header to the route's methods.
-func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
+func (s *appServer) preflight(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	if r.Header.Get("Access-Control-Request-Method") != "" && h.Get("Access-Control-Allow-Origin") != "" {
 		methods := h.Get("Allow")
@@ -274,7 +274,7 @@ func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
 
 // authenticate enforces the app key before anything else a handler does
 // (docs/api §1.2). Route matching (404/405) happens first, as in Flask.
-func (s *Server) authenticate(next httprouter.Handle) httprouter.Handle {
+func (s *appServer) authenticate(next httprouter.Handle) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		if e := s.checkAuth(r.Header.Get("Authorization")); e != nil {
 			writeError(w, e)
@@ -284,17 +284,10 @@ func (s *Server) authenticate(next httprouter.Handle) httprouter.Handle {
 	}
 }
 
-func (s *Server) checkAuth(header string) *apiError {
-	scheme, token, ok := strings.Cut(header, " ")
-	if header == "" || !ok {
-		return newError(http.StatusUnauthorized, "unauthorized", msgAuthMissing)
-	}
-	if !strings.EqualFold(scheme, "bearer") {
-		return newError(http.StatusUnauthorized, "unauthorized", msgAuthScheme)
-	}
-	token = strings.TrimSpace(token)
-	if token == "" {
-		return newError(http.StatusUnauthorized, "unauthorized", msgAuthInvalid)
+func (s *appServer) checkAuth(header string) *apiError {
+	token, e := parseBearer(header)
+	if e != nil {
+		return e
 	}
 	if len(s.cfg.APIKeys) == 0 {
 		if strings.HasPrefix(token, "app-") && len(token) > len("app-") {
@@ -310,6 +303,32 @@ func (s *Server) checkAuth(header string) *apiError {
 		return nil
 	}
 	return newError(http.StatusUnauthorized, "unauthorized", msgAuthInvalid)
+}
+
+// parseBearer reads the token of an Authorization header as Dify's
+// validate_app_token does, or the 401 it answers for the header.
+func parseBearer(header string) (string, *apiError) {
+	scheme, token, ok := strings.Cut(header, " ")
+	if header == "" || !ok {
+		return "", newError(http.StatusUnauthorized, "unauthorized", msgAuthMissing)
+	}
+	if !strings.EqualFold(scheme, "bearer") {
+		return "", newError(http.StatusUnauthorized, "unauthorized", msgAuthScheme)
+	}
+	token = strings.TrimSpace(token)
+	if token == "" {
+		return "", newError(http.StatusUnauthorized, "unauthorized", msgAuthInvalid)
+	}
+	return token, nil
+}
+
+// bearerToken is the token of an Authorization header, if it has one.
+func bearerToken(header string) (string, bool) {
+	if header == "" {
+		return "", false
+	}
+	token, e := parseBearer(header)
+	return token, e == nil
 }
 
 // routeLookup is the part of *httprouter.Router that mergeSlashes needs.

@@ -17,6 +17,8 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,6 +31,7 @@ import (
 	"github.com/difyops/terraform-provider-dify/cassettes"
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/control"
 	"github.com/difyops/terraform-provider-dify/mockserver/detach"
 	"github.com/difyops/terraform-provider-dify/mockserver/fault"
 	"github.com/difyops/terraform-provider-dify/mockserver/journal"
@@ -101,6 +104,92 @@ type Config struct {
 	// UpstreamTimeout bounds the wait for a live turn's first frame before
 	// a recorded turn answers instead (0 = DefaultUpstreamTimeout).
 	UpstreamTimeout time.Duration
+	// Apps are several apps in one server, each chosen by its API keys
+	// (docs/mock/apps.md); the first is the default. Empty: one app named
+	// DefaultAppName from Cassettes, APIKeys, Mode, DefaultCassette,
+	// Upstream and Control.CassetteDir, which must be zero when Apps is set.
+	Apps []AppConfig
+}
+
+// DefaultAppName is the name of the app of a Config without Apps.
+const DefaultAppName = "default"
+
+// AppConfig is one app of Config.Apps.
+type AppConfig struct {
+	Name        string        // [a-z0-9][a-z0-9_-]{0,62}; unique
+	Cassettes   *cassette.Set // description + chat cassettes; nil = built-in set
+	CassetteDir string        // the folder it came from ("" = none): reload, save, watch
+	// APIKeys are the keys that reach this app. Several apps: empty =
+	// "app-" + Name. One app: empty = any "Bearer app-…" key.
+	APIKeys         []string
+	Mode            string // "" = the description's mode
+	DefaultCassette string // "" = the set's default
+	// Upstream answers this app's unrecorded chats live (hybrid mode,
+	// Config.Upstream); its folder must be CassetteDir.
+	Upstream *record.Recorder
+}
+
+// DefaultAppKey is the API key of an app given none, when there are
+// several: "app-" + its name.
+func DefaultAppKey(name string) string { return "app-" + name }
+
+var appNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+// CheckAppName refuses an app name that is not [a-z0-9][a-z0-9_-]{0,62}:
+// names appear in URLs (?app=), file names and state files.
+func CheckAppName(name string) error {
+	if !appNameRE.MatchString(name) {
+		return fmt.Errorf("app name %q: want 1 to 63 lower-case letters, digits, '-' or '_', starting with a letter or digit", name)
+	}
+	return nil
+}
+
+// appConfigs is cfg's apps: Config.Apps checked, or the one app of the
+// top-level fields.
+func appConfigs(cfg Config) ([]AppConfig, error) {
+	if len(cfg.Apps) == 0 {
+		return []AppConfig{{Name: DefaultAppName, Cassettes: cfg.Cassettes, CassetteDir: cfg.Control.CassetteDir,
+			APIKeys: cfg.APIKeys, Mode: cfg.Mode, DefaultCassette: cfg.DefaultCassette, Upstream: cfg.Upstream}}, nil
+	}
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"Cassettes", cfg.Cassettes != nil}, {"APIKeys", len(cfg.APIKeys) > 0}, {"Mode", cfg.Mode != ""},
+		{"DefaultCassette", cfg.DefaultCassette != ""}, {"Upstream", cfg.Upstream != nil},
+		{"Control.CassetteDir", cfg.Control.CassetteDir != ""},
+	} {
+		if f.set {
+			return nil, fmt.Errorf("config: %s is per app when Apps is set: give it in the app's AppConfig", f.name)
+		}
+	}
+	apps := slices.Clone(cfg.Apps)
+	seen := map[string]bool{}
+	owner := map[string]string{}
+	for i := range apps {
+		a := &apps[i]
+		if err := CheckAppName(a.Name); err != nil {
+			return nil, err
+		}
+		if seen[a.Name] {
+			return nil, fmt.Errorf("app %q is given twice", a.Name)
+		}
+		seen[a.Name] = true
+		if len(a.APIKeys) == 0 && len(apps) > 1 {
+			a.APIKeys = []string{DefaultAppKey(a.Name)}
+		}
+		for _, k := range a.APIKeys {
+			if err := CheckAPIKey(k); err != nil {
+				return nil, fmt.Errorf("app %q: %v", a.Name, err)
+			}
+			// The error names the apps, never the key: keys are secrets.
+			if o, ok := owner[k]; ok && o != a.Name {
+				return nil, fmt.Errorf("apps %q and %q share an API key: each key belongs to one app", o, a.Name)
+			}
+			owner[k] = a.Name
+		}
+	}
+	return apps, nil
 }
 
 // Match values (Config.Match, serve --match).
@@ -120,38 +209,41 @@ const (
 	DefaultUpstreamTimeout = 15 * time.Second
 )
 
-// Server is the mock. It is an http.Handler.
+// Server is the mock. It is an http.Handler. It serves one app or several
+// (Config.Apps), each chosen by the API key a request carries, as Dify
+// chooses the app of an API token (docs/mock/apps.md). Its per-app methods
+// (Mode, App, CassetteNames, StateUsage, ReloadCassettes, …) describe the
+// default app, the first; Apps and AppNamed reach the others.
 type Server struct {
+	*appServer // the default app: the first of apps
+	apps       []*appServer
+	byName     map[string]*appServer
+	// byKey finds the app of an API key (several apps, or one with
+	// APIKeys); nil: one app that accepts any "Bearer app-…" key.
+	byKey map[string]*appServer
+	// noApp answers a request whose key no app owns: the default app's
+	// routes (so route matching, CORS and the 401 are exactly one app's),
+	// journaled with no app.
+	noApp http.Handler
+}
+
+// hub is what the apps of one Server share: the process's listener,
+// streams, journal, rules, control API, log and state bound.
+type hub struct {
 	cfg     Config
 	origins netguard.Origins // Config.CORSOrigin (CORS grants)
 	log     *slog.Logger
-	app     *cassette.App
-	mode    string
-	info    []byte // /info body (mode patched when Config.Mode overrides it)
-	form    []formField
-	// catalog is the loaded chat cassettes (catalog.go); a reload swaps it.
-	catalog       atomic.Pointer[catalog]
-	reloadMu      sync.Mutex
-	lastReloadErr atomic.Value // string: the last failed watch reload
-	store         *store.Store
-	tenantID      string
-	appID         string
-	handler       http.Handler
 	// fault is Config.Fault.
 	fault fault.Spec
-	// ownerAccountID is the workspace owner, author of annotations (docs/api §27.1).
+	// tenantID is the workspace every app belongs to; ownerAccountID is
+	// its owner, author of annotations (docs/api §27.1).
+	tenantID       string
 	ownerAccountID string
-	// annTurns caches the turns annotations answer with (annotation_turn.go).
-	annTurns annotationTurns
 
 	// The control API (controlapi.go); nil when disabled.
 	journal *journal.Journal
 	rules   *rules.Set
 	control http.Handler
-
-	// upstreamConvs maps conversations the upstream answered to its own
-	// (hybrid mode, chat_upstream.go).
-	upstreamConvs upstreamConversations
 
 	// back is the listener that detached streams' connections return
 	// through (Listener, chat_detach.go); nil: streams stay on net/http's
@@ -166,10 +258,42 @@ type Server struct {
 	tasks   map[string]*task
 	// evictions sums the state bound's evictions into summary log lines.
 	evictions *evictionLog
+	// account is the state bound every app's store counts in.
+	account *store.Account
+}
+
+// appServer is one app: its description, cassettes, state and routes.
+// The handlers are its methods; what the apps share comes through hub.
+type appServer struct {
+	*hub
+	// cfg is the server's Config with this app's fields (Cassettes,
+	// APIKeys, Mode, DefaultCassette, Upstream, Control.CassetteDir).
+	cfg  Config
+	name string
+	app  *cassette.App
+	mode string
+	info []byte // /info body (mode patched when Config.Mode overrides it)
+	form []formField
+	// catalog is the loaded chat cassettes (catalog.go); a reload swaps it.
+	catalog       atomic.Pointer[catalog]
+	reloadMu      sync.Mutex
+	lastReloadErr atomic.Value // string: the last failed watch reload
+	store         *store.Store
+	appID         string
+	handler       http.Handler
+	// annTurns caches the turns annotations answer with (annotation_turn.go).
+	annTurns annotationTurns
+
+	// upstreamConvs maps conversations the upstream answered to its own
+	// (hybrid mode, chat_upstream.go).
+	upstreamConvs upstreamConversations
 }
 
 // task is a live stream that POST /chat-messages/:task_id/stop can end.
 type task struct {
+	// app and owner (an end user id) are who may stop it: a task id
+	// never crosses apps.
+	app   *appServer
 	owner string
 	// intr ends the stream early: its owner's stop, the server's
 	// Shutdown, or (detached) its client's hang-up, whichever is first.
@@ -199,10 +323,9 @@ func CheckAPIKey(k string) error {
 
 // New validates cfg and builds the server.
 func New(cfg Config) (*Server, error) {
-	for _, k := range cfg.APIKeys {
-		if err := CheckAPIKey(k); err != nil {
-			return nil, err
-		}
+	appCfgs, err := appConfigs(cfg)
+	if err != nil {
+		return nil, err
 	}
 	if !validSpeed(cfg.Speed) {
 		return nil, fmt.Errorf("speed %v: want 0 (no delays) or a number from %v to %v", cfg.Speed, minSpeed, maxSpeed)
@@ -226,25 +349,6 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fault %q: %v. Known faults: %s", cfg.Fault, err, fault.Names())
 	}
-	switch cfg.Mode {
-	case "", dify.ModeAgent, dify.ModeAgentChat:
-	default:
-		return nil, fmt.Errorf("mode %q: want %q or %q", cfg.Mode, dify.ModeAgent, dify.ModeAgentChat)
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	set := cfg.Cassettes
-	if set == nil {
-		var err error
-		if set, err = BuiltinSet(); err != nil {
-			return nil, err
-		}
-	}
-	if len(set.Names) == 0 && cfg.Upstream == nil {
-		return nil, errors.New("the cassette set has no chat cassettes")
-	}
 	switch cfg.Match {
 	case "":
 		cfg.Match = MatchSimilar
@@ -261,6 +365,73 @@ func New(cfg Config) (*Server, error) {
 	if cfg.UpstreamTimeout == 0 {
 		cfg.UpstreamTimeout = DefaultUpstreamTimeout
 	}
+	if cfg.MaxStateBytes == 0 {
+		cfg.MaxStateBytes = DefaultMaxStateBytes
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h := &hub{
+		cfg: cfg, log: log, origins: corsOrigins(cfg.CORSOrigin),
+		closing: make(chan struct{}), tasks: map[string]*task{},
+		tenantID: replay.NewUUID(), ownerAccountID: replay.NewUUID(),
+		fault: serverFault, account: store.NewAccount(cfg.MaxStateBytes),
+	}
+	h.evictions = newEvictionLog(log)
+	srv := &Server{byName: map[string]*appServer{}}
+	for _, ac := range appCfgs {
+		a, err := newApp(h, ac)
+		if err != nil {
+			if len(appCfgs) > 1 {
+				return nil, fmt.Errorf("app %q: %w", ac.Name, err)
+			}
+			return nil, err
+		}
+		srv.apps = append(srv.apps, a)
+		srv.byName[a.name] = a
+		for _, k := range ac.APIKeys {
+			if srv.byKey == nil {
+				srv.byKey = map[string]*appServer{}
+			}
+			srv.byKey[k] = a
+		}
+	}
+	srv.appServer = srv.apps[0]
+	srv.setupControl()
+	for _, a := range srv.apps {
+		a.handler = a.journaled(a.name, a.routes())
+	}
+	srv.noApp = srv.journaled("", srv.routes())
+	return srv, nil
+}
+
+// newApp builds one app of h from its config.
+func newApp(h *hub, ac AppConfig) (*appServer, error) {
+	cfg := h.cfg
+	cfg.Apps = nil
+	cfg.Cassettes, cfg.APIKeys, cfg.Mode, cfg.DefaultCassette = ac.Cassettes, ac.APIKeys, ac.Mode, ac.DefaultCassette
+	cfg.Upstream, cfg.Control.CassetteDir = ac.Upstream, ac.CassetteDir
+	for _, k := range cfg.APIKeys {
+		if err := CheckAPIKey(k); err != nil {
+			return nil, err
+		}
+	}
+	switch cfg.Mode {
+	case "", dify.ModeAgent, dify.ModeAgentChat:
+	default:
+		return nil, fmt.Errorf("mode %q: want %q or %q", cfg.Mode, dify.ModeAgent, dify.ModeAgentChat)
+	}
+	set := cfg.Cassettes
+	if set == nil {
+		var err error
+		if set, err = BuiltinSet(); err != nil {
+			return nil, err
+		}
+	}
+	if len(set.Names) == 0 && cfg.Upstream == nil {
+		return nil, errors.New("the cassette set has no chat cassettes")
+	}
 	app := set.App
 	if app == nil {
 		builtin, err := BuiltinSet()
@@ -272,19 +443,9 @@ func New(cfg Config) (*Server, error) {
 		}
 		app = builtin.App
 	}
-	s := &Server{
-		cfg: cfg, log: log, app: app, origins: corsOrigins(cfg.CORSOrigin),
-		closing: make(chan struct{}), tasks: map[string]*task{},
-		tenantID: replay.NewUUID(), appID: replay.NewUUID(), ownerAccountID: replay.NewUUID(),
-		fault: serverFault,
-	}
+	s := &appServer{hub: h, cfg: cfg, name: ac.Name, app: app, appID: replay.NewUUID()}
 	s.store = store.New(cfg.Now, replay.NewUUID)
-	if cfg.MaxStateBytes == 0 {
-		cfg.MaxStateBytes = DefaultMaxStateBytes
-		s.cfg.MaxStateBytes = cfg.MaxStateBytes
-	}
-	s.evictions = newEvictionLog(log)
-	s.store.SetMaxBytes(cfg.MaxStateBytes, func(ev store.Eviction) {
+	s.store.SetAccount(h.account, func(ev store.Eviction) {
 		s.evictions.add(ev)
 		if cfg.OnEvict != nil {
 			cfg.OnEvict(ev)
@@ -298,6 +459,7 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s.info = patchMode(app.Responses["/info"].Body, app.Info.Mode, s.mode)
+	var err error
 	if s.form, err = parseForm(app.Responses["/parameters"].Body); err != nil {
 		return nil, fmt.Errorf("%s: /parameters user_input_form: %w", app.Path, err)
 	}
@@ -306,8 +468,6 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.catalog.Store(cat)
-	s.setupControl()
-	s.handler = s.withControl(s.routes())
 	return s, nil
 }
 
@@ -327,39 +487,135 @@ func BuiltinSet() (*cassette.Set, error) {
 }
 
 // Mode is the app mode the server impersonates.
-func (s *Server) Mode() string { return s.mode }
+func (s *appServer) Mode() string { return s.mode }
 
 // App is the app description being served.
-func (s *Server) App() *cassette.App { return s.app }
+func (s *appServer) App() *cassette.App { return s.app }
 
 // CassetteNames lists the loaded chat cassettes, sorted.
-func (s *Server) CassetteNames() []string { return append([]string(nil), s.cat().names...) }
+func (s *appServer) CassetteNames() []string { return append([]string(nil), s.cat().names...) }
 
 // Cassette returns a loaded chat cassette.
-func (s *Server) Cassette(name string) (*cassette.Cassette, bool) { return s.cat().set.Get(name) }
+func (s *appServer) Cassette(name string) (*cassette.Cassette, bool) { return s.cat().set.Get(name) }
 
 // DefaultCassette is the cassette served when nothing else matches.
-func (s *Server) DefaultCassette() string { return s.cat().def }
+func (s *appServer) DefaultCassette() string { return s.cat().def }
 
 // UpstreamURL is hybrid mode's upstream base URL (no credentials), "" when
 // the mode is off.
-func (s *Server) UpstreamURL() string {
+func (s *appServer) UpstreamURL() string {
 	if s.cfg.Upstream == nil {
 		return ""
 	}
 	return s.cfg.Upstream.Upstream()
 }
 
-// ServeHTTP serves the API under /v1.
+// ServeHTTP serves the API under /v1, each request by the app its API key
+// belongs to, and the control API under /__mock/.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := s.appFor(r)
 	if r.Method == http.MethodPost && s.back.Load() != nil && strings.HasSuffix(r.URL.Path, "/chat-messages") {
 		dw := detach.Wrap(w) // the stream may outlive the handler (chat_detach.go)
 		defer dw.Continue()  // a detached stream must run, even past a panic
-		s.handler.ServeHTTP(dw, r)
+		h.ServeHTTP(dw, r)
 		return
 	}
-	s.handler.ServeHTTP(w, r)
+	h.ServeHTTP(w, r)
 }
+
+// appFor is the handler of r: the control API's, or that of the app whose
+// key r carries (Dify's validate_app_token: the bearer token's app). A
+// request without a bearer token goes to the default app, which answers
+// its unauthenticated routes and its 401s; one whose token no app owns to
+// noApp, which answers the same 401 as a wrong key always did.
+func (s *Server) appFor(r *http.Request) http.Handler {
+	if s.control != nil && control.Owns(r.URL.Path) {
+		return s.control
+	}
+	if s.byKey == nil {
+		return s.handler
+	}
+	if token, ok := bearerToken(r.Header.Get("Authorization")); ok {
+		if a := s.byKey[token]; a != nil {
+			return a.handler
+		}
+		return s.noApp
+	}
+	return s.handler
+}
+
+// Apps are the server's apps, the default first.
+func (s *Server) Apps() []*App {
+	out := make([]*App, len(s.apps))
+	for i, a := range s.apps {
+		out[i] = &App{a: a, isDefault: i == 0}
+	}
+	return out
+}
+
+// AppNamed is the app called name.
+func (s *Server) AppNamed(name string) (*App, bool) {
+	a, ok := s.byName[name]
+	if !ok {
+		return nil, false
+	}
+	return &App{a: a, isDefault: a == s.appServer}, true
+}
+
+// appNames lists the apps' names, the default first.
+func (s *Server) appNames() []string {
+	names := make([]string, len(s.apps))
+	for i, a := range s.apps {
+		names[i] = a.name
+	}
+	return names
+}
+
+// App is one app of a Server (Server.Apps): what its description,
+// cassettes and state are.
+type App struct {
+	a         *appServer
+	isDefault bool
+}
+
+// Name is the app's name (AppConfig.Name; DefaultAppName for one app
+// configured without Apps).
+func (a *App) Name() string { return a.a.name }
+
+// Default reports whether this is the default app (the first).
+func (a *App) Default() bool { return a.isDefault }
+
+// Mode is the app mode it impersonates.
+func (a *App) Mode() string { return a.a.Mode() }
+
+// Description is its app description (/info, /parameters, /meta, /site).
+func (a *App) Description() *cassette.App { return a.a.App() }
+
+// Keys is how many API keys reach it; 0: any "Bearer app-…" key.
+func (a *App) Keys() int { return len(a.a.cfg.APIKeys) }
+
+// CassetteDir is the folder its cassettes came from ("" = none).
+func (a *App) CassetteDir() string { return a.a.cfg.Control.CassetteDir }
+
+// CassetteNames lists its loaded chat cassettes, sorted.
+func (a *App) CassetteNames() []string { return a.a.CassetteNames() }
+
+// Cassette returns one of its loaded chat cassettes.
+func (a *App) Cassette(name string) (*cassette.Cassette, bool) { return a.a.Cassette(name) }
+
+// DefaultCassette is its cassette served when nothing else matches.
+func (a *App) DefaultCassette() string { return a.a.DefaultCassette() }
+
+// StateUsage is its stored state's estimated size and the bound every
+// app's state counts in together.
+func (a *App) StateUsage() (bytes, maxBytes int64) { return a.a.StateUsage() }
+
+// ReloadCassettes loads its cassette folder again (Server.ReloadCassettes).
+func (a *App) ReloadCassettes() ([]string, error) { return a.a.ReloadCassettes() }
+
+// WatchCassettes reloads its cassette folder when it changes
+// (Server.WatchCassettes).
+func (a *App) WatchCassettes(interval time.Duration) { a.a.WatchCassettes(interval) }
 
 // Shutdown ends every in-flight stream: each ends with an `error` frame
 // (code internal_server_error, status 500, ShutdownMessage) after its
@@ -367,7 +623,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // cut connection. New chat requests get 503. Shutdown returns when every
 // stream has ended or ctx is done. It does not close listeners: the caller
 // shuts its http.Server down afterwards.
-func (s *Server) Shutdown(ctx context.Context) error {
+func (s *appServer) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	if !s.closed {
 		s.closed = true
@@ -403,14 +659,14 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // isClosed reports that Shutdown has started.
-func (s *Server) isClosed() bool {
+func (s *appServer) isClosed() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.closed
 }
 
 // beginStream registers a stream; false once shutdown started.
-func (s *Server) beginStream(taskID, owner string) (*task, bool) {
+func (s *appServer) beginStream(taskID, owner string) (*task, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -418,12 +674,12 @@ func (s *Server) beginStream(taskID, owner string) (*task, bool) {
 	}
 	s.streams.Add(1)
 	s.live.Add(1)
-	t := &task{owner: owner, intr: replay.NewInterrupter()}
+	t := &task{app: s, owner: owner, intr: replay.NewInterrupter()}
 	s.tasks[taskID] = t
 	return t, true
 }
 
-func (s *Server) endStream(taskID string) {
+func (s *appServer) endStream(taskID string) {
 	s.mu.Lock()
 	delete(s.tasks, taskID)
 	s.mu.Unlock()
@@ -431,19 +687,20 @@ func (s *Server) endStream(taskID string) {
 	s.streams.Done()
 }
 
-// stopTask signals a stream of owner; unknown tasks are ignored (docs/api §3).
-func (s *Server) stopTask(taskID, owner string) bool {
+// stopTask signals a stream of owner in this app; unknown tasks, and
+// another app's, are ignored (docs/api §3).
+func (s *appServer) stopTask(taskID, owner string) bool {
 	s.mu.Lock()
 	t, ok := s.tasks[taskID]
 	s.mu.Unlock()
-	if !ok || t.owner != owner {
+	if !ok || t.app != s || t.owner != owner {
 		return false
 	}
 	t.intr.Interrupt(replay.Stopped)
 	return true
 }
 
-func (s *Server) routes() http.Handler {
+func (s *appServer) routes() http.Handler {
 	r := httprouter.New()
 	r.RedirectFixedPath = false
 	// Werkzeug's rules are strict about a trailing slash: /v1/info/ is a
@@ -487,5 +744,6 @@ func (s *Server) routes() http.Handler {
 	return s.front(r)
 }
 
-// StateUsage is the stored state's estimated size and its bound.
-func (s *Server) StateUsage() (bytes, maxBytes int64) { return s.store.Usage() }
+// StateUsage is the stored state's estimated size and its bound: the
+// app's, and the bound every app's state counts in together.
+func (s *appServer) StateUsage() (bytes, maxBytes int64) { return s.store.Usage() }

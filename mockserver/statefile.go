@@ -114,7 +114,7 @@ func globEscape(s string) string {
 // loaded is false and the state stays empty, so `serve --state-file` works
 // on the first run. Anything but a regular file is refused, and at most
 // maxStateFile bytes are read.
-func (s *Server) LoadState(path string) (loaded bool, err error) {
+func (s *appServer) LoadState(path string) (loaded bool, err error) {
 	st, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
@@ -151,7 +151,7 @@ func (s *Server) LoadState(path string) (loaded bool, err error) {
 // SaveState writes the whole state as JSON to path, atomically (a
 // temporary file renamed into place), readable by the owner only: it holds
 // the end users' conversations.
-func (s *Server) SaveState(path string) error {
+func (s *appServer) SaveState(path string) error {
 	data, err := json.MarshalIndent(s.store.Export(), "", " ")
 	if err != nil {
 		return err
@@ -162,7 +162,7 @@ func (s *Server) SaveState(path string) error {
 // SaveStateFallback writes the state to a new file in the system's
 // temporary folder, for when SaveState failed at shutdown: the state is
 // not lost, and the message can say where it went.
-func (s *Server) SaveStateFallback() (string, error) {
+func (s *appServer) SaveStateFallback() (string, error) {
 	data, err := json.MarshalIndent(s.store.Export(), "", " ")
 	if err != nil {
 		return "", err

@@ -119,6 +119,12 @@ type Options struct {
 	Rules     *rules.Set
 	Store     *store.Store
 	Backend   Backend
+	// App resolves the ?app=NAME of a per-app route (state, cassettes;
+	// "" = the default app) and a rule's app; nil: one app, Store and
+	// Backend. Its error names the known apps.
+	App func(name string) (AppTarget, error)
+	// Apps describes every app for GET /__mock/api (nil: one app).
+	Apps func() []AppInfo
 	// AdminToken, when set, is required on every request.
 	AdminToken string
 	// AllowedHosts are host names accepted besides loopback ones.
@@ -127,6 +133,24 @@ type Options struct {
 	Done <-chan struct{}
 	// Heartbeat is the live-update keep-alive interval (default 15s).
 	Heartbeat time.Duration
+}
+
+// AppTarget is one app's part of the control API.
+type AppTarget struct {
+	Name    string
+	Store   *store.Store
+	Backend Backend
+}
+
+// AppInfo describes one app in GET /__mock/api.
+type AppInfo struct {
+	Name        string `json:"name"`
+	Mode        string `json:"mode"`
+	AppName     string `json:"app_name"`
+	Default     bool   `json:"default"`
+	Keys        int    `json:"keys"`
+	CassetteDir string `json:"cassette_dir"`
+	Cassettes   int    `json:"cassettes"`
 }
 
 // Handler serves Prefix.
@@ -254,6 +278,25 @@ func decode(w http.ResponseWriter, r *http.Request, v any, optional bool) bool {
 	return true
 }
 
+// target is the app a per-app route's ?app= names, or false after a 404
+// naming the known apps.
+func (h *Handler) target(w http.ResponseWriter, r *http.Request) (AppTarget, bool) {
+	name := r.URL.Query().Get("app")
+	if h.opt.App == nil {
+		if name != "" {
+			writeErr(w, http.StatusNotFound, "not_found", "No app "+strconv.Quote(name)+": this dify-mock serves one app.")
+			return AppTarget{}, false
+		}
+		return AppTarget{Store: h.opt.Store, Backend: h.opt.Backend}, true
+	}
+	t, err := h.opt.App(name)
+	if err != nil {
+		writeErr(w, http.StatusNotFound, "not_found", err.Error())
+		return AppTarget{}, false
+	}
+	return t, true
+}
+
 func (h *Handler) consolePage(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	serveAsset(w, r, "index.html")
 }
@@ -291,6 +334,9 @@ func (h *Handler) info(w http.ResponseWriter, _ *http.Request, _ httprouter.Para
 	info["journal_dropped"] = h.opt.Journal.Dropped()
 	info["rules"] = h.opt.Rules.Len()
 	info["admin_token_required"] = h.opt.AdminToken != ""
+	if h.opt.Apps != nil {
+		info["apps"] = h.opt.Apps()
+	}
 	writeJSON(w, http.StatusOK, info)
 }
 
@@ -309,7 +355,7 @@ func (h *Handler) needsJournal(next httprouter.Handle) httprouter.Handle {
 
 func (h *Handler) listJournal(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	q := r.URL.Query()
-	f := journal.Filter{Route: q.Get("route"), User: q.Get("user"), Conversation: q.Get("conversation_id"), Status: q.Get("status")}
+	f := journal.Filter{App: q.Get("app"), Route: q.Get("route"), User: q.Get("user"), Conversation: q.Get("conversation_id"), Status: q.Get("status")}
 	if f.Conversation == "" {
 		f.Conversation = q.Get("conversation")
 	}
@@ -389,6 +435,7 @@ func (h *Handler) listRules(w http.ResponseWriter, _ *http.Request, _ httprouter
 
 func (h *Handler) addRule(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	var in struct {
+		App          string   `json:"app"`
 		User         string   `json:"user"`
 		Conversation string   `json:"conversation_id"`
 		Route        string   `json:"route"`
@@ -401,14 +448,27 @@ func (h *Handler) addRule(w http.ResponseWriter, r *http.Request, _ httprouter.P
 	if !decode(w, r, &in, false) {
 		return
 	}
-	rule := rules.Rule{User: in.User, Conversation: in.Conversation, Route: in.Route, Cassette: strings.TrimSuffix(strings.TrimSpace(in.Cassette), ".yaml"),
+	rule := rules.Rule{App: in.App, User: in.User, Conversation: in.Conversation, Route: in.Route, Cassette: strings.TrimSuffix(strings.TrimSpace(in.Cassette), ".yaml"),
 		Speed: in.Speed, Fault: strings.TrimSpace(in.Fault), Times: in.Times, Note: in.Note}
 	if err := rules.Check(&rule); err != nil {
 		badRequest(w, err.Error())
 		return
 	}
-	if h.opt.Backend != nil {
-		if err := h.opt.Backend.CheckRule(&rule); err != nil {
+	backend := h.opt.Backend
+	if rule.App != "" {
+		if h.opt.App == nil {
+			badRequest(w, "app "+strconv.Quote(rule.App)+": this dify-mock serves one app; leave app out")
+			return
+		}
+		t, err := h.opt.App(rule.App)
+		if err != nil {
+			badRequest(w, err.Error())
+			return
+		}
+		backend = t.Backend
+	}
+	if backend != nil {
+		if err := backend.CheckRule(&rule); err != nil {
 			badRequest(w, err.Error())
 			return
 		}
@@ -440,8 +500,16 @@ func (h *Handler) clearRules(w http.ResponseWriter, _ *http.Request, _ httproute
 
 // --- state
 
-func (h *Handler) stateSummary(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
-	users := h.opt.Store.Summary()
+func (h *Handler) stateSummary(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	t, ok := h.target(w, r)
+	if !ok {
+		return
+	}
+	h.writeSummary(w, t.Store)
+}
+
+func (h *Handler) writeSummary(w http.ResponseWriter, st *store.Store) {
+	users := st.Summary()
 	var convs, msgs, files int
 	for _, u := range users {
 		convs += u.Conversations
@@ -453,9 +521,13 @@ func (h *Handler) stateSummary(w http.ResponseWriter, _ *http.Request, _ httprou
 	}})
 }
 
-func (h *Handler) stateUser(w http.ResponseWriter, _ *http.Request, ps httprouter.Params) {
+func (h *Handler) stateUser(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	t, ok := h.target(w, r)
+	if !ok {
+		return
+	}
 	user := ps.ByName("user")
-	snap := h.opt.Store.Export()
+	snap := t.Store.Export()
 	var id string
 	for _, u := range snap.EndUsers {
 		if u.Session == user {
@@ -482,26 +554,42 @@ func (h *Handler) stateUser(w http.ResponseWriter, _ *http.Request, ps httproute
 }
 
 func (h *Handler) exportState(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	if r.URL.Query().Get("download") != "" {
-		w.Header().Set("Content-Disposition", `attachment; filename="dify-mock-state.json"`)
+	t, ok := h.target(w, r)
+	if !ok {
+		return
 	}
-	writeJSON(w, http.StatusOK, h.opt.Store.Export())
+	if r.URL.Query().Get("download") != "" {
+		name := "dify-mock-state.json"
+		if t.Name != "" && r.URL.Query().Get("app") != "" {
+			name = "dify-mock-state-" + t.Name + ".json" // app names are [a-z0-9_-]
+		}
+		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
+	}
+	writeJSON(w, http.StatusOK, t.Store.Export())
 }
 
 func (h *Handler) importState(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	t, ok := h.target(w, r)
+	if !ok {
+		return
+	}
 	var snap store.Snapshot
 	if !decode(w, r, &snap, false) {
 		return
 	}
-	if err := h.opt.Store.Import(snap); err != nil {
+	if err := t.Store.Import(snap); err != nil {
 		badRequest(w, "state not imported (nothing changed): "+err.Error())
 		return
 	}
-	h.opt.Journal.Publish(EventState, nil)
-	h.stateSummary(w, r, nil)
+	h.publishState(t)
+	h.writeSummary(w, t.Store)
 }
 
 func (h *Handler) resetState(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	t, ok := h.target(w, r)
+	if !ok {
+		return
+	}
 	var in struct {
 		User *string `json:"user"`
 	}
@@ -509,25 +597,43 @@ func (h *Handler) resetState(w http.ResponseWriter, r *http.Request, _ httproute
 		return
 	}
 	if in.User != nil {
-		if err := h.opt.Store.ResetUser(*in.User); err != nil {
+		if err := t.Store.ResetUser(*in.User); err != nil {
 			writeErr(w, http.StatusNotFound, "not_found", "No end user "+strconv.Quote(*in.User)+"; nothing was reset.")
 			return
 		}
 	} else {
-		h.opt.Store.Reset()
+		t.Store.Reset()
 	}
-	h.opt.Journal.Publish(EventState, nil)
-	h.stateSummary(w, r, nil)
+	h.publishState(t)
+	h.writeSummary(w, t.Store)
+}
+
+// publishState tells live-update clients that an app's state changed
+// (its name in the event's data when there are several apps).
+func (h *Handler) publishState(t AppTarget) {
+	var data any
+	if h.opt.App != nil {
+		data = map[string]string{"app": t.Name}
+	}
+	h.opt.Journal.Publish(EventState, data)
 }
 
 // --- cassettes
 
-func (h *Handler) listCassettes(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
-	writeJSON(w, http.StatusOK, map[string]any{"data": h.opt.Backend.Cassettes()})
+func (h *Handler) listCassettes(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	t, ok := h.target(w, r)
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"data": t.Backend.Cassettes()})
 }
 
-func (h *Handler) getCassette(w http.ResponseWriter, _ *http.Request, ps httprouter.Params) {
-	c, ok := h.opt.Backend.Cassette(strings.TrimSuffix(ps.ByName("name"), ".yaml"))
+func (h *Handler) getCassette(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	t, ok := h.target(w, r)
+	if !ok {
+		return
+	}
+	c, ok := t.Backend.Cassette(strings.TrimSuffix(ps.ByName("name"), ".yaml"))
 	if !ok {
 		writeErr(w, http.StatusNotFound, "not_found", "No cassette "+strconv.Quote(ps.ByName("name"))+" is loaded.")
 		return
@@ -536,11 +642,15 @@ func (h *Handler) getCassette(w http.ResponseWriter, _ *http.Request, ps httprou
 }
 
 func (h *Handler) reloadCassettes(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	t, ok := h.target(w, r)
+	if !ok {
+		return
+	}
 	var in struct{}
 	if !decode(w, r, &in, true) {
 		return
 	}
-	res := h.opt.Backend.ReloadCassettes()
+	res := t.Backend.ReloadCassettes()
 	status := http.StatusOK
 	if !res.OK {
 		status = http.StatusUnprocessableEntity
@@ -566,7 +676,17 @@ func (h *Handler) saveCassette(w http.ResponseWriter, r *http.Request, _ httprou
 		writeErr(w, http.StatusNotFound, "not_found", "No journal entry "+strconv.FormatInt(in.EntryID, 10)+".")
 		return
 	}
-	saved, err := h.opt.Backend.SaveCassette(e, strings.TrimSuffix(in.Name, ".yaml"), in.Description)
+	// The entry's app's folder, unless ?app= names another.
+	if r.URL.Query().Get("app") == "" && e.App != "" && h.opt.App != nil {
+		q := r.URL.Query()
+		q.Set("app", e.App)
+		r.URL.RawQuery = q.Encode()
+	}
+	t, ok := h.target(w, r)
+	if !ok {
+		return
+	}
+	saved, err := t.Backend.SaveCassette(e, strings.TrimSuffix(in.Name, ".yaml"), in.Description)
 	switch {
 	case err == nil:
 		writeJSON(w, http.StatusCreated, saved)

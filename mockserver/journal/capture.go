@@ -38,8 +38,16 @@ const maxParts = 64
 // Middleware journals every request that reaches next. Request headers are
 // never kept (they carry API keys); bodies and query strings are redacted.
 func (j *Journal) Middleware(next http.Handler) http.Handler {
+	return j.MiddlewareFor("", next)
+}
+
+// MiddlewareFor is Middleware for the requests of one app: their entries
+// carry its name (Entry.App).
+func (j *Journal) MiddlewareFor(app string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := j.Start(requestOf(r))
+		req := requestOf(r)
+		req.App = app
+		rec := j.Start(req)
 		body := newBodyCapture(r)
 		if body != nil {
 			r.Body = body

@@ -87,6 +87,9 @@ type Entry struct {
 	Path   string    `json:"path"`
 	Query  string    `json:"query,omitempty"`
 	Origin string    `json:"origin,omitempty"`
+	// App is the name of the app the request's API key reached ("" = none:
+	// a key no app owns; docs/mock/apps.md).
+	App string `json:"app,omitempty"`
 	// User and Conversation are the end user and conversation the request
 	// named (body, query or path), when it named them.
 	User         string `json:"user,omitempty"`
@@ -205,6 +208,8 @@ func (j *Journal) Dropped() int64 { return j.dropped.Load() }
 // (query or path; a body's are added when it has been read), and the
 // fields that were cut. The caller redacts them (Middleware does).
 type Request struct {
+	// App is the app's name (a configuration string, kept as is).
+	App                         string
 	Method, Path, Query, Origin string
 	User, Conversation          string
 	Truncated                   []string
@@ -217,7 +222,7 @@ type Request struct {
 func (j *Journal) Start(req Request) *Record {
 	rec := &Record{j: j, start: j.now()}
 	e := &rec.e
-	*e = Entry{Time: rec.start.UTC(), Truncated: req.Truncated}
+	*e = Entry{Time: rec.start.UTC(), App: req.App, Truncated: req.Truncated}
 	method := clip(req.Method, 32, nil, "")
 	path := clip(req.Path, MaxPath, &e.Truncated, "path")
 	query := clip(req.Query, MaxQuery, &e.Truncated, "query")
@@ -371,6 +376,8 @@ func (j *Journal) Get(id int64) (Entry, bool) {
 
 // Filter selects entries; zero fields match everything.
 type Filter struct {
+	// App matches the app's name exactly.
+	App string
 	// Route matches the path: a pattern whose ":name" or "*" segments match
 	// any one segment, optionally preceded by a method ("POST /v1/chat-messages").
 	Route        string
@@ -404,6 +411,9 @@ func (f *Filter) matches(e *Entry) bool {
 		return false
 	}
 	if f.Route != "" && !MatchRoute(f.Route, e.Method, e.Path) {
+		return false
+	}
+	if f.App != "" && e.App != f.App {
 		return false
 	}
 	if f.User != "" && e.User != f.User {

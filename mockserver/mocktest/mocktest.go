@@ -35,6 +35,12 @@ type Mock struct {
 	BaseURL string
 	// Server is the mock itself (cassette names, app description, mode).
 	Server *mockserver.Server
+	// Apps are the names of its apps, the default first (one app:
+	// mockserver.DefaultAppName), and Keys the API keys of each: an app
+	// given none answers DefaultKey (one app: any "app-…" key;
+	// several: mockserver.DefaultAppKey).
+	Apps []string
+	Keys map[string][]string
 
 	http *httptest.Server
 }
@@ -45,6 +51,7 @@ type Option func(*options)
 type options struct {
 	cfg       mockserver.Config
 	cassetteD string
+	err       error // from an option that loads (WithAppDir)
 }
 
 // WithSpeed sets the replay speed: 1 = recorded timing, 2 = twice as fast,
@@ -73,6 +80,41 @@ func WithDefaultCassette(name string) Option {
 	return func(o *options) { o.cfg.DefaultCassette = name }
 }
 
+// WithApps serves several apps in one mock, each reached by its API keys
+// (mockserver.Config.Apps; docs/mock/apps.md); the first is the default.
+// An app given no keys, among several, is reached by "app-" + its name.
+func WithApps(apps ...mockserver.AppConfig) Option {
+	return func(o *options) { o.cfg.Apps = append(o.cfg.Apps, apps...) }
+}
+
+// WithAppDir adds an app named name served from an app folder (app.yaml
+// and its cassettes, as serve --app NAME=DIR), reached by keys (none:
+// "app-" + name when there are several apps).
+func WithAppDir(name, dir string, keys ...string) Option {
+	return func(o *options) {
+		set, err := cassette.LoadDir(dir)
+		if err != nil {
+			if o.err == nil {
+				o.err = err
+			}
+			return
+		}
+		o.cfg.Apps = append(o.cfg.Apps, mockserver.AppConfig{Name: name, Cassettes: set, CassetteDir: dir, APIKeys: keys})
+	}
+}
+
+// DefaultKey is a key any one-app mock without keys accepts.
+const DefaultKey = "app-mocktest"
+
+// Key is the first API key of app (a one-app mock without keys:
+// DefaultKey), "" for an app it does not serve.
+func (m *Mock) Key(app string) string {
+	if ks := m.Keys[app]; len(ks) > 0 {
+		return ks[0]
+	}
+	return ""
+}
+
 // WithConfig edits the mockserver.Config directly, for fields without an
 // option of their own (Mode, RunTimeout, Logger, Now, …). It runs after the
 // options before it.
@@ -98,6 +140,9 @@ func New(opts ...Option) (*Mock, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if o.err != nil {
+		return nil, o.err
+	}
 	if o.cassetteD != "" {
 		set, err := cassette.LoadDir(o.cassetteD)
 		if err != nil {
@@ -113,7 +158,27 @@ func New(opts ...Option) (*Mock, error) {
 	ts := httptest.NewUnstartedServer(srv)
 	ts.Listener = srv.Listener(ts.Listener) // streams as `dify-mock serve` runs them
 	ts.Start()
-	return &Mock{URL: ts.URL, BaseURL: ts.URL + "/v1", Server: srv, http: ts}, nil
+	m := &Mock{URL: ts.URL, BaseURL: ts.URL + "/v1", Server: srv, http: ts, Keys: map[string][]string{}}
+	for _, a := range srv.Apps() {
+		m.Apps = append(m.Apps, a.Name())
+	}
+	switch {
+	case len(o.cfg.Apps) == 0 && len(o.cfg.APIKeys) > 0:
+		m.Keys[mockserver.DefaultAppName] = o.cfg.APIKeys
+	case len(o.cfg.Apps) == 0:
+		m.Keys[mockserver.DefaultAppName] = []string{DefaultKey}
+	case len(o.cfg.Apps) == 1 && len(o.cfg.Apps[0].APIKeys) == 0:
+		m.Keys[o.cfg.Apps[0].Name] = []string{DefaultKey}
+	default:
+		for _, a := range o.cfg.Apps {
+			keys := a.APIKeys
+			if len(keys) == 0 {
+				keys = []string{mockserver.DefaultAppKey(a.Name)}
+			}
+			m.Keys[a.Name] = keys
+		}
+	}
+	return m, nil
 }
 
 // Close ends in-flight streams (each gets a final error frame, as on

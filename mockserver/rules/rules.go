@@ -30,7 +30,9 @@ const MaxRules = 1000
 // Rule is one rule. Zero scope fields match everything.
 type Rule struct {
 	ID string `json:"id"`
-	// Scope.
+	// Scope. App is the name of the app whose requests it applies to
+	// ("" = every app's; docs/mock/apps.md).
+	App          string `json:"app,omitempty"`
 	User         string `json:"user,omitempty"`
 	Conversation string `json:"conversation_id,omitempty"`
 	// Route is "[METHOD ]PATH" with ":name" or "*" segments matching any
@@ -52,7 +54,7 @@ type Rule struct {
 
 // Request is what a rule is matched against.
 type Request struct {
-	Method, Path, User, Conversation string
+	App, Method, Path, User, Conversation string
 }
 
 // Set is the live rule list. The zero value is not usable; use New.
@@ -101,8 +103,8 @@ func Check(r *Rule) error {
 	if r.Route != "" && !journal.ValidRoute(r.Route) {
 		return fmt.Errorf("route %q: want a path such as /v1/chat-messages, optionally after a method (\"POST /v1/chat-messages\")", r.Route)
 	}
-	if len(r.Note) > 500 || len(r.User) > 500 || len(r.Conversation) > 100 || len(r.Route) > 500 {
-		return errors.New("user, conversation_id, route or note is too long")
+	if len(r.Note) > 500 || len(r.User) > 500 || len(r.Conversation) > 100 || len(r.Route) > 500 || len(r.App) > 63 {
+		return errors.New("app, user, conversation_id, route or note is too long")
 	}
 	return nil
 }
@@ -197,6 +199,9 @@ func (s *Set) Clear() int {
 
 // Matches reports whether r's scope covers req.
 func (r *Rule) Matches(req Request) bool {
+	if r.App != "" && r.App != req.App {
+		return false
+	}
 	if r.User != "" && r.User != req.User {
 		return false
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sort"
+	"sync/atomic"
 
 	"github.com/difyops/terraform-provider-dify/dify"
 )
@@ -77,22 +78,73 @@ type unit struct {
 	bytes int64
 }
 
-// SetMaxBytes bounds the store's estimated size (0 or less: unbounded) and
-// evicts at once if it is already above it. onEvict, which may be nil, is
-// called under the store's lock once per eviction pass: it must not call
-// the store.
+// Account is a memory bound that several stores share: the apps of one
+// dify-mock (docs/mock/apps.md). Each store counts its bytes in it; a
+// store whose write takes the total over the bound evicts its own least
+// recently changed records until the total is back under it (or it has
+// nothing left to evict but the record just written). So one app's
+// traffic can push the total down only within that app, and an app with
+// nothing stored costs nothing. The total is kept atomically: stores
+// have locks of their own.
+type Account struct {
+	max  int64
+	used atomic.Int64
+}
+
+// NewAccount is a bound of maxBytes (0 or less: unbounded).
+func NewAccount(maxBytes int64) *Account { return &Account{max: maxBytes} }
+
+// Usage is every store's estimated size together, and the bound.
+func (a *Account) Usage() (bytes, maxBytes int64) { return a.used.Load(), a.max }
+
+// SetMaxBytes bounds the store's estimated size alone (0 or less:
+// unbounded) and evicts at once if it is already above it. onEvict, which
+// may be nil, is called under the store's lock once per eviction pass: it
+// must not call the store.
 func (s *Store) SetMaxBytes(maxBytes int64, onEvict func(Eviction)) {
+	s.SetAccount(NewAccount(maxBytes), onEvict)
+}
+
+// SetAccount makes the store count in a, a bound it may share with other
+// stores, and evicts at once if the total is above it. onEvict is as for
+// SetMaxBytes.
+func (s *Store) SetAccount(a *Account, onEvict func(Eviction)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.maxBytes, s.onEvict = maxBytes, onEvict
+	if s.acct != nil {
+		s.acct.used.Add(-s.bytes)
+	}
+	a.used.Add(s.bytes)
+	s.acct, s.maxBytes, s.onEvict = a, a.max, onEvict
 	s.evict(nil)
 }
 
-// Usage is the store's estimated size and its bound (0: unbounded).
+// Usage is the store's estimated size and its bound (0: unbounded), which
+// other stores may count in too (SetAccount).
 func (s *Store) Usage() (bytes, maxBytes int64) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.bytes, s.maxBytes
+}
+
+// charge adds delta to the store's bytes and its account's (s.mu held).
+func (s *Store) charge(delta int64) {
+	s.bytes += delta
+	if s.acct != nil {
+		s.acct.used.Add(delta)
+	}
+}
+
+// over reports whether the bound is passed (s.mu held): the account's
+// total, which other stores count in too.
+func (s *Store) over() bool {
+	if s.maxBytes <= 0 {
+		return false
+	}
+	if s.acct != nil {
+		return s.acct.used.Load() > s.maxBytes
+	}
+	return s.bytes > s.maxBytes
 }
 
 // jsonSize is len(json.Marshal(v)), counted as the encoder writes instead
@@ -135,7 +187,7 @@ func (s *Store) track(u *unit) *list.Element {
 	if s.lru == nil {
 		s.lru = list.New()
 	}
-	s.bytes += u.bytes
+	s.charge(u.bytes)
 	e := s.lru.PushBack(u)
 	s.touchOwner(u)
 	return e
@@ -148,7 +200,7 @@ func (s *Store) grow(e *list.Element, delta int64) {
 	}
 	u := e.Value.(*unit)
 	u.bytes += delta
-	s.bytes += delta
+	s.charge(delta)
 	s.lru.MoveToBack(e)
 	s.touchOwner(u)
 }
@@ -190,7 +242,7 @@ func (s *Store) ownerElem(keep *list.Element) *list.Element {
 // evict removes the least recently changed records until the store fits
 // its bound, never keep or its end user, in one pass.
 func (s *Store) evict(keep *list.Element) {
-	if s.maxBytes <= 0 || s.lru == nil || s.bytes <= s.maxBytes {
+	if s.lru == nil || !s.over() {
 		return
 	}
 	keepOwner := s.ownerElem(keep)
@@ -198,7 +250,7 @@ func (s *Store) evict(keep *list.Element) {
 	owners := map[string]bool{} // owners whose conversation index lost rows
 	rated := false
 	e := s.lru.Front()
-	for s.bytes > s.maxBytes && e != nil {
+	for s.over() && e != nil {
 		if e == keep || e == keepOwner {
 			e = e.Next()
 			continue
@@ -206,7 +258,7 @@ func (s *Store) evict(keep *list.Element) {
 		next := e.Next()
 		u := s.lru.Remove(e).(*unit)
 		e = next
-		s.bytes -= u.bytes
+		s.charge(-u.bytes)
 		ev.Bytes += u.bytes
 		id := ""
 		switch {
@@ -287,14 +339,15 @@ func (s *Store) untrack(e *list.Element) {
 	if e == nil || s.lru == nil {
 		return
 	}
-	s.bytes -= s.lru.Remove(e).(*unit).bytes
+	s.charge(-s.lru.Remove(e).(*unit).bytes)
 }
 
 // account builds the accounting of a store filled directly (Import):
 // uploads, then conversations from least to most recently changed, then
 // the end users (each behind its records), then the annotations.
 func (s *Store) account() {
-	s.bytes, s.lru = 0, nil
+	s.charge(-s.bytes)
+	s.lru = nil
 	files := make([]*File, 0, len(s.files))
 	for _, f := range s.files {
 		files = append(files, f)
@@ -327,7 +380,7 @@ func (s *Store) account() {
 	for _, a := range s.ann.rows {
 		s.ann.bytes += annotationSize(a.Question, a.Answer)
 	}
-	s.bytes += s.ann.bytes
+	s.charge(s.ann.bytes)
 }
 
 func endUserSize(u *EndUser) int64 { return endUserOverhead + int64(len(u.Session)) }
@@ -342,6 +395,6 @@ func (s *Store) fitAnnotations(delta int64) bool {
 // no longer fits (s.mu held).
 func (s *Store) chargeAnnotations(delta int64) {
 	s.ann.bytes += delta
-	s.bytes += delta
+	s.charge(delta)
 	s.evict(nil)
 }

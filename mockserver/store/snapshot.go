@@ -311,7 +311,8 @@ func (s *Store) replace(other *Store) {
 	s.ann = other.ann
 	// The memory accounting follows the state; the bound (maxBytes,
 	// onEvict) is configuration and stays.
-	s.bytes, s.lru = other.bytes, other.lru
+	s.charge(other.bytes - s.bytes)
+	s.lru = other.lru
 	s.evict(nil)
 }
 

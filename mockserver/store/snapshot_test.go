@@ -18,7 +18,7 @@ func TestSnapshotCoversEveryStoreField(t *testing.T) {
 		"mu": true, "now": true, "seq": true, "newID": true, // machinery, not state
 		"users": true, "usersID": true, "files": true, "convs": true, "messages": true, "owners": true, "feedbacks": true,
 		"bytes": true, "lru": true, // memory accounting: follows the state in replace, untracked in ResetUser
-		"maxBytes": true, "onEvict": true, // the bound: configuration, kept across replace
+		"maxBytes": true, "onEvict": true, "acct": true, // the bound: configuration, kept across replace
 		"ann":      true,
 		"annIndex": true, // derived from ann (its gen): a replaced ann is never matched with an old index
 	}

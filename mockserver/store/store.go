@@ -161,6 +161,7 @@ type Store struct {
 	// none), records from least to most recently changed.
 	bytes    int64
 	maxBytes int64
+	acct     *Account // the bound's account, shared with other stores; nil = bytes alone
 	lru      *list.List
 	onEvict  func(Eviction)
 	// ann is the app's annotations and annotation-reply state (docs/api §27–§29).
@@ -297,7 +298,7 @@ func (s *Store) AddFile(f File) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := s.files[f.Result.ID]; ok && old.elem != nil {
-		s.bytes -= s.lru.Remove(old.elem).(*unit).bytes
+		s.charge(-s.lru.Remove(old.elem).(*unit).bytes)
 	}
 	fp := &f
 	fp.elem = s.track(&unit{file: fp, bytes: size})

@@ -2,7 +2,11 @@ package mockserver_test
 
 import (
 	"bytes"
+	"encoding/json"
+	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -223,5 +227,247 @@ func TestAppsStopOnlyOwnTasks(t *testing.T) {
 	last := frames[len(frames)-1]
 	if last.event() != "message_end" || len(frames) > 10 {
 		t.Errorf("the stream ran %d frames and ended with %s: want a's stop to end it early", len(frames), last.event())
+	}
+}
+
+// TestAppsShareOneStateBound: MaxStateBytes bounds the state of every
+// app together, not each app's.
+func TestAppsShareOneStateBound(t *testing.T) {
+	const bound = 4 << 20
+	a, b := twoApps(t, mockserver.Config{MaxStateBytes: bound})
+	query := strings.Repeat("q", 1<<20)
+	total := func() (sum int64) {
+		for _, app := range a.srv.Apps() {
+			used, max := app.StateUsage()
+			if max != bound {
+				t.Fatalf("app %s: bound %d, want %d", app.Name(), max, bound)
+			}
+			sum += used
+		}
+		return sum
+	}
+	var last [2]string
+	for i := range 12 { // 12 MB of queries, 6 in each app
+		e := []*env{a, b}[i%2]
+		_, frames := e.chat(chatBody(query, "big", "inputs", map[string]any{"city": "x"}), mockserver.HeaderCassette, "two-turn")
+		last[i%2] = frames[0].str("conversation_id")
+		if sum := total(); sum > bound {
+			t.Fatalf("after %d chats the apps hold %d bytes together, bound %d", i+1, sum, bound)
+		}
+	}
+	// Each app keeps its newest conversation.
+	for i, e := range []*env{a, b} {
+		if resp, _ := e.do(http.MethodGet, "/messages?user=big&conversation_id="+last[i], nil); resp.StatusCode != 200 {
+			t.Errorf("app %d's newest conversation: %d", i, resp.StatusCode)
+		}
+	}
+}
+
+// TestAppsStateFileRoundTrip: a state file of several apps carries each
+// app's state back into the same app; one app's file loads into the
+// default app; a file naming an unknown app is refused, naming it.
+func TestAppsStateFileRoundTrip(t *testing.T) {
+	a, b := twoApps(t, mockserver.Config{})
+	convA, _ := a.chatTurn("Count to three", "u")
+	convB, _ := b.chatTurn("First question", "u")
+	annB := b.createAnnotation("Who is beta?", "The second app.")
+	path := filepath.Join(t.TempDir(), "state.json")
+	if err := a.srv.SaveState(path); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := decode[struct {
+		Version int                        `json:"version"`
+		Apps    map[string]json.RawMessage `json:"apps"`
+	}](t, data)
+	if file.Version != mockserver.AppsStateVersion || len(file.Apps) != 2 || file.Apps["alpha"] == nil || file.Apps["beta"] == nil {
+		t.Fatalf("state file: %.300s", data)
+	}
+
+	a2, b2 := twoApps(t, mockserver.Config{})
+	if ok, err := a2.srv.LoadState(path); !ok || err != nil {
+		t.Fatalf("LoadState = %v, %v", ok, err)
+	}
+	for _, c := range []struct {
+		e          *env
+		have, lack string
+	}{{a2, convA, convB}, {b2, convB, convA}} {
+		_, body := c.e.do(http.MethodGet, "/conversations?user=u", nil)
+		if !strings.Contains(string(body), c.have) || strings.Contains(string(body), c.lack) {
+			t.Errorf("%s after the round trip: %s; want %s and not %s", c.e.key, body, c.have, c.lack)
+		}
+	}
+	if _, body := b2.do(http.MethodGet, "/apps/annotations", nil); !strings.Contains(string(body), annB.ID) {
+		t.Errorf("beta's annotations after the round trip: %s", body)
+	}
+	if _, body := a2.do(http.MethodGet, "/apps/annotations", nil); strings.Contains(string(body), annB.ID) {
+		t.Errorf("alpha has beta's annotation after the round trip: %s", body)
+	}
+
+	// One app's file, as a one-app mock writes it (unchanged format),
+	// loads into the default app.
+	one := newEnv(t, mockserver.Config{})
+	convOne, _ := one.chatTurn("Count to three", "u")
+	onePath := filepath.Join(t.TempDir(), "one.json")
+	if err := one.srv.SaveState(onePath); err != nil {
+		t.Fatal(err)
+	}
+	oneData, _ := os.ReadFile(onePath)
+	if strings.Contains(string(oneData), `"apps"`) || !strings.Contains(string(oneData), `"end_users"`) {
+		t.Errorf("a one-app state file is not the one-app format: %.200s", oneData)
+	}
+	a3, b3 := twoApps(t, mockserver.Config{})
+	if ok, err := a3.srv.LoadState(onePath); !ok || err != nil {
+		t.Fatalf("LoadState(one app's file) = %v, %v", ok, err)
+	}
+	if _, body := a3.do(http.MethodGet, "/conversations?user=u", nil); !strings.Contains(string(body), convOne) {
+		t.Errorf("the default app lacks the one-app file's conversation: %s", body)
+	}
+	if _, body := b3.do(http.MethodGet, "/conversations?user=u", nil); strings.Contains(string(body), convOne) {
+		t.Errorf("another app got the one-app file's conversation: %s", body)
+	}
+
+	// A file naming apps this mock does not serve.
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"version":1,"apps":{"gamma":`+string(file.Apps["alpha"])+`}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a3.srv.LoadState(bad); err == nil || !strings.Contains(err.Error(), `"gamma"`) || !strings.Contains(err.Error(), "alpha, beta") {
+		t.Errorf("LoadState(unknown app) = %v; want an error naming gamma and the apps", err)
+	}
+}
+
+// TestAppsConfig: the configuration errors name the field or the apps,
+// never a key.
+func TestAppsConfig(t *testing.T) {
+	set := testSet(t, testParams)
+	for _, c := range []struct {
+		name string
+		cfg  mockserver.Config
+		want []string
+	}{
+		{"top-level cassettes", mockserver.Config{Cassettes: set, Apps: []mockserver.AppConfig{{Name: "a"}}}, []string{"Cassettes"}},
+		{"top-level keys", mockserver.Config{APIKeys: []string{"app-x"}, Apps: []mockserver.AppConfig{{Name: "a"}}}, []string{"APIKeys"}},
+		{"top-level cassette dir", mockserver.Config{Control: mockserver.ControlConfig{CassetteDir: "x"}, Apps: []mockserver.AppConfig{{Name: "a"}}}, []string{"Control.CassetteDir"}},
+		{"bad name", mockserver.Config{Apps: []mockserver.AppConfig{{Name: "Big App"}}}, []string{`"Big App"`}},
+		{"twice", mockserver.Config{Apps: []mockserver.AppConfig{{Name: "a"}, {Name: "a"}}}, []string{`"a"`, "twice"}},
+		{"shared key", mockserver.Config{Apps: []mockserver.AppConfig{{Name: "a", APIKeys: []string{"app-secret-1"}}, {Name: "b", APIKeys: []string{"app-secret-1"}}}}, []string{`"a"`, `"b"`}},
+		{"default key taken", mockserver.Config{Apps: []mockserver.AppConfig{{Name: "a", APIKeys: []string{"app-b"}}, {Name: "b"}}}, []string{`"a"`, `"b"`}},
+		{"bad mode", mockserver.Config{Apps: []mockserver.AppConfig{{Name: "a"}, {Name: "b", Mode: "workflow"}}}, []string{`app "b"`, "workflow"}},
+	} {
+		_, err := mockserver.New(c.cfg)
+		if err == nil {
+			t.Errorf("%s: accepted", c.name)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %v; want it to say %s", c.name, err, w)
+			}
+		}
+		if strings.Contains(err.Error(), "secret") {
+			t.Errorf("%s: the error shows a key: %v", c.name, err)
+		}
+	}
+	// One app in Apps without keys behaves as a one-app mock: any key.
+	e := newEnv(t, mockserver.Config{Apps: []mockserver.AppConfig{{Name: "solo", Cassettes: set}}})
+	if resp, body := e.as("app-anything").do(http.MethodGet, "/info", nil); resp.StatusCode != 200 {
+		t.Errorf("one app without keys refused app-anything: %d %s", resp.StatusCode, body)
+	}
+	if apps := e.srv.Apps(); len(apps) != 1 || apps[0].Name() != "solo" || !apps[0].Default() || apps[0].Keys() != 0 {
+		t.Errorf("Apps() = %+v", apps)
+	}
+}
+
+// TestAppsControlAPI: GET /__mock/api lists the apps; per-app routes take
+// ?app=; an unknown app is a 404 (a rule's, a 400) naming the apps; a rule
+// with an app applies to that app's requests only; the journal filters by
+// app.
+func TestAppsControlAPI(t *testing.T) {
+	a, b := twoApps(t, mockserver.Config{})
+	ctl := func(method, path, body string) (int, []byte) {
+		t.Helper()
+		req, err := http.NewRequest(method, a.ts.URL+"/__mock/api"+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := a.hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, data
+	}
+	_, body := ctl(http.MethodGet, "", "")
+	info := decode[struct {
+		App  string `json:"app"`
+		Apps []struct {
+			Name      string `json:"name"`
+			Mode      string `json:"mode"`
+			AppName   string `json:"app_name"`
+			Default   bool   `json:"default"`
+			Keys      int    `json:"keys"`
+			Cassettes int    `json:"cassettes"`
+		} `json:"apps"`
+	}](t, body)
+	if len(info.Apps) != 2 || info.Apps[0].Name != "alpha" || !info.Apps[0].Default || info.Apps[1].Default ||
+		info.Apps[1].Keys != 1 || info.Apps[1].Mode != dify.ModeAgentChat || info.Apps[1].AppName != "Test Agent" || info.Apps[1].Cassettes == 0 {
+		t.Errorf("GET /__mock/api apps: %s", body)
+	}
+	if strings.Contains(string(body), "app-alpha") || strings.Contains(string(body), "app-beta") {
+		t.Errorf("GET /__mock/api shows a key: %s", body)
+	}
+
+	b.chatTurn("Count to three", "bob")
+	for app, want := range map[string]int{"": 0, "alpha": 0, "beta": 1} {
+		status, body := ctl(http.MethodGet, "/state?app="+app, "")
+		got := decode[struct {
+			Totals map[string]int `json:"totals"`
+		}](t, body)
+		if status != 200 || got.Totals["conversations"] != want {
+			t.Errorf("state?app=%s: %d %s; want %d conversations", app, status, body, want)
+		}
+	}
+	for _, path := range []string{"/state?app=gamma", "/state/export?app=gamma", "/cassettes?app=gamma"} {
+		status, body := ctl(http.MethodGet, path, "")
+		if status != 404 || !strings.Contains(string(body), `\"gamma\"`) || !strings.Contains(string(body), "alpha, beta") {
+			t.Errorf("%s: %d %s; want a 404 naming the apps", path, status, body)
+		}
+	}
+	status, body := ctl(http.MethodPost, "/rules", `{"app":"gamma","fault":"status:503"}`)
+	if status != 400 || !strings.Contains(string(body), "alpha, beta") {
+		t.Errorf("rule for an unknown app: %d %s", status, body)
+	}
+	status, body = ctl(http.MethodPost, "/rules", `{"app":"beta","route":"GET /v1/info","fault":"status:503"}`)
+	if status != 201 || !strings.Contains(string(body), `"app":"beta"`) {
+		t.Fatalf("rule for beta: %d %s", status, body)
+	}
+	if resp, _ := a.do(http.MethodGet, "/info", nil); resp.StatusCode != 200 {
+		t.Errorf("alpha's /info under beta's rule: %d", resp.StatusCode)
+	}
+	if resp, _ := b.do(http.MethodGet, "/info", nil); resp.StatusCode != 503 {
+		t.Errorf("beta's /info under its rule: %d, want 503", resp.StatusCode)
+	}
+	status, body = ctl(http.MethodGet, "/journal?app=beta&route=GET%20/v1/info", "")
+	entries := decode[struct {
+		Data []journal.Entry `json:"data"`
+	}](t, body)
+	if status != 200 || len(entries.Data) != 1 || entries.Data[0].App != "beta" || entries.Data[0].Status != 503 {
+		t.Errorf("journal?app=beta: %d %s", status, body)
+	}
+	// Export and import address one app.
+	_, exported := ctl(http.MethodGet, "/state/export?app=beta", "")
+	if status, body := ctl(http.MethodPost, "/state/import?app=alpha", string(exported)); status != 200 {
+		t.Fatalf("import into alpha: %d %s", status, body)
+	}
+	if _, body := a.do(http.MethodGet, "/conversations?user=bob", nil); !strings.Contains(string(body), `"id"`) {
+		t.Errorf("alpha after importing beta's state: %s", body)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/difyops/terraform-provider-dify/mockserver/store"
@@ -109,12 +111,14 @@ func globEscape(s string) string {
 	return r.Replace(s)
 }
 
-// LoadState replaces the state with the JSON export in path (the control
-// API's /__mock/api/state/export format). A missing file is not an error:
+// LoadState replaces the state with the JSON export in path: one app's
+// (the control API's /__mock/api/state/export format), which goes to the
+// default app, or several apps' (AppsState, which SaveState writes for a
+// Server with several apps). A missing file is not an error:
 // loaded is false and the state stays empty, so `serve --state-file` works
 // on the first run. Anything but a regular file is refused, and at most
 // maxStateFile bytes are read.
-func (s *appServer) LoadState(path string) (loaded bool, err error) {
+func (s *Server) LoadState(path string) (loaded bool, err error) {
 	st, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
@@ -137,22 +141,109 @@ func (s *appServer) LoadState(path string) (loaded bool, err error) {
 	if len(data) > maxStateFile {
 		return false, fmt.Errorf("state file %s is over the %d-byte limit", path, maxStateFile)
 	}
-	var snap store.Snapshot
-	if err := json.Unmarshal(data, &snap); err != nil {
-		return false, fmt.Errorf("state file %s: not a dify-mock state export: %v", path, err)
-	}
-	data = nil
-	if err := s.store.Import(snap); err != nil {
+	if err := s.importState(data); err != nil {
 		return false, fmt.Errorf("state file %s: %v", path, err)
 	}
 	return true, nil
 }
 
-// SaveState writes the whole state as JSON to path, atomically (a
+// AppsState is the state of several apps (a state file of a Server with
+// several apps, docs/mock/apps.md): each app's snapshot, in the format of
+// one app's state (the control API's /__mock/api/state/export), by name.
+type AppsState struct {
+	// Version is AppsStateVersion.
+	Version int                        `json:"version"`
+	Apps    map[string]json.RawMessage `json:"apps"`
+}
+
+// AppsStateVersion is the AppsState.Version this package writes and reads.
+const AppsStateVersion = 1
+
+// exportState is the whole state as a state file holds it: one app's
+// snapshot as ever, several apps' in an AppsState.
+func (s *Server) exportState() ([]byte, error) {
+	if len(s.apps) == 1 {
+		return json.MarshalIndent(s.store.Export(), "", " ")
+	}
+	all := AppsState{Version: AppsStateVersion, Apps: map[string]json.RawMessage{}}
+	for _, a := range s.apps {
+		data, err := json.Marshal(a.store.Export())
+		if err != nil {
+			return nil, err
+		}
+		all.Apps[a.name] = data
+	}
+	return json.MarshalIndent(all, "", " ")
+}
+
+// importState loads a state file's contents: one app's snapshot goes to
+// the default app; an AppsState's to the apps it names, all of which must
+// exist. Every snapshot is decoded before any app's state is replaced.
+func (s *Server) importState(data []byte) error {
+	var probe struct {
+		Apps json.RawMessage `json:"apps"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return fmt.Errorf("not a dify-mock state export: %v", err)
+	}
+	if probe.Apps == nil {
+		var snap store.Snapshot
+		if err := json.Unmarshal(data, &snap); err != nil {
+			return fmt.Errorf("not a dify-mock state export: %v", err)
+		}
+		return s.store.Import(snap)
+	}
+	var all AppsState
+	if err := json.Unmarshal(data, &all); err != nil {
+		return fmt.Errorf("not a dify-mock state export: %v", err)
+	}
+	if all.Version != AppsStateVersion {
+		return fmt.Errorf("apps state version %d is not supported (want %d)", all.Version, AppsStateVersion)
+	}
+	var unknown []string
+	for name := range all.Apps {
+		if s.byName[name] == nil {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		return fmt.Errorf("no app %s in this dify-mock (apps: %s)", strings.Join(quoteAll(unknown), ", "), strings.Join(s.appNames(), ", "))
+	}
+	snaps := make(map[*appServer]store.Snapshot, len(all.Apps))
+	for name, raw := range all.Apps {
+		var snap store.Snapshot
+		if err := json.Unmarshal(raw, &snap); err != nil {
+			return fmt.Errorf("app %q: not a dify-mock state export: %v", name, err)
+		}
+		snaps[s.byName[name]] = snap
+	}
+	for _, a := range s.apps { // in order, so that errors come the same way each time
+		snap, ok := snaps[a]
+		if !ok {
+			continue
+		}
+		if err := a.store.Import(snap); err != nil {
+			return fmt.Errorf("app %q: %v", a.name, err)
+		}
+	}
+	return nil
+}
+
+func quoteAll(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = strconv.Quote(n)
+	}
+	return out
+}
+
+// SaveState writes the whole state as JSON to path (one app: its
+// snapshot; several: an AppsState), atomically (a
 // temporary file renamed into place), readable by the owner only: it holds
 // the end users' conversations.
-func (s *appServer) SaveState(path string) error {
-	data, err := json.MarshalIndent(s.store.Export(), "", " ")
+func (s *Server) SaveState(path string) error {
+	data, err := s.exportState()
 	if err != nil {
 		return err
 	}
@@ -162,8 +253,8 @@ func (s *appServer) SaveState(path string) error {
 // SaveStateFallback writes the state to a new file in the system's
 // temporary folder, for when SaveState failed at shutdown: the state is
 // not lost, and the message can say where it went.
-func (s *appServer) SaveStateFallback() (string, error) {
-	data, err := json.MarshalIndent(s.store.Export(), "", " ")
+func (s *Server) SaveStateFallback() (string, error) {
+	data, err := s.exportState()
 	if err != nil {
 		return "", err
 	}

@@ -157,3 +157,41 @@ func TestNewRefusesWhatTheMockRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestWithApps: a mock with several apps; each key reaches its own app and
+// state, and Mock.Key names the keys.
+func TestWithApps(t *testing.T) {
+	m := mocktest.Start(t,
+		mocktest.WithAppDir("alpha", filepath.Join("..", "..", "cassettes")),
+		mocktest.WithAppDir("beta", filepath.Join("..", "..", "cassettes"), "app-beta-1", "app-beta-2"),
+		mocktest.WithApps(mockserver.AppConfig{Name: "gamma"}))
+	if strings.Join(m.Apps, ",") != "alpha,beta,gamma" || m.Key("alpha") != "app-alpha" || m.Key("beta") != "app-beta-1" ||
+		len(m.Keys["beta"]) != 2 || m.Key("gamma") != "app-gamma" || m.Key("delta") != "" {
+		t.Fatalf("apps %v keys %v", m.Apps, m.Keys)
+	}
+	turn, err := chat(t, m.BaseURL, m.Key("beta"), "Hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for app, want := range map[string]int{"alpha": 0, "beta": 1, "gamma": 0} {
+		client, _ := dify.NewClient(m.BaseURL, m.Key(app), dify.WithUser("mocktest"))
+		page, err := client.ListConversations(context.Background(), dify.ListConversationsParams{})
+		if err != nil {
+			t.Fatalf("%s: %v", app, err)
+		}
+		if len(page.Data) != want || (want == 1 && page.Data[0].ID != turn.ConversationID) {
+			t.Errorf("%s lists %d conversations, want %d", app, len(page.Data), want)
+		}
+	}
+	if _, err := chat(t, m.BaseURL, "app-test", "Hello"); err == nil {
+		t.Error("a key no app owns was accepted")
+	}
+	// One app: any key, as ever.
+	one := mocktest.Start(t)
+	if one.Key(mockserver.DefaultAppName) != mocktest.DefaultKey {
+		t.Errorf("one app's key %q", one.Key(mockserver.DefaultAppName))
+	}
+	if _, err := mocktest.New(mocktest.WithAppDir("x", filepath.Join(t.TempDir(), "missing"))); err == nil {
+		t.Error("WithAppDir of a missing folder accepted")
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -56,6 +57,14 @@ type serveOptions struct {
 	upstreamKey     string
 	upstreamTimeout time.Duration
 	maxNewTurns     int
+	// Several apps (docs/mock/apps.md); specs is --app and --apps read.
+	apps    listFlag
+	appsDir string
+	appKeys listFlag
+	specs   []appSpec
+	keys    map[string][]string
+	// guessable are the apps reached by app-NAME, given no key.
+	guessable map[string]bool
 }
 
 // newServeFlags declares the serve flags on o. A new flag is one line here
@@ -94,10 +103,13 @@ func newServeFlags(o *serveOptions) *commandFlags {
 	fs.StringVar(&o.upstreamKey, "upstream-key", "", "app API key for --upstream; prefer the environment variable, which keeps it out of the process list")
 	fs.DurationVar(&o.upstreamTimeout, "upstream-timeout", mockserver.DefaultUpstreamTimeout, "how long a live turn may take to send its first frame before the mock falls back to a recorded turn")
 	fs.IntVar(&o.maxNewTurns, "max-new-turns", DefaultMaxNewTurns, "turns one run of hybrid mode may add to --cassettes (0 = answer live without saving)")
+	fs.Var(&o.apps, "app", "serve an app from a folder (app.yaml and its cassettes) as `NAME=PATH`; repeatable: each request goes to the app its API key belongs to, the first is the default (docs/mock/apps.md)")
+	fs.StringVar(&o.appsDir, "apps", "", "serve each subfolder of this folder as an app named after it (sorted; the first is the default)")
+	fs.Var(&o.appKeys, "app-key", "API key of an app, as `NAME=KEY` (repeatable; env "+appKeysEnv+": comma-separated); an app folder's keys.txt adds more; an app without any gets app-NAME")
 	f.withEnv("addr", "cassettes", "speed", "api-key", "cors-origin", "mode", "default-cassette", "run-timeout",
 		"max-model-requests", "log-level", "fault", "pprof-addr", "allow-remote", "max-state-bytes", "body-timeout",
 		"console", "admin-token", "admin-allow-host", "journal", "journal-size", "journal-bytes", "state-file", "watch-cassettes",
-		"exit-with-parent", "match", "match-threshold", "upstream-key", "upstream-timeout", "max-new-turns")
+		"exit-with-parent", "match", "match-threshold", "upstream-key", "upstream-timeout", "max-new-turns", "app", "apps")
 	f.footer = fmt.Sprintf("Per request: X-Dify-Mock-Cassette picks a cassette, X-Dify-Mock-Speed sets the speed and\n"+
 		"%s injects a fault (slow headers, HTTP 429/5xx, a broken or stalled stream, …);\n"+
 		"'dify-mock faults' lists them with an example each.", fault.Header)
@@ -115,6 +127,14 @@ func parseServe(args []string, getenv func(string) string, stdout, stderr io.Wri
 	if err := f.noArgs(stderr); err != nil {
 		return nil, err
 	}
+	if len(o.appKeys.values) == 0 {
+		if v := getenv(appKeysEnv); v != "" {
+			_ = o.appKeys.setFromEnv(v)
+		}
+	}
+	if err := checkApps(o); err != nil {
+		return nil, f.usageError(stderr, err.Error())
+	}
 	if o.pprofAddr != "" {
 		if err := checkLoopback(o.pprofAddr); err != nil {
 			return nil, f.usageError(stderr, err.Error())
@@ -130,17 +150,19 @@ func parseServe(args []string, getenv func(string) string, stdout, stderr io.Wri
 	if o.adminToken != "" && strings.TrimSpace(o.adminToken) != o.adminToken {
 		return nil, f.usageError(stderr, "--admin-token: must not be blank or start or end with white space")
 	}
-	if err := checkExposure(o.addr, o.allowRemote, len(o.apiKeys.values)); err != nil {
-		return nil, f.usageError(stderr, err.Error())
-	}
+	if len(o.specs) == 0 {
+		if err := checkExposure(o.addr, o.allowRemote, len(o.apiKeys.values)); err != nil {
+			return nil, f.usageError(stderr, err.Error())
+		}
+	} // several apps: once their keys are read (runServe)
 	if o.journalBytes < 1<<20 {
 		return nil, f.usageError(stderr, fmt.Sprintf("--journal-bytes %d: want at least 1048576 (1 MiB)", o.journalBytes))
 	}
 	if o.journalSize < 1 {
 		return nil, f.usageError(stderr, fmt.Sprintf("--journal-size %d: want a positive number of requests", o.journalSize))
 	}
-	if o.watchCassettes && o.cassettes == "" {
-		return nil, f.usageError(stderr, "--watch-cassettes needs --cassettes DIR")
+	if o.watchCassettes && o.cassettes == "" && len(o.specs) == 0 {
+		return nil, f.usageError(stderr, "--watch-cassettes needs --cassettes DIR (or --app/--apps)")
 	}
 	if o.match != mockserver.MatchSimilar && o.match != mockserver.MatchExact {
 		return nil, f.usageError(stderr, fmt.Sprintf("--match %q: want %s or %s", o.match, mockserver.MatchSimilar, mockserver.MatchExact))
@@ -161,6 +183,42 @@ func parseServe(args []string, getenv func(string) string, stdout, stderr io.Wri
 		}
 	}
 	return o, nil
+}
+
+// checkApps reads --app, --apps and --app-key into o.specs and o.keys,
+// and refuses the one-app flags they replace.
+func checkApps(o *serveOptions) error {
+	if len(o.apps.values) == 0 && o.appsDir == "" {
+		if len(o.appKeys.values) > 0 {
+			return errors.New("--app-key needs --app NAME=PATH or --apps DIR; one app's keys are --api-key")
+		}
+		return nil
+	}
+	for _, c := range []struct {
+		flag string
+		set  bool
+		use  string
+	}{
+		{"--cassettes", o.cassettes != "", "give each app's folder with --app NAME=PATH"},
+		{"--api-key", len(o.apiKeys.values) > 0, "give each app's keys with --app-key NAME=KEY or its keys.txt"},
+		{"--mode", o.mode != "", "each app has its description's mode"},
+		{"--default-cassette", o.defaultCassette != "", "mark the default in each app's folder (default: true)"},
+		{"--upstream", o.upstream != "", "hybrid mode serves one app"},
+	} {
+		if c.set {
+			return fmt.Errorf("%s is for one app and cannot be used with --app/--apps: %s", c.flag, c.use)
+		}
+	}
+	specs, err := appSpecs(o.apps.values, o.appsDir)
+	if err != nil {
+		return err
+	}
+	keys, err := parseAppKeys(o.appKeys.values, specs)
+	if err != nil {
+		return err
+	}
+	o.specs, o.keys = specs, keys
+	return nil
 }
 
 // DefaultMaxNewTurns is --max-new-turns: enough for a session of
@@ -224,7 +282,35 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		source = o.cassettes
 	}
-	srv, err := mockserver.New(mockserver.Config{
+	var apps []mockserver.AppConfig
+	if len(o.specs) > 0 {
+		served, err := loadApps(o.specs, o.keys)
+		if err != nil {
+			fmt.Fprintf(stderr, "dify-mock serve: %v\n", err)
+			return 1
+		}
+		explicit := 0
+		o.guessable = map[string]bool{}
+		for _, a := range served {
+			apps = append(apps, a.cfg)
+			if a.explicitKeys {
+				explicit++
+			} else if len(served) > 1 {
+				o.guessable[a.cfg.Name] = true
+			}
+		}
+		// Beyond loopback, every app needs a key of its own: app-NAME is
+		// anyone's guess, and a lone app without keys takes any key.
+		keyed := 0
+		if explicit == len(served) {
+			keyed = explicit
+		}
+		if err := checkExposure(o.addr, o.allowRemote, keyed); err != nil {
+			fmt.Fprintf(stderr, "dify-mock serve: %v\n", strings.Replace(err.Error(), "Pass --api-key KEY", "Give every app a key (--app-key NAME=KEY or its keys.txt)", 1))
+			return 2
+		}
+	}
+	srv, err := mockserver.New(mockserver.Config{Apps: apps,
 		Cassettes: set, Speed: o.speed, APIKeys: o.apiKeys.values, CORSOrigin: strings.Join(o.cors.values, ","), Mode: o.mode,
 		DefaultCassette: o.defaultCassette, RunTimeout: o.runTimeout, MaxModelRequests: o.maxModelRequests,
 		Logger: logger, Fault: o.fault, MaxStateBytes: o.maxStateBytes, BodyReadTimeout: o.bodyTimeout,
@@ -279,7 +365,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(srv.Listener(ln)) }() // streams off the connection goroutines
 	if o.watchCassettes {
-		srv.WatchCassettes(time.Second) // ends when srv shuts down
+		for _, a := range srv.Apps() {
+			a.WatchCassettes(time.Second) // ends when srv shuts down
+		}
 	}
 	select {
 	case err := <-served:
@@ -311,8 +399,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 }
 
 func printBanner(w io.Writer, srv *mockserver.Server, source string, addr, pprofAddr net.Addr, o *serveOptions) {
-	app := srv.App()
-	fmt.Fprintf(w, "dify-mock: serving %q (mode %s) from %s\n", app.Info.Name, srv.Mode(), source)
+	if len(o.specs) > 0 {
+		printAppsBanner(w, srv, o.guessable)
+	} else {
+		fmt.Fprintf(w, "dify-mock: serving %q (mode %s) from %s\n", srv.App().Info.Name, srv.Mode(), source)
+	}
 	for i, base := range reachableBaseURLs(addr, net.InterfaceAddrs) {
 		label := "API base URL "
 		if i > 0 {
@@ -327,9 +418,12 @@ func printBanner(w io.Writer, srv *mockserver.Server, source string, addr, pprof
 		}
 		fmt.Fprintf(w, "  WARNING       listening beyond this machine (%s): %s\n", addr, who)
 	}
-	if len(o.apiKeys.values) == 0 {
+	switch {
+	case len(o.specs) > 0:
+		// Listed by app above.
+	case len(o.apiKeys.values) == 0:
 		fmt.Fprintf(w, "  API key       any \"Bearer app-…\" key (e.g. app-mock)\n")
-	} else {
+	default:
 		fmt.Fprintf(w, "  API keys      %d configured\n", len(o.apiKeys.values))
 	}
 	speed := strconv.FormatFloat(o.speed, 'g', -1, 64)
@@ -383,6 +477,10 @@ func printBanner(w io.Writer, srv *mockserver.Server, source string, addr, pprof
 		}
 		fmt.Fprintf(w, "  upstream      %s: chats no recorded turn answers stream from it live, %s\n", srv.UpstreamURL(), saving)
 	}
+	if len(o.specs) > 0 {
+		fmt.Fprintf(w, "  Ctrl-C stops the server.\n")
+		return
+	}
 	names := srv.CassetteNames()
 	fmt.Fprintf(w, "  cassettes     %d (pick one with the X-Dify-Mock-Cassette header)\n", len(names))
 	width := 0
@@ -408,4 +506,28 @@ func printBanner(w io.Writer, srv *mockserver.Server, source string, addr, pprof
 		fmt.Fprintf(w, "    %s %-*s  %s\n", mark, width, n, desc)
 	}
 	fmt.Fprintf(w, "  (* = default)  Ctrl-C stops the server.\n")
+}
+
+// printAppsBanner lists the apps of --app/--apps: name, mode, folder, how
+// many keys (never the keys) and cassettes.
+func printAppsBanner(w io.Writer, srv *mockserver.Server, guessable map[string]bool) {
+	apps := srv.Apps()
+	fmt.Fprintf(w, "dify-mock: serving %d app(s), each chosen by its API key (the first is the default)\n", len(apps))
+	width := 0
+	for _, a := range apps {
+		width = max(width, len(a.Name()))
+	}
+	for _, a := range apps {
+		var keys string
+		switch {
+		case a.Keys() == 0:
+			keys = "any \"Bearer app-…\" key"
+		case guessable[a.Name()]:
+			// Not a secret: the documented key of an app given none.
+			keys = "key " + mockserver.DefaultAppKey(a.Name())
+		default:
+			keys = fmt.Sprintf("%d key(s)", a.Keys())
+		}
+		fmt.Fprintf(w, "  app %-*s  %q (mode %s) from %s: %s, %d cassette(s)\n", width, a.Name(), a.Description().Info.Name, a.Mode(), a.CassetteDir(), keys, len(a.CassetteNames()))
+	}
 }

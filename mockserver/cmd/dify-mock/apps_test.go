@@ -1,0 +1,175 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// appFolder copies the built-in cassettes into dir/name, an app folder,
+// with keys (a keys.txt) when given.
+func appFolder(t *testing.T, dir, name string, keys ...string) string {
+	t.Helper()
+	src := filepath.Join("..", "..", "..", "cassettes")
+	dst := filepath.Join(dir, name)
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".yaml") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(keys) > 0 {
+		body := "# " + name + "'s keys\n\n" + strings.Join(keys, "\n") + "\n"
+		if err := os.WriteFile(filepath.Join(dst, keysFile), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+// TestServeApps: --apps serves each subfolder as an app reached by its
+// keys (keys.txt, DIFY_MOCK_APP_KEYS) or app-NAME; the banner lists the
+// apps without their keys; --state-file saves every app.
+func TestServeApps(t *testing.T) {
+	dir := t.TempDir()
+	appFolder(t, dir, "alpha")
+	appFolder(t, dir, "beta", "app-beta-secret")
+	appFolder(t, dir, "gamma")
+	t.Setenv(appKeysEnv, "alpha=app-alpha-secret")
+	state := filepath.Join(t.TempDir(), "state.json")
+	s := startServe(t, "--apps", dir, "--addr", "127.0.0.1:0", "--speed", "0", "--log-level", "warn", "--state-file", state)
+	base := s.waitBanner(regexp.MustCompile(`API base URL  (http://127\.0\.0\.1:\d+/v1)`))[0]
+	banner := s.out.String()
+	for _, want := range []string{"serving 3 app(s)", "app alpha", "app beta", "app gamma", "key app-gamma", "1 key(s)"} {
+		if !strings.Contains(banner, want) {
+			t.Errorf("banner lacks %q:\n%s", want, banner)
+		}
+	}
+	if strings.Contains(banner, "secret") {
+		t.Errorf("banner shows a key:\n%s", banner)
+	}
+	get := func(key, path string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	for key, want := range map[string]int{
+		"app-alpha-secret": 200, "app-beta-secret": 200, "app-gamma": 200,
+		"app-alpha": 401, "app-beta": 401, // given keys replace app-NAME
+		"app-other": 401,
+	} {
+		if got, body := get(key, "/info"); got != want {
+			t.Errorf("%s: %d %s, want %d", key, got, body, want)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodPost, base+"/chat-messages", strings.NewReader(`{"query":"hi","inputs":{},"user":"u","response_mode":"streaming"}`))
+	req.Header.Set("Authorization", "Bearer app-beta-secret")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("chat with beta's key: %d", resp.StatusCode)
+	}
+	s.stop()
+	data, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saved struct {
+		Apps map[string]struct {
+			Conversations []json.RawMessage `json:"conversations"`
+		} `json:"apps"`
+	}
+	if err := json.Unmarshal(data, &saved); err != nil {
+		t.Fatal(err)
+	}
+	if len(saved.Apps) != 3 || len(saved.Apps["beta"].Conversations) != 1 || len(saved.Apps["alpha"].Conversations) != 0 {
+		t.Errorf("state file: %.400s", data)
+	}
+	if strings.Contains(string(data), "secret") {
+		t.Error("the state file holds a key")
+	}
+}
+
+// TestServeAppsFlagErrors: each mistake is one line naming the flag and
+// the app, never a key.
+func TestServeAppsFlagErrors(t *testing.T) {
+	dir := t.TempDir()
+	alpha := appFolder(t, dir, "alpha")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--app", "alpha"}, "want NAME=PATH"},
+		{[]string{"--app", "Alpha=" + alpha}, `"Alpha"`},
+		{[]string{"--app", "alpha=" + alpha, "--app", "alpha=" + alpha}, `app "alpha" is already given`},
+		{[]string{"--app", "alpha=" + alpha, "--cassettes", alpha}, "--cassettes is for one app"},
+		{[]string{"--app", "alpha=" + alpha, "--api-key", "app-secret-1"}, "--api-key is for one app"},
+		{[]string{"--app-key", "alpha=app-secret-1"}, "--app-key needs --app"},
+		{[]string{"--app", "alpha=" + alpha, "--app-key", "beta=app-secret-1"}, `--app-key for "beta": no such app (apps: alpha)`},
+		{[]string{"--app", "alpha=" + alpha, "--app-key", "app-secret-1"}, "want NAME=KEY"},
+		{[]string{"--apps", filepath.Join(dir, "missing")}, "--apps"},
+		{[]string{"--apps", t.TempDir()}, "no app folders"},
+	} {
+		var errOut strings.Builder
+		_, err := parseServe(c.args, func(string) string { return "" }, io.Discard, &errOut)
+		if err == nil {
+			t.Errorf("%q: accepted", c.args)
+			continue
+		}
+		msg := errOut.String()
+		if !strings.Contains(msg, c.want) {
+			t.Errorf("%q: %s; want %q", c.args, msg, c.want)
+		}
+		if strings.Contains(msg, "secret") {
+			t.Errorf("%q: the message shows a key: %s", c.args, msg)
+		}
+	}
+	// A bad keys.txt line is named by its number, not its contents.
+	if err := os.WriteFile(filepath.Join(alpha, keysFile), []byte("app-good\napp secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := loadApps([]appSpec{{name: "alpha", path: alpha}}, nil)
+	if err == nil || !strings.Contains(err.Error(), "line 2") || strings.Contains(err.Error(), "secret") {
+		t.Errorf("bad keys.txt: %v", err)
+	}
+	// Beyond loopback, an app reached by app-NAME is refused.
+	if err := os.Remove(filepath.Join(alpha, keysFile)); err != nil {
+		t.Fatal(err)
+	}
+	appFolder(t, dir, "beta")
+	var errOut strings.Builder
+	code := runServe(t.Context(), []string{"--apps", dir, "--addr", "0.0.0.0:0"}, io.Discard, &errOut)
+	if code != 2 || !strings.Contains(errOut.String(), "every app a key") {
+		t.Errorf("remote without keys: exit %d %s", code, errOut.String())
+	}
+}

@@ -57,6 +57,7 @@ type Runner struct {
 	basePrefix   string
 	probed       bool
 	mode         string
+	appName      string
 	features     map[string]bool
 	values       map[string]string // placeholder -> value
 	fixtureErr   map[Fixture]error
@@ -70,6 +71,10 @@ const DefaultMaxChatTurns = 3
 
 // Mode is the app mode read from GET /info (after Run or Probe).
 func (r *Runner) Mode() string { return r.mode }
+
+// AppName is the app's name read from GET /info (after Run or Probe):
+// which app the key reached.
+func (r *Runner) AppName() string { return r.appName }
 
 // ChatTurns counts the requests of cases that may run a chat turn, plus
 // the fixture turn if any case needs it: what a run would spend at most.
@@ -143,6 +148,7 @@ func (r *Runner) Probe(ctx context.Context) error {
 	}
 	var info struct {
 		Mode string `json:"mode"`
+		Name string `json:"name"`
 	}
 	if err := r.getJSON(ctx, "/info", &info); err != nil {
 		return err
@@ -160,7 +166,7 @@ func (r *Runner) Probe(ctx context.Context) error {
 			r.features[name] = *f.Enabled
 		}
 	}
-	r.mode, r.probed = info.Mode, true
+	r.mode, r.appName, r.probed = info.Mode, info.Name, true
 	return nil
 }
 

@@ -57,7 +57,8 @@ const cell = 70
 // WriteTable writes the report for people: one row per difference,
 // grouped by case, then a summary.
 func (r *Report) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, "upstream %s (%s)  vs  mock %s (%s)\n\n", r.Upstream, orUnknown(r.UpstreamMode), r.Mock, orUnknown(r.MockMode))
+	fmt.Fprintf(w, "upstream %s (%s)  vs  mock %s (%s)\n", r.Upstream, orUnknown(r.UpstreamMode), r.Mock, orUnknown(r.MockMode))
+	fmt.Fprintf(w, "apps: upstream %q, mock %q (key: %s)\n\n", r.UpstreamApp, r.MockApp, orUnknown(r.MockKey))
 	table := func(title string, list []Difference) {
 		if len(list) == 0 {
 			return

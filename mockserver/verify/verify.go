@@ -53,6 +53,10 @@ type Options struct {
 	// MockKey is the key sent to Mock; "" = a random "app-…" key, which the
 	// in-process mock is configured to accept (and only it).
 	MockKey string
+	// MockKeyName says which key MockKey is, for the report (never the key:
+	// e.g. `app "support" (DIFY_MOCK_APP_KEYS)`); "" = "--mock-key" when
+	// MockKey is set.
+	MockKeyName string
 	// Cassettes are the in-process mock's chat cassettes; nil = the
 	// built-in set. Their app description is replaced by the upstream's.
 	Cassettes *cassette.Set
@@ -238,6 +242,13 @@ type Report struct {
 	User         string `json:"user"`
 	UpstreamMode string `json:"upstream_mode"`
 	MockMode     string `json:"mock_mode"`
+	// UpstreamApp and MockApp are the names (GET /info) of the apps the
+	// keys reached: a dify-mock serving several apps answers each key with
+	// its own (docs/mock/apps.md). MockKey says which key was sent to the
+	// mock, never the key itself.
+	UpstreamApp string `json:"upstream_app"`
+	MockApp     string `json:"mock_app"`
+	MockKey     string `json:"mock_key"`
 	Cases        int    `json:"cases"`
 	// Compared counts the cases both servers answered.
 	Compared    int          `json:"compared"`
@@ -342,8 +353,12 @@ func Run(ctx context.Context, opts Options) (_ *Report, err error) {
 	}
 	rep := &Report{Upstream: plan.Upstream, Mock: mockLabel, User: user, Cases: len(cases), Differences: []Difference{}}
 	mockURL, mockKey := opts.Mock, opts.MockKey
+	rep.MockKey = opts.MockKeyName
 	if mockKey == "" {
 		mockKey = "app-" + randomHex(12)
+		rep.MockKey = "a random app-… key"
+	} else if rep.MockKey == "" {
+		rep.MockKey = "--mock-key"
 	}
 	// Runs last, after both cleanups: no key in anything reported.
 	defer rep.redact(opts.UpstreamKey, mockKey)
@@ -372,7 +387,7 @@ func Run(ctx context.Context, opts Options) (_ *Report, err error) {
 	if err := upRun.Probe(ctx); err != nil {
 		return rep, sideError(ctx, rep, "upstream", err)
 	}
-	rep.UpstreamMode = upRun.Mode()
+	rep.UpstreamMode, rep.UpstreamApp = upRun.Mode(), upRun.AppName()
 	if rep.UpstreamMode != dify.ModeAgent && rep.UpstreamMode != dify.ModeAgentChat {
 		logf("warning: the upstream app's mode is %q, not an Agent app (agent or agent-chat); expect differences that come from the app type", rep.UpstreamMode)
 	}
@@ -400,7 +415,8 @@ func Run(ctx context.Context, opts Options) (_ *Report, err error) {
 	if err := mockRun.Probe(ctx); err != nil {
 		return rep, sideError(ctx, rep, "mock", err)
 	}
-	rep.MockMode = mockRun.Mode()
+	rep.MockMode, rep.MockApp = mockRun.Mode(), mockRun.AppName()
+	logf("the mock answered as app %q (key: %s)", rep.MockApp, rep.MockKey)
 
 	var differing []pending
 	for _, c := range cases {

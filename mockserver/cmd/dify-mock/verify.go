@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/difyops/terraform-provider-dify/mockserver"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 	"github.com/difyops/terraform-provider-dify/mockserver/conformance"
 	"github.com/difyops/terraform-provider-dify/mockserver/record"
@@ -52,6 +53,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	key := fs.String("upstream-key", "", "the app's API `KEY` (app-…); prefer the environment variable, which keeps it out of the process list")
 	mock := fs.String("mock", "", "`URL` (Service API base) of a running dify-mock to check (default: the built-in mock, started in-process on 127.0.0.1 with the upstream's app description)")
 	mockKey := fs.String("mock-key", "", "API `KEY` sent to --mock (default: a random app-… key)")
+	mockApp := fs.String("mock-app", "", "check the app `NAME` of a --mock serving several apps: its key is read from "+appKeysEnv+" (NAME=KEY pairs, as serve takes), else app-NAME (docs/mock/apps.md)")
 	cassettes := fs.String("cassettes", "", "chat cassettes `DIR` for the built-in mock (default: the built-in cassettes; the app description is always the upstream's)")
 	maxTurns := fs.Int("max-chat-turns", verify.DefaultMaxChatTurns, "most chat turns the upstream is asked to run (they cost model tokens): a hard cap counting every chat request it accepts; 0 sends no chat request")
 	inputs := fs.String("inputs", "", "`JSON` object sent as the inputs of each chat turn (for apps whose form has required fields)")
@@ -89,6 +91,18 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	opts := verify.Options{
 		Upstream: *upstream, UpstreamKey: *key, Mock: *mock, MockKey: *mockKey,
 		MaxChatTurns: *maxTurns, Timeout: *timeout, RecordDiff: *recordDiff,
+	}
+	if *mockApp != "" {
+		switch {
+		case *mock == "":
+			return fail(2, "--mock-app needs --mock URL: the built-in mock serves one app")
+		case *mockKey != "":
+			return fail(2, "--mock-app and --mock-key both choose the key: give one")
+		}
+		if err := mockserver.CheckAppName(*mockApp); err != nil {
+			return fail(2, "--mock-app: %v", err)
+		}
+		opts.MockKey, opts.MockKeyName = mockAppKey(*mockApp, os.Getenv)
 	}
 	if *inputs != "" {
 		if err := json.Unmarshal([]byte(*inputs), &opts.Inputs); err != nil || opts.Inputs == nil {
@@ -181,6 +195,19 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 1
 	}
 	return 0
+}
+
+// mockAppKey is the key of the mock's app name, as serve gives it: the
+// first of its --app-key pairs in DIFY_MOCK_APP_KEYS, else app-NAME. label
+// says which, for the report (never the key).
+func mockAppKey(name string, getenv func(string) string) (key, label string) {
+	for _, pair := range strings.Split(getenv(appKeysEnv), ",") {
+		n, k, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		if ok && n == name && k != "" {
+			return k, fmt.Sprintf("app %q's key from %s", name, appKeysEnv)
+		}
+	}
+	return mockserver.DefaultAppKey(name), fmt.Sprintf("%s (the key of an app given none)", mockserver.DefaultAppKey(name))
 }
 
 func mockLabel(m string) string {

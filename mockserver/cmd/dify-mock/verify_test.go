@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -193,5 +194,53 @@ func TestVerifyInterrupted(t *testing.T) {
 	}
 	if strings.Contains(out.String()+errOut.String(), verifyTestKey) {
 		t.Error("the key was printed")
+	}
+}
+
+// TestVerifyNamesTheMockApp: against a dify-mock serving several apps,
+// --mock-app picks the app's key (DIFY_MOCK_APP_KEYS, else app-NAME) and
+// the report names the app that answered and which key it was, never the
+// key.
+func TestVerifyNamesTheMockApp(t *testing.T) {
+	t.Setenv("DIFY_MOCK_UPSTREAM_KEY", verifyTestKey)
+	withTerminal(t, false, "")
+	up, _ := verifyUpstream(t, false)
+	builtin, err := mockserver.BuiltinSet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The other app answers /info with another name.
+	other, otherApp := *builtin, *builtin.App
+	otherApp.Responses = maps.Clone(builtin.App.Responses)
+	info := *otherApp.Responses["/info"]
+	info.Body = bytes.Replace(info.Body, []byte(builtin.App.Info.Name), []byte("Another App"), 1)
+	otherApp.Responses["/info"], other.App = &info, &otherApp
+	srv, err := mockserver.New(mockserver.Config{Apps: []mockserver.AppConfig{
+		{Name: "other", Cassettes: &other},
+		{Name: "support", Cassettes: builtin, APIKeys: []string{"app-SupportSecret1"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	t.Setenv(appKeysEnv, "other=app-x1,support=app-SupportSecret1")
+	code, out, errOut := runCLI(t, "--upstream", up, "--mock", ts.URL+"/v1", "--mock-app", "support", "--yes", "--json", "--quiet", "--max-chat-turns", "0")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	var rep verify.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("--json output: %v\n%s", err, out)
+	}
+	if rep.MockApp != builtin.App.Info.Name || !strings.Contains(rep.MockKey, `app "support"`) || strings.Contains(out+errOut, "SupportSecret") {
+		t.Errorf("report: mock app %q, key %q", rep.MockApp, rep.MockKey)
+	}
+	if key, label := mockAppKey("other", func(string) string { return "" }); key != "app-other" || !strings.Contains(label, "app-other") {
+		t.Errorf("mockAppKey without the variable = %q, %q", key, label)
+	}
+	code, _, errOut = runCLI(t, "--upstream", up, "--mock-app", "support", "--yes")
+	if code != 2 || !strings.Contains(errOut, "--mock-app needs --mock") {
+		t.Errorf("--mock-app without --mock: exit %d %s", code, errOut)
 	}
 }

@@ -249,7 +249,7 @@ type Report struct {
 	UpstreamApp string `json:"upstream_app"`
 	MockApp     string `json:"mock_app"`
 	MockKey     string `json:"mock_key"`
-	Cases        int    `json:"cases"`
+	Cases       int    `json:"cases"`
 	// Compared counts the cases both servers answered.
 	Compared    int          `json:"compared"`
 	Differences []Difference `json:"differences"`

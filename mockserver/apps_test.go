@@ -138,7 +138,12 @@ func TestAppsKeepStateApart(t *testing.T) {
 	same("list messages", http.MethodGet, "/messages?user=u&conversation_id="+conv, nil)
 	same("suggested", http.MethodGet, "/messages/"+msg+"/suggested?user=u", nil)
 	same("rate a message", http.MethodPost, "/messages/"+msg+"/feedbacks", map[string]any{"rating": "dislike", "user": "u"})
-	same("file preview", http.MethodGet, "/files/"+file.ID+"/preview?user=u", nil)
+	// Dify's preview tells a file of another app's message from a missing
+	// one: 403 (every app of the mock is in one workspace).
+	resp, body = b.do(http.MethodGet, "/files/"+file.ID+"/preview?user=u", nil)
+	b.wantError(resp, body, 403, "file_access_denied", "File access denied: not owned by requesting app")
+	resp, body = b.do(http.MethodGet, "/files/"+missing+"/preview?user=u", nil)
+	b.wantError(resp, body, 404, "file_not_found", "File not found in message context")
 	same("end user", http.MethodGet, "/end-users/"+endUser, nil)
 	same("update annotation", http.MethodPut, "/apps/annotations/"+ann.ID, map[string]any{"question": "q", "answer": "stolen"})
 	same("delete annotation", http.MethodDelete, "/apps/annotations/"+ann.ID, nil)

@@ -38,6 +38,9 @@ func (s *appServer) previewFile(w http.ResponseWriter, r *http.Request, ps httpr
 	asAttachment := q.Bool("as_attachment")
 	f, err := s.store.PreviewFile(id)
 	switch {
+	case errors.Is(err, store.ErrFileNotInMessage) && s.fileInAnotherApp(id):
+		writeError(w, newError(http.StatusForbidden, "file_access_denied", "File access denied: not owned by requesting app"))
+		return
 	case errors.Is(err, store.ErrFileNotInMessage):
 		writeError(w, newError(http.StatusNotFound, "file_not_found", "File not found in message context"))
 		return

@@ -215,8 +215,7 @@ const (
 // (Mode, App, CassetteNames, StateUsage, ReloadCassettes, …) describe the
 // default app, the first; Apps and AppNamed reach the others.
 type Server struct {
-	*appServer // the default app: the first of apps
-	apps       []*appServer
+	*appServer // the default app: the first of apps (hub.apps)
 	byName     map[string]*appServer
 	// byKey finds the app of an API key (several apps, or one with
 	// APIKeys); nil: one app that accepts any "Bearer app-…" key.
@@ -260,6 +259,8 @@ type hub struct {
 	evictions *evictionLog
 	// account is the state bound every app's store counts in.
 	account *store.Account
+	// apps are every app of the server (set once, by New).
+	apps []*appServer
 }
 
 // appServer is one app: its description, cassettes, state and routes.
@@ -380,6 +381,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	h.evictions = newEvictionLog(log)
 	srv := &Server{byName: map[string]*appServer{}}
+	var apps []*appServer
 	for _, ac := range appCfgs {
 		a, err := newApp(h, ac)
 		if err != nil {
@@ -388,7 +390,7 @@ func New(cfg Config) (*Server, error) {
 			}
 			return nil, err
 		}
-		srv.apps = append(srv.apps, a)
+		apps = append(apps, a)
 		srv.byName[a.name] = a
 		for _, k := range ac.APIKeys {
 			if srv.byKey == nil {
@@ -397,7 +399,8 @@ func New(cfg Config) (*Server, error) {
 			srv.byKey[k] = a
 		}
 	}
-	srv.appServer = srv.apps[0]
+	h.apps = apps
+	srv.appServer = apps[0]
 	srv.setupControl()
 	for _, a := range srv.apps {
 		a.handler = a.journaled(a.name, a.routes())
@@ -560,6 +563,22 @@ func (s *Server) AppNamed(name string) (*App, bool) {
 		return nil, false
 	}
 	return &App{a: a, isDefault: a == s.appServer}, true
+}
+
+// fileInAnotherApp reports whether a message of another app references
+// the upload id: Dify's file preview then answers 403 file_access_denied
+// rather than 404 (file_preview.py _validate_file_ownership; every app of
+// the mock is in one workspace).
+func (s *appServer) fileInAnotherApp(id string) bool {
+	for _, a := range s.hub.apps {
+		if a == s {
+			continue
+		}
+		if _, err := a.store.PreviewFile(id); !errors.Is(err, store.ErrFileNotInMessage) {
+			return true
+		}
+	}
+	return false
 }
 
 // appNames lists the apps' names, the default first.

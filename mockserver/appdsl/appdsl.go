@@ -247,7 +247,7 @@ func (p *parser) parse(data []byte) (*cassette.App, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.sweepSecrets(root, "")
+	p.sweepSecrets(root, "", false)
 	a := p.appFields(appNode, d)
 	return p.build(mode, version, a, d)
 }
@@ -563,30 +563,33 @@ func defaultFileUpload() *yaml.Node {
 
 // sweepSecrets warns about credential-like fields that hold a value, by path
 // only. Dify's export leaves them out (include_secret=false, and the Agent
-// package nulls them); a hand-edited file may not.
-func (p *parser) sweepSecrets(n *yaml.Node, path string) {
+// package nulls them); a hand-edited file may not. Under a credential-like
+// key (secret_refs, credential_ref, …) a `value` counts as one too.
+func (p *parser) sweepSecrets(n *yaml.Node, path string, underSecret bool) {
 	switch n.Kind {
 	case yaml.MappingNode:
+		secretVar := false
+		if t, _ := get(n, "value_type"); isStr(t) && t.Value == "secret" {
+			secretVar = true // a workflow's secret environment variable
+		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			child := path + "." + keyName(k.Value)
 			if path == "" {
 				child = keyName(k.Value)
 			}
-			if sensitiveKey(k.Value) && v.Kind == yaml.ScalarNode && truthy(v) {
-				p.warn(k, "%s holds a value; dify-mock never serves it, but keep credentials out of DSL files (Dify's export leaves them out)", child)
+			sensitive := sensitiveKey(k.Value)
+			if v.Kind == yaml.ScalarNode {
+				if truthy(v) && (sensitive || ((underSecret || secretVar) && k.Value == "value")) {
+					p.warn(k, "%s holds a secret; dify-mock never serves it, but keep secrets out of DSL files (Dify's export leaves them out)", child)
+				}
 				continue
 			}
-			p.sweepSecrets(v, child)
-		}
-		if t, _ := get(n, "value_type"); isStr(t) && t.Value == "secret" {
-			if v, k := get(n, "value"); truthy(v) {
-				p.warn(k, "%s is a secret variable with its value in the file; dify-mock never serves it, but keep secrets out of DSL files (Dify exports them empty)", path)
-			}
+			p.sweepSecrets(v, child, underSecret || sensitive)
 		}
 	case yaml.SequenceNode:
 		for i, c := range n.Content {
-			p.sweepSecrets(c, fmt.Sprintf("%s[%d]", path, i))
+			p.sweepSecrets(c, fmt.Sprintf("%s[%d]", path, i), underSecret)
 		}
 	}
 }

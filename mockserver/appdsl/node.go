@@ -10,10 +10,11 @@ import (
 
 // Bounds on what one DSL may expand to. YAML aliases can make a small file
 // stand for an enormous tree ("billion laughs"); the copy below expands
-// them and stops at these limits.
+// them and stops when they add more than maxAliasNodes nodes to what the
+// file itself holds.
 const (
-	maxNodes = 1 << 20
-	maxDepth = 128
+	maxAliasNodes = 1 << 16
+	maxDepth      = 128
 )
 
 // expand copies n with every alias replaced by a copy of its target, so the
@@ -22,8 +23,17 @@ const (
 // off, …) get the !!bool tag: Dify loads DSL files with PyYAML's safe_load,
 // which follows YAML 1.1, where yaml.v3 follows 1.2 and keeps them strings.
 func expand(n *yaml.Node) (*yaml.Node, error) {
-	budget := maxNodes
+	budget := countNodes(n) + maxAliasNodes
 	return expandNode(n, 0, &budget)
+}
+
+// countNodes counts the nodes the file spells out (an alias is one).
+func countNodes(n *yaml.Node) int {
+	c := 1
+	for _, k := range n.Content {
+		c += countNodes(k)
+	}
+	return c
 }
 
 func expandNode(n *yaml.Node, depth int, budget *int) (*yaml.Node, error) {
@@ -32,7 +42,7 @@ func expandNode(n *yaml.Node, depth int, budget *int) (*yaml.Node, error) {
 	}
 	*budget--
 	if *budget < 0 {
-		return nil, fmt.Errorf("expands to more than %d YAML nodes (aliases?)", maxNodes)
+		return nil, fmt.Errorf("its aliases expand to more than %d YAML nodes beyond the file's own", maxAliasNodes)
 	}
 	if n.Kind == yaml.AliasNode {
 		if n.Alias == nil {
@@ -80,12 +90,13 @@ func pyYAMLBool(n *yaml.Node) {
 }
 
 // get returns the value of key in mapping m (nil when m is not a mapping or
-// has no such key) and the key node, for its line.
+// has no such key) and the key node, for its line. Of duplicate keys the
+// last wins, as in the dict PyYAML builds.
 func get(m *yaml.Node, key string) (val, keyNode *yaml.Node) {
 	if m == nil || m.Kind != yaml.MappingNode {
 		return nil, nil
 	}
-	for i := 0; i+1 < len(m.Content); i += 2 {
+	for i := len(m.Content) - 2; i >= 0; i -= 2 {
 		if m.Content[i].Value == key {
 			return m.Content[i+1], m.Content[i]
 		}

@@ -66,8 +66,8 @@ func FindInDir(dir string) ([]string, error) {
 
 // Load reads what `dify-mock serve --cassettes PATH` serves:
 //
-//   - a DSL file (*.yml or *.yaml with top-level kind: app): the app it
-//     describes, with the built-in chat cassettes;
+//   - a DSL file (*.yml or *.yaml): the app it describes, with the
+//     built-in chat cassettes;
 //   - a folder with one DSL file: that app, with the folder's chat
 //     cassettes (cassette.LoadDir), or the built-in ones when it has none;
 //   - any other folder: cassette.LoadDir, as before.
@@ -77,7 +77,7 @@ func FindInDir(dir string) ([]string, error) {
 func Load(path string) (*cassette.Set, []Warning, error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cassettes: %w", err)
+		return nil, nil, fmt.Errorf("cassette folder or DSL file: %w", err)
 	}
 	if !st.IsDir() {
 		if !IsDSLName(path) {
@@ -87,9 +87,8 @@ func Load(path string) (*cassette.Set, []Warning, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		if !cassette.IsAppDSL(data) {
-			return nil, nil, fmt.Errorf("%s: not a Dify app DSL file (no top-level kind: app with an app block); pass its folder to load cassettes", path)
-		}
+		// Named on its own, the file is read as a DSL whatever it holds,
+		// so a broken one gets Parse's precise reason.
 		app, warns, err := Parse(data, path)
 		if err != nil {
 			return nil, warns, err
@@ -103,7 +102,7 @@ func Load(path string) (*cassette.Set, []Warning, error) {
 	}
 	dsls, err := FindInDir(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cassettes: %w", err)
+		return nil, nil, fmt.Errorf("cassette folder: %w", err)
 	}
 	switch {
 	case len(dsls) == 0:

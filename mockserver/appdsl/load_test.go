@@ -107,7 +107,8 @@ func TestLoadRefusals(t *testing.T) {
 	for _, c := range []struct{ path, want string }{
 		{two, "2 Dify app DSL files (" + filepath.Join(two, "a.yml") + ", " + filepath.Join(two, "b.yaml") + ")"},
 		{both, "two app descriptions, " + filepath.Join(both, "agent.yml") + " (Dify app DSL) and " + filepath.Join(both, "app.yaml")},
-		{notDSL, "not a Dify app DSL file"},
+		{notDSL, "Missing app data"},
+		{filepath.Join("..", "..", "cassettes", "plain-answer.yaml"), "this is a dify-mock cassette"},
 		{txt, "not a folder and not a Dify app DSL file"},
 		{"testdata/secrets-workflow.yml", "app.mode is workflow"},
 		{filepath.Join(t.TempDir(), "missing"), "no such file"},

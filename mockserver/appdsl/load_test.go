@@ -119,3 +119,18 @@ func TestLoadRefusals(t *testing.T) {
 		}
 	}
 }
+
+// The example apps users start from load cleanly, each as the mode it
+// says it is.
+func TestExampleApps(t *testing.T) {
+	for file, mode := range map[string]string{"support-agent.yml": "agent", "legacy-helper.yml": "agent-chat"} {
+		set, warns, err := appdsl.Load(filepath.Join("..", "..", "examples", "mock-apps", file))
+		if err != nil || len(warns) != 0 {
+			t.Errorf("%s: %v %v", file, err, warns)
+			continue
+		}
+		if set.App.Info.Mode != mode || len(set.Names) == 0 {
+			t.Errorf("%s: mode %q, %d cassettes", file, set.App.Info.Mode, len(set.Names))
+		}
+	}
+}

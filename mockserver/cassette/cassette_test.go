@@ -134,3 +134,49 @@ func TestWriteNewMakesShareableFiles(t *testing.T) {
 		t.Fatalf("mode %v, want 0644", st.Mode().Perm())
 	}
 }
+
+func TestIsAppDSL(t *testing.T) {
+	for _, c := range []struct {
+		doc  string
+		want bool
+	}{
+		{"version: \"0.7.0\"\nkind: app\napp: {mode: agent}\n", true},
+		{"kind: app\napp:\n  mode: agent-chat\nmodel_config: {}\n", true},
+		// An author app scenario: kind app, but info/parameters, no app block.
+		{"kind: app\nserver_version: \"1.17.1\"\ninfo: {name: x}\n", false},
+		// A cassette.
+		{"version: 1\ndify_mock: {format: 1, kind: app}\nkind: app\napp: {mode: agent}\n", false},
+		{"kind: workflow\napp: {mode: agent}\n", false},
+		{"app: {mode: agent}\n", false},
+		{"kind: app\napp: agent\n", false},
+		{"not: [yaml\n", false},
+	} {
+		if got := cassette.IsAppDSL([]byte(c.doc)); got != c.want {
+			t.Errorf("IsAppDSL(%q) = %v, want %v", c.doc, got, c.want)
+		}
+	}
+}
+
+// A DSL file in a cassette folder is the app description in another format:
+// the loader skips it whatever it is named.
+func TestLoadDirSkipsDSLFiles(t *testing.T) {
+	dir := t.TempDir()
+	dsl := "version: \"0.7.0\"\nkind: app\napp: {mode: agent, name: X}\n"
+	if err := os.WriteFile(filepath.Join(dir, "My Agent.yaml"), []byte(dsl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join("..", "..", "cassettes", "plain-answer.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plain-answer.yaml"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	set, err := cassette.LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set.App != nil || len(set.Names) != 1 || set.Names[0] != "plain-answer" {
+		t.Errorf("app %v, cassettes %v", set.App, set.Names)
+	}
+}

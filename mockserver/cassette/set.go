@@ -38,7 +38,8 @@ func (s *Set) Get(name string) (*Cassette, bool) {
 }
 
 // LoadDir loads every *.yaml file directly inside dir (subfolders such as
-// scenarios/ are ignored).
+// scenarios/ are ignored). Dify app DSL files (IsAppDSL) are skipped:
+// mockserver/appdsl.Load reads a folder that holds one.
 func LoadDir(dir string) (*Set, error) {
 	info, err := os.Stat(dir)
 	if err != nil {
@@ -69,11 +70,17 @@ func load(fsys fs.FS, label string) (*Set, error) {
 		}
 		name := strings.TrimSuffix(e.Name(), ".yaml")
 		display := filepath.Join(label, e.Name())
-		if err := ValidName(name); err != nil {
-			return nil, fileErr(display, "%v", err)
-		}
 		data, err := readLimited(fsys, e.Name())
 		if err != nil {
+			return nil, fileErr(display, "%v", err)
+		}
+		if IsAppDSL(data) {
+			// A Dify app DSL file is the folder's app description in
+			// another format, named as Dify exports name it;
+			// mockserver/appdsl loads it.
+			continue
+		}
+		if err := ValidName(name); err != nil {
 			return nil, fileErr(display, "%v", err)
 		}
 		f, err := Decode(display, data)

@@ -6,7 +6,8 @@
 // line, interaction and frame; all problems are reported, not just the
 // first. Paths checks files and folders, Bytes one file's contents;
 // `dify-mock lint` (mockserver/cmd/dify-mock/lint.go) is the command-line
-// front end.
+// front end. Dify app DSL files (mockserver/appdsl) are checked as the mock
+// reads them.
 package lint
 
 import (
@@ -26,6 +27,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/difyops/terraform-provider-dify/dify"
+	"github.com/difyops/terraform-provider-dify/mockserver/appdsl"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 	"github.com/difyops/terraform-provider-dify/mockserver/fault"
 	"github.com/difyops/terraform-provider-dify/mockserver/secrets"
@@ -61,8 +63,11 @@ func (p Problem) String() string {
 // Report is the result of linting some paths.
 type Report struct {
 	Problems []Problem
+	// Warnings are what a Dify app DSL file says that the mock ignores or
+	// reads in its own way (appdsl.Warning): worth a look, not a failure.
+	Warnings []Problem
 	// Files counts the files checked; Chats and Apps count those that are
-	// chat cassettes and app descriptions.
+	// chat cassettes and app descriptions (app.yaml or a Dify app DSL).
 	Files, Chats, Apps int
 }
 
@@ -85,8 +90,11 @@ func scanSecrets(data []byte) []secrets.Finding {
 
 // Paths lints files and folders. A folder contributes the *.yaml files
 // directly inside it (as the mock loads it; subfolders such as scenarios/
-// are skipped) and gets the folder-wide checks: one default cassette, one
-// app description, distinct queries.
+// are skipped) and any Dify app DSL file (*.yml or *.yaml, appdsl), and
+// gets the folder-wide checks: one default cassette, one app description,
+// distinct queries. A DSL file is checked as `dify-mock serve` reads it
+// (appdsl.Parse): what would stop serve is a problem with the same text,
+// the rest are warnings.
 func Paths(paths []string) *Report {
 	r := &Report{}
 	for _, p := range paths {
@@ -96,7 +104,14 @@ func Paths(paths []string) *Report {
 			continue
 		}
 		if !st.IsDir() {
-			lintOne(r, p, filepath.Base(p))
+			if data, ok, err := dslFile(p); err != nil {
+				r.Files++
+				r.Problems = append(r.Problems, fileProblem(p, 0, "%v", unwrapPathErr(err)))
+			} else if ok {
+				lintDSL(r, p, data)
+			} else {
+				lintOne(r, p, filepath.Base(p))
+			}
 			continue
 		}
 		entries, err := os.ReadDir(p)
@@ -106,13 +121,21 @@ func Paths(paths []string) *Report {
 		}
 		var results []*fileResult
 		for _, e := range entries {
-			if e.IsDir() || !strings.HasSuffix(e.Name(), ".yaml") {
+			if e.IsDir() || !appdsl.IsDSLName(e.Name()) {
 				continue
 			}
-			results = append(results, lintOne(r, filepath.Join(p, e.Name()), e.Name()))
+			path := filepath.Join(p, e.Name())
+			if data, err := appdsl.ReadFile(path); err == nil && cassette.IsAppDSL(data) {
+				results = append(results, lintDSL(r, path, data))
+				continue
+			}
+			if !strings.HasSuffix(e.Name(), ".yaml") {
+				continue // a *.yml file that is not a DSL: the mock ignores it
+			}
+			results = append(results, lintOne(r, path, e.Name()))
 		}
 		if len(results) == 0 {
-			r.Problems = append(r.Problems, fileProblem(p, 0, "no *.yaml cassettes in this folder"))
+			r.Problems = append(r.Problems, fileProblem(p, 0, "no *.yaml cassettes or Dify app DSL file in this folder"))
 			continue
 		}
 		folderChecks(r, p, results)
@@ -166,6 +189,50 @@ func readLimited(path string) ([]byte, error) {
 	buf := bytes.NewBuffer(data)
 	_, err = buf.ReadFrom(f)
 	return buf.Bytes(), err
+}
+
+// dslFile reads path when it is a Dify app DSL file: a *.yml file (the
+// mock reads no cassette from one, so it can only be a DSL) or a *.yaml
+// file with top-level kind: app and an app block.
+func dslFile(path string) ([]byte, bool, error) {
+	yml := strings.HasSuffix(strings.ToLower(path), ".yml")
+	if !yml && !strings.HasSuffix(path, ".yaml") {
+		return nil, false, nil
+	}
+	data, err := appdsl.ReadFile(path)
+	if err != nil {
+		if yml {
+			return nil, false, err
+		}
+		return nil, false, nil // a large *.yaml is the cassette checks' to report
+	}
+	return data, yml || cassette.IsAppDSL(data), nil
+}
+
+// lintDSL checks a Dify app DSL file as serve reads it, plus the secret
+// scan every cassette gets.
+func lintDSL(r *Report, path string, data []byte) *fileResult {
+	r.Files++
+	r.Apps++
+	res := &fileResult{file: path, kind: cassette.KindApp}
+	_, warns, err := appdsl.Parse(data, path)
+	for _, w := range warns {
+		r.Warnings = append(r.Warnings, Problem{File: w.File, Line: w.Line, Interaction: -1, Frame: -1, Message: w.Message})
+	}
+	if err != nil {
+		var de *appdsl.Error
+		if errors.As(err, &de) {
+			res.Problems = append(res.Problems, fileProblem(de.File, de.Line, "%s", de.Reason))
+		} else {
+			res.Problems = append(res.Problems, fileProblem(path, 0, "%v", err))
+		}
+	}
+	for _, f := range scanSecrets(data) {
+		res.Problems = append(res.Problems, Problem{File: path, Line: f.Line, Interaction: -1, Frame: -1,
+			Message: fmt.Sprintf("column %d: a %s is stored in the file (remove it; secrets never belong in a DSL kept in git)", f.Column, f.Pattern)})
+	}
+	r.Problems = append(r.Problems, res.Problems...)
+	return res
 }
 
 // fileResult is what one file contributes to folder-wide checks.

@@ -8,9 +8,11 @@ import (
 	"github.com/difyops/terraform-provider-dify/mockserver/lint"
 )
 
-const lintAbout = `Checks cassettes: files, or folders (every *.yaml directly inside; subfolders
-such as scenarios/ are skipped). Reports every problem with its file, line,
-interaction and frame, and exits 1 if there is any.
+const lintAbout = `Checks cassettes and Dify app DSL files: files, or folders (every *.yaml
+directly inside and a DSL *.yml; subfolders such as scenarios/ are skipped).
+Reports every problem with its file, line, interaction and frame, and exits 1
+if there is any. A DSL file is read as serve reads it (docs/mock/dsl.md): what
+would stop serve is a problem, what serve would only warn about is a warning.
 
 Checks: the cassette format (go-vcr v2 + dify_mock block, X-Dify-Mock-Frames
 offsets and lengths), SSE frame syntax, event order (one terminal message_end
@@ -24,7 +26,7 @@ most one default cassette, at most one app description, distinct queries.`
 // when a problem was found, 2 on bad usage.
 func runLint(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	f := newFlags("lint", "dify-mock lint PATH...", lintAbout)
-	f.footer = "Example:\n  dify-mock lint cassettes/"
+	f.footer = "Examples:\n  dify-mock lint cassettes/\n  dify-mock lint examples/mock-apps/support-agent.yml"
 	if err := f.parse(args, noEnv, stdout, stderr); err != nil {
 		return exitCode(err)
 	}
@@ -35,7 +37,14 @@ func runLint(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, p := range r.Problems {
 		fmt.Fprintln(stdout, p)
 	}
+	for _, w := range r.Warnings {
+		w.Message = "warning: " + w.Message
+		fmt.Fprintln(stdout, w)
+	}
 	summary := fmt.Sprintf("%d file(s): %d chat cassette(s), %d app description(s)", r.Files, r.Chats, r.Apps)
+	if len(r.Warnings) > 0 {
+		summary += fmt.Sprintf(", %d warning(s)", len(r.Warnings))
+	}
 	if !r.OK() {
 		fmt.Fprintf(stderr, "dify-mock lint: %d problem(s) in %s\n", len(r.Problems), summary)
 		return 1

@@ -276,7 +276,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	source := "built-in cassettes"
 	var set *cassette.Set
 	if o.cassettes != "" {
-		if set, err = cassette.LoadDir(o.cassettes); err != nil {
+		if set, err = loadAppSource(o.cassettes, logger); err != nil {
 			fmt.Fprintf(stderr, "dify-mock serve: %v\n", err)
 			return 1
 		}

@@ -1,0 +1,36 @@
+package cassette
+
+import (
+	"bytes"
+
+	"gopkg.in/yaml.v3"
+)
+
+// ProvenanceDSL marks an app description that dify-mock derived from a Dify
+// app DSL file (mockserver/appdsl) rather than recorded or authored: it only
+// exists in memory, so Decode never accepts it in a cassette file.
+const ProvenanceDSL = "dsl"
+
+// IsAppDSL reports whether data is a Dify app DSL document, the YAML file
+// Dify's "Export DSL" writes (api/services/app_dsl_service.py): a top-level
+// mapping with `kind: app` and an `app` block, and no dify_mock block. The
+// loader skips such files (mockserver/appdsl reads them); an author app
+// scenario (`kind: app` with info/parameters) has no `app` block, so it is
+// not one.
+func IsAppDSL(data []byte) bool {
+	// Cheap test first: a folder's cassettes are read on every reload.
+	if !bytes.Contains(data, []byte("kind")) || !bytes.Contains(data, []byte("app")) {
+		return false
+	}
+	var probe struct {
+		Kind     any `yaml:"kind"`
+		App      any `yaml:"app"`
+		DifyMock any `yaml:"dify_mock"`
+	}
+	if yaml.Unmarshal(data, &probe) != nil {
+		return false
+	}
+	kind, _ := probe.Kind.(string)
+	_, app := probe.App.(map[string]any)
+	return kind == KindApp && app && probe.DifyMock == nil
+}

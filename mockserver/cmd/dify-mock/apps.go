@@ -4,13 +4,13 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/difyops/terraform-provider-dify/mockserver"
-	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 )
 
 // Several apps in one serve (docs/mock/apps.md): --app NAME=PATH,
@@ -114,10 +114,10 @@ func parseAppKeys(values []string, apps []appSpec) (map[string][]string, error) 
 // loadApps loads each app's cassettes and keys (flags first, then its
 // keys.txt). An app given no key is reached by app-NAME when there are
 // several (mockserver.DefaultAppKey), by any key when it is alone.
-func loadApps(specs []appSpec, flagKeys map[string][]string) ([]servedApp, error) {
+func loadApps(specs []appSpec, flagKeys map[string][]string, logger *slog.Logger) ([]servedApp, error) {
 	var out []servedApp
 	for _, s := range specs {
-		set, err := loadAppSource(s.path)
+		set, err := loadAppSource(s.path, logger)
 		if err != nil {
 			return nil, fmt.Errorf("app %q: %v", s.name, err)
 		}
@@ -128,17 +128,11 @@ func loadApps(specs []appSpec, flagKeys map[string][]string) ([]servedApp, error
 		}
 		keys = append(keys, fileKeys...)
 		out = append(out, servedApp{
-			cfg:          mockserver.AppConfig{Name: s.name, Cassettes: set, CassetteDir: s.path, APIKeys: keys},
+			cfg:          mockserver.AppConfig{Name: s.name, Cassettes: set, CassetteDir: cassetteDir(s.path), APIKeys: keys},
 			explicitKeys: len(keys) > 0,
 		})
 	}
 	return out, nil
-}
-
-// loadAppSource loads one app's description and cassettes from path, an
-// app folder (app.yaml and chat cassettes, as --cassettes takes).
-func loadAppSource(path string) (*cassette.Set, error) {
-	return cassette.LoadDir(path)
 }
 
 // readKeysFile reads the keys.txt of an app folder: one key a line, blank
@@ -173,4 +167,14 @@ func readKeysFile(dir string) ([]string, error) {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
 	return keys, nil
+}
+
+// cassetteDir is the folder an app's cassettes are reloaded from and saved
+// into: the app folder itself, none for an app described by a DSL file
+// alone (it replays the built-in cassettes).
+func cassetteDir(path string) string {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return path
+	}
+	return ""
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -158,7 +159,7 @@ func TestServeAppsFlagErrors(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(alpha, keysFile), []byte("app-good\napp secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := loadApps([]appSpec{{name: "alpha", path: alpha}}, nil)
+	_, err := loadApps([]appSpec{{name: "alpha", path: alpha}}, nil, slog.New(slog.DiscardHandler))
 	if err == nil || !strings.Contains(err.Error(), "line 2") || strings.Contains(err.Error(), "secret") {
 		t.Errorf("bad keys.txt: %v", err)
 	}

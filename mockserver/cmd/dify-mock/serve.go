@@ -284,7 +284,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	var apps []mockserver.AppConfig
 	if len(o.specs) > 0 {
-		served, err := loadApps(o.specs, o.keys)
+		served, err := loadApps(o.specs, o.keys, logger)
 		if err != nil {
 			fmt.Fprintf(stderr, "dify-mock serve: %v\n", err)
 			return 1

@@ -24,7 +24,7 @@ DEST="$DEST_DIR/goreleaser"
 
 # goreleaser_version BIN: "2.15.1" or nothing.
 goreleaser_version() {
-	"$1" --version 2>/dev/null | sed -n 's/^GitVersion:[[:space:]]*v\{0,1\}\([0-9][^[:space:]]*\).*/\1/p' | head -n1
+	"$1" --version 2>/dev/null | sed -n 's/^GitVersion:[[:space:]]*v\{0,1\}\([0-9][^[:space:]]*\).*/\1/p' | first_line
 }
 
 install_goreleaser() {

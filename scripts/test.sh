@@ -250,7 +250,7 @@ stage_acceptance() {
 	local tf14
 	tf14="$(terraform_1_14)" || die "no Terraform >= 1.14 for the identity, list-resource and action tests"
 	if [[ "$(realpath "$tf14")" != "$(realpath "$TF_ACC_TERRAFORM_PATH")" ]]; then
-		log "again on $("$tf14" version | head -n1): TF_ACC_TERRAFORM_PATH=$tf14"
+		log "again on $(tf_cli_banner "$tf14"): TF_ACC_TERRAFORM_PATH=$tf14"
 		TF_ACC=1 TF_ACC_TERRAFORM_PATH="$tf14" go_test_detail_on_failure ./provider/... -run '^TestAcc' -timeout "$ACC_TIMEOUT" || rc=$?
 	fi
 	# And on OpenTofu, so supporting it is a fact, not a claim. The test
@@ -263,7 +263,7 @@ stage_acceptance() {
 	out="$("$REPO_ROOT/scripts/ensure-tofu.sh")" || die "no OpenTofu (scripts/ensure-tofu.sh)"
 	tofu="$(tail -n1 <<<"$out")"
 	[[ "$tofu" == /* && -x "$tofu" ]] || die "ensure-tofu.sh returned '$tofu', not an absolute path"
-	log "again on $("$tofu" version | head -n1): TF_ACC_TERRAFORM_PATH=$tofu TF_ACC_PROVIDER_HOST=registry.opentofu.org TF_ACC_PROVIDER_NAMESPACE=hashicorp"
+	log "again on $(tf_cli_banner "$tofu"): TF_ACC_TERRAFORM_PATH=$tofu TF_ACC_PROVIDER_HOST=registry.opentofu.org TF_ACC_PROVIDER_NAMESPACE=hashicorp"
 	TF_ACC=1 TF_ACC_TERRAFORM_PATH="$tofu" TF_ACC_PROVIDER_HOST=registry.opentofu.org TF_ACC_PROVIDER_NAMESPACE=hashicorp \
 		go_test_detail_on_failure ./provider/... -run '^TestAcc' -timeout "$ACC_TIMEOUT" || rc=$?
 	return "$rc"
@@ -397,7 +397,7 @@ stage_npm() {
 stage_container() {
 	local rc=0 args=()
 	if [[ -f "$WORK_DIR/prefetch-container.ok" ]]; then
-		args=(--image "$(ls -t dist/dify-mock-image_*.tar | head -n1)")
+		args=(--image "$(ls -t dist/dify-mock-image_*.tar | first_line)")
 	fi
 	scripts/container-test.sh "${args[@]}" || rc=$?
 	((rc != 3)) || skip "no container runtime here (scripts/ensure-podman.sh needs apt-get as root)"

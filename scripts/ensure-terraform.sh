@@ -70,9 +70,10 @@ build_terraform() {
 	log "building Terraform v$BUILD_VERSION from source into $dest_dir"
 	log "(first time only; about 5 minutes on 2 cores; needs the Go module proxy)"
 	# Run outside the repository so its go.mod plays no part; CGO off like
-	# HashiCorp's release builds, so no C toolchain is needed.
+	# HashiCorp's release builds, so no C toolchain is needed. A test tool
+	# needs no debug information (-s -w: a cheaper link, a third smaller).
 	if ! (cd "$tmp" && GOBIN="$tmp/bin" CGO_ENABLED=0 GOFLAGS=-mod=mod \
-		go install -trimpath "github.com/hashicorp/terraform@v$BUILD_VERSION" >&2); then
+		go install -trimpath -ldflags='-s -w' "github.com/hashicorp/terraform@v$BUILD_VERSION" >&2); then
 		die "go install github.com/hashicorp/terraform@v$BUILD_VERSION failed (see above). Is the Go module proxy reachable? Or set TF_ACC_TERRAFORM_PATH to a Terraform >= $MIN_VERSION."
 	fi
 	[[ -n "$(tf_cli_version "$tmp/bin/terraform")" ]] ||

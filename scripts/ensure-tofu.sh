@@ -38,7 +38,8 @@ build_tofu() {
 	# The module cache is read-only; build in a writable copy.
 	cp -R "$moddir" "$tmp/src"
 	chmod -R u+w "$tmp/src"
-	(cd "$tmp/src" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -o "$tmp/tofu" ./cmd/tofu >&2) ||
+	# Only the CLI's package; a test tool needs no debug information (-s -w).
+	(cd "$tmp/src" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags='-s -w' -o "$tmp/tofu" ./cmd/tofu >&2) ||
 		die "go build ./cmd/tofu failed (see above)"
 	[[ -n "$(tf_cli_version "$tmp/tofu")" ]] || die "the freshly built tofu does not run"
 	mkdir -p "$DEST_DIR"

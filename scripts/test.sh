@@ -153,12 +153,14 @@ prefetch() {
 # prefetch-NAME.out/.log and its exit status in prefetch-NAME.rc. It runs
 # in a session of its own (setsid), so cleanup can stop the whole process
 # group and Ctrl-C in the terminal does not reach it. With the kernel's
-# autogroup scheduling a session is also a scheduling group, within which
-# nice only ranks processes against each other; the group's own nice value
-# (/proc/self/autogroup) is what ranks the builds below the tests.
+# autogroup scheduling a session is also a scheduling group with its own
+# share of the CPU, and nice only ranks processes within a group: the
+# builds share the CPU with the tests rather than wait for them. Lowering
+# the group's own nice value (/proc/self/autogroup) was tried: on a shared
+# machine it starved the builds behind every other session (a `terraform
+# version` took 1.5 minutes at load 30) and the stages waiting for them.
 # shellcheck disable=SC2016 # expanded by the job's own bash
 readonly PREFETCH_JOB='
-echo 19 >/proc/self/autogroup 2>/dev/null || true
 dir=$1
 shift
 while (($# >= 2)); do

@@ -189,7 +189,7 @@ if want streams; then
 			# a second (600 waiting, an 88.7 s turn) two vCPUs were saturated
 			# once the first streams ended (p99 58-142 ms in four runs).
 			# A 31 s turn would need 1,600 starts a second, about three
-			# cores (bench/results.md, "Issue 21", eleventh and twelfth
+			# cores (bench/history.md, "Issue 21", eleventh and twelfth
 			# rounds).
 			c="$CASSETTE_LARGE"
 			connect="$CONNECT_LARGE"
@@ -342,7 +342,7 @@ if want peers; then
 	# Every server in its own session, as dify-mock is (start_mock): with the
 	# kernel's autogroup scheduling a server in the load generator's session
 	# shares its scheduling group, and ran 10-18 % faster against dify-mock
-	# than one in a session of its own (results.md, "Issue 21, fifteenth round").
+	# than one in a session of its own (history.md, "Issue 21, fifteenth round").
 	${SESSION[@]+"${SESSION[@]}"} "${NICE[@]}" "$WORK/loadgen" bare --dir "$WORK/peers" >"$WORK/bare.out" 2>&1 &
 	PEER_PIDS+=($!)
 	bare_url="$(wait_for_line "$WORK/bare.out" '^bare handler on (http://127\.0\.0\.1:[0-9]+/v1)$' "$!" 20)" ||

@@ -390,3 +390,13 @@ printf '%s|%s\n' "$TF_VERSION" "$(tf_cli_version "$TERRAFORM")"`,
 		t.Fatalf("the demo's step printed %q and exited %d, want %q and 0", out, rc, "Terraform v1.99.0|1.99.0\n")
 	}
 }
+
+// TestShellFences: only the shell blocks of a Markdown file are checked,
+// prompts stripped, with their line numbers.
+func TestShellFences(t *testing.T) {
+	md := "Prose with a | head in it.\n```hcl\nx = a | head\n```\n```sh\n$ terraform version | head -n1\n```\n```console\nmake demo\n```\n"
+	got := earlyClosers(shellFences(md))
+	if len(got) != 1 || got[0].Line != 6 || got[0].Segment != "head -n1" {
+		t.Fatalf("earlyClosers(shellFences(...)) = %+v, want one finding, line 6, head -n1", got)
+	}
+}

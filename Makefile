@@ -4,6 +4,9 @@
 # (${XDG_CACHE_HOME:-~/.cache}/terraform-provider-dify) the first time.
 
 SHELL := /usr/bin/env bash
+# Under pipefail a pipeline into a reader that stops early (head, grep -q)
+# fails with 141 when the writer is still writing: read it all (sed -n 1p).
+# scripts/pipefail_test.go checks the recipes and scripts for such pipelines.
 .SHELLFLAGS := -euo pipefail -c
 .DEFAULT_GOAL := help
 
@@ -52,7 +55,7 @@ release-check: ## goreleaser check + an offline snapshot build for this machine 
 	 "$$gr" check; \
 	 "$$gr" build --snapshot --clean --single-target; \
 	 scripts/dist-packages.sh dist; \
-	 tar="$$(ls -t dist/dify-mock-image_*.tar 2>/dev/null | head -n1)"; \
+	 tar="$$(ls -t dist/dify-mock-image_*.tar 2>/dev/null | sed -n 1p)"; \
 	 if [[ -n "$$tar" ]]; then scripts/container-test.sh --image "$$tar" || [[ $$? == 3 ]]; fi
 
 .PHONY: image

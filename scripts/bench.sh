@@ -166,7 +166,7 @@ bench_mock() {
 	local i
 	start_mock "$WORK/dify-mock" "$WORK/mock.log" --pprof-addr 127.0.0.1:0 --speed "$1" "${@:2}"
 	for ((i = 0; i < 100; i++)); do # the pprof line follows the URL in the banner
-		DEBUG_URL="$(tail -c +"$MOCK_LOG_FROM" "$WORK/mock.log" | sed -n 's|^  pprof *\(http://127\.0\.0\.1:[0-9]*\)/debug/pprof/.*|\1|p' | head -n1)"
+		DEBUG_URL="$(tail -c +"$MOCK_LOG_FROM" "$WORK/mock.log" | sed -n 's|^  pprof *\(http://127\.0\.0\.1:[0-9]*\)/debug/pprof/.*|\1|p' | first_line)"
 		[[ -n "$DEBUG_URL" ]] && return 0
 		sleep 0.1
 	done
@@ -189,7 +189,7 @@ if want streams; then
 			# a second (600 waiting, an 88.7 s turn) two vCPUs were saturated
 			# once the first streams ended (p99 58-142 ms in four runs).
 			# A 31 s turn would need 1,600 starts a second, about three
-			# cores (bench/results.md, "Issue 21", eleventh and twelfth
+			# cores (bench/history.md, "Issue 21", eleventh and twelfth
 			# rounds).
 			c="$CASSETTE_LARGE"
 			connect="$CONNECT_LARGE"
@@ -316,7 +316,7 @@ wiremock_jar() {
 wait_for_line() {
 	local file="$1" re="$2" pid="$3" secs="$4" i v
 	for ((i = 0; i < secs * 10; i++)); do
-		v="$(sed -n -E "s|$re|\\1|p" "$file" 2>/dev/null | head -n1)"
+		v="$(sed -n -E "s|$re|\\1|p" "$file" 2>/dev/null | first_line)"
 		[[ -n "$v" ]] && { printf '%s\n' "$v"; return 0; }
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
@@ -342,7 +342,7 @@ if want peers; then
 	# Every server in its own session, as dify-mock is (start_mock): with the
 	# kernel's autogroup scheduling a server in the load generator's session
 	# shares its scheduling group, and ran 10-18 % faster against dify-mock
-	# than one in a session of its own (results.md, "Issue 21, fifteenth round").
+	# than one in a session of its own (history.md, "Issue 21, fifteenth round").
 	${SESSION[@]+"${SESSION[@]}"} "${NICE[@]}" "$WORK/loadgen" bare --dir "$WORK/peers" >"$WORK/bare.out" 2>&1 &
 	PEER_PIDS+=($!)
 	bare_url="$(wait_for_line "$WORK/bare.out" '^bare handler on (http://127\.0\.0\.1:[0-9]+/v1)$' "$!" 20)" ||
@@ -364,7 +364,7 @@ if want peers; then
 		PEER_PIDS+=($!)
 		wm_port="$(wait_for_line "$WORK/wiremock.out" '^port: +([0-9]+)$' "$!" 180)" || die "WireMock did not start"
 		peer_args+=(--wiremock "http://127.0.0.1:$wm_port/v1" --wiremock-pid "${PEER_PIDS[-1]}")
-		peer_notes+=(--note "WireMock: $WIREMOCK_VERSION standalone ($(java -version 2>&1 | head -n1 | tr -d '"'))")
+		peer_notes+=(--note "WireMock: $WIREMOCK_VERSION standalone ($(java -version 2>&1 | first_line | tr -d '"'))")
 	fi
 	"${LOADGEN[@]}" peers "${peer_args[@]}" --concurrency "$HTTP_CONCURRENCY" \
 		--rounds "${BENCH_PEER_ROUNDS:-8}" --duration "${BENCH_PEER_DURATION:-2s}" --first-warmup "${BENCH_PEER_WARMUP:-30s}" \
@@ -375,7 +375,7 @@ if want peers; then
 fi
 
 if grep -q -i -e 'panic' -e 'level=ERROR' "$WORK/mock.log" 2>/dev/null; then
-	grep -i -e 'panic' -e 'level=ERROR' "$WORK/mock.log" | head -n 20 >&2
+	grep -i -m 20 -e 'panic' -e 'level=ERROR' "$WORK/mock.log" >&2
 	die "dify-mock logged errors or panics during the benchmark (above)"
 fi
 

@@ -44,7 +44,7 @@ PODMAN="$(tail -n1 <<<"$out")"
 if [[ -z "$IMAGE_TAR" ]]; then
 	log "make image"
 	make --no-print-directory image >&2
-	IMAGE_TAR="$(ls -t dist/dify-mock-image_*.tar | head -n1)"
+	IMAGE_TAR="$(ls -t dist/dify-mock-image_*.tar | first_line)"
 fi
 [[ -f "$IMAGE_TAR" ]] || die "no image archive: $IMAGE_TAR"
 IMAGE_TAR="$(abs_path "$IMAGE_TAR")"
@@ -86,7 +86,7 @@ if ! info="$("$PODMAN" info 2>&1)"; then
 fi
 
 loaded="$("$PODMAN" load -q -i "$IMAGE_TAR" 2>&1)" || die "podman load $IMAGE_TAR: $loaded"
-IMAGE="$(sed -n 's/^Loaded image[^:]*: *//p' <<<"$loaded" | head -n1)"
+IMAGE="$(sed -n 's/^Loaded image[^:]*: *//p' <<<"$loaded" | first_line)"
 [[ -n "$IMAGE" ]] || die "podman load printed no image name: $loaded"
 log "loaded $IMAGE from $IMAGE_TAR into a private store"
 

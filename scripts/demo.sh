@@ -255,7 +255,7 @@ ticker "still looking for / building Terraform"
 TERRAFORM="$("$REPO_ROOT/scripts/ensure-terraform.sh" | tail -n1)"
 stop_ticker
 [[ "$TERRAFORM" == /* && -x "$TERRAFORM" ]] || die "scripts/ensure-terraform.sh returned '$TERRAFORM', not an executable path"
-TF_VERSION="$(TF_CLI_CONFIG_FILE=/dev/null "$TERRAFORM" version 2>/dev/null | head -n1)"
+TF_VERSION="$(tf_cli_banner "$TERRAFORM")"
 step_done
 
 step "start dify-mock on a free loopback port"
@@ -326,7 +326,7 @@ case "${DEMO_ACTIONS:-auto}" in
 *)
 	for candidate in "${TF_ACC_TERRAFORM_1_14_PATH:-}" "$(command -v terraform || true)" "$CACHE_DIR/terraform-1.14.3/terraform"; do
 		[[ -n "$candidate" && -x "$candidate" ]] || continue
-		v="$(TF_CLI_CONFIG_FILE=/dev/null "$candidate" version -json 2>/dev/null | sed -n 's/.*"terraform_version"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p' | head -n1)"
+		v="$(tf_cli_version "$candidate")"
 		if [[ -n "$v" ]] && version_ge "$v" 1.14.0; then
 			TERRAFORM_1_14="$candidate"
 			break
@@ -339,7 +339,7 @@ if [[ -z "$TERRAFORM_1_14" ]]; then
 else
 	mkdir -p "$WORK_DIR/annotations"
 	cp examples/annotations/*.tf "$WORK_DIR/annotations/"
-	log "$(TF_CLI_CONFIG_FILE=/dev/null "$TERRAFORM_1_14" version | head -n1): examples/annotations"
+	log "$(tf_cli_banner "$TERRAFORM_1_14"): examples/annotations"
 	log "two annotations, the reply switch, and its smoke test (action_trigger): an annotation answers it"
 	TF_DIR="$WORK_DIR/annotations" TERRAFORM="$TERRAFORM_1_14" tf_run terraform-annotations.log apply -auto-approve -compact-warnings
 	grep -q 'answered from annotation' "$WORK_DIR/terraform-annotations.log" ||

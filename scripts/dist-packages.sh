@@ -23,7 +23,7 @@ DIST="${1:-dist}"
 [[ -f "$DIST/artifacts.json" && -f "$DIST/metadata.json" ]] ||
 	die "$DIST/artifacts.json or metadata.json missing: run goreleaser (e.g. make release-check) first"
 # metadata.json is compact or indented JSON; either way a field is "name": "value".
-json_field() { sed -n "s/.*\"$1\"[[:space:]]*:[[:space:]]*\"\\([^\"]*\\)\".*/\\1/p" "$DIST/metadata.json" | head -n1; }
+json_field() { sed -n "s/.*\"$1\"[[:space:]]*:[[:space:]]*\"\\([^\"]*\\)\".*/\\1/p" "$DIST/metadata.json" | first_line; }
 VERSION="$(json_field version)"
 COMMIT="$(json_field commit)"
 [[ -n "$VERSION" ]] || die "no version in $DIST/metadata.json"

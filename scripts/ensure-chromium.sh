@@ -37,7 +37,7 @@ find_browser() {
 }
 
 if browser="$(find_browser)"; then
-	log "using $browser ($("$browser" --version 2>/dev/null | head -n1))"
+	log "using $browser ($("$browser" --version 2>/dev/null | first_line))"
 	printf '%s\n' "$browser"
 	exit 0
 fi
@@ -48,5 +48,5 @@ fi
 log "no Chromium found; installing Debian's chromium package with apt-get"
 apt_install chromium || die "apt-get could not install chromium"
 browser="$(find_browser)" || die "chromium was installed but does not run"
-log "using $browser ($("$browser" --version 2>/dev/null | head -n1))"
+log "using $browser ($("$browser" --version 2>/dev/null | first_line))"
 printf '%s\n' "$browser"

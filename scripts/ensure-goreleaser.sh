@@ -24,7 +24,7 @@ DEST="$DEST_DIR/goreleaser"
 
 # goreleaser_version BIN: "2.15.1" or nothing.
 goreleaser_version() {
-	"$1" --version 2>/dev/null | sed -n 's/^GitVersion:[[:space:]]*v\{0,1\}\([0-9][^[:space:]]*\).*/\1/p' | head -n1
+	"$1" --version 2>/dev/null | sed -n 's/^GitVersion:[[:space:]]*v\{0,1\}\([0-9][^[:space:]]*\).*/\1/p' | first_line
 }
 
 install_goreleaser() {
@@ -38,7 +38,7 @@ install_goreleaser() {
 	trap "rm -rf '$tmp'" RETURN
 	log "installing GoReleaser v$VERSION with go install into $DEST_DIR (first time only; a few minutes)"
 	if ! (cd "$tmp" && GOBIN="$tmp/bin" CGO_ENABLED=0 GOFLAGS=-mod=mod \
-		go install -trimpath "github.com/goreleaser/goreleaser/v2@v$VERSION" >&2); then
+		go install -trimpath -ldflags='-s -w' "github.com/goreleaser/goreleaser/v2@v$VERSION" >&2); then
 		warn "go install github.com/goreleaser/goreleaser/v2@v$VERSION failed (see above)"
 		return 3
 	fi

@@ -42,7 +42,7 @@ find_haproxy() {
 }
 
 if bin="$(find_haproxy)"; then
-	log "using $bin ($("$bin" -v 2>/dev/null | head -n1))"
+	log "using $bin ($("$bin" -v 2>/dev/null | first_line))"
 	printf '%s\n' "$bin"
 	exit 0
 fi

@@ -33,7 +33,7 @@ install_staticcheck() {
 	trap "rm -rf '$tmp'" RETURN
 	log "installing staticcheck (honnef.co/go/tools v$VERSION) with go install into $DEST_DIR (first time only)"
 	if ! (cd "$tmp" && GOBIN="$tmp/bin" CGO_ENABLED=0 GOFLAGS=-mod=mod \
-		go install -trimpath "honnef.co/go/tools/cmd/staticcheck@v$VERSION" >&2); then
+		go install -trimpath -ldflags='-s -w' "honnef.co/go/tools/cmd/staticcheck@v$VERSION" >&2); then
 		die "go install honnef.co/go/tools/cmd/staticcheck@v$VERSION failed (see above)"
 	fi
 	"$tmp/bin/staticcheck" -version >/dev/null || die "the freshly built staticcheck does not run"

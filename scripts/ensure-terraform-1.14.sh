@@ -47,17 +47,11 @@ for arg in "$@"; do
 	esac
 done
 
-# terraform_version BIN: "1.14.3", or nothing if BIN is not a working Terraform.
-terraform_version() {
-	TF_CLI_CONFIG_FILE=/dev/null "$1" version -json 2>/dev/null |
-		sed -n 's/.*"terraform_version"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p' | head -n1
-}
-
 # usable BIN LABEL: true (and prints the absolute path) for a Terraform >= 1.14.
 usable() {
 	local bin="$1" label="$2" v
 	[[ -f "$bin" && -x "$bin" ]] || return 1
-	v="$(terraform_version "$bin")"
+	v="$(tf_cli_version "$bin")"
 	[[ -n "$v" ]] || return 1
 	if ! version_ge "$v" "$MIN_VERSION"; then
 		log "$label ($bin) is Terraform $v; the list/query/action tests need >= $MIN_VERSION"
@@ -71,7 +65,7 @@ usable() {
 readonly NESTED_BACKENDS='azure|consul|cos|gcs|kubernetes|oci|oss|pg|s3'
 
 build_terraform() {
-	if [[ -x "$DEST" && -n "$(terraform_version "$DEST")" ]]; then
+	if [[ -x "$DEST" && -n "$(tf_cli_version "$DEST")" ]]; then
 		return 0 # built by a concurrent run while we waited for the lock
 	fi
 	local start=$SECONDS tmp json moddir src
@@ -83,7 +77,7 @@ build_terraform() {
 	log "(first time only; about 6-10 minutes on 2 cores; needs the Go module proxy)"
 	json="$(cd "$tmp" && go mod download -json "github.com/hashicorp/terraform@v$VERSION")" ||
 		die "go mod download github.com/hashicorp/terraform@v$VERSION failed: $json"
-	moddir="$(sed -n 's/^[[:space:]]*"Dir":[[:space:]]*"\(.*\)",\{0,1\}$/\1/p' <<<"$json" | head -n1)"
+	moddir="$(sed -n 's/^[[:space:]]*"Dir":[[:space:]]*"\(.*\)",\{0,1\}$/\1/p' <<<"$json" | first_line)"
 	[[ -n "$moddir" && -d "$moddir" ]] || die "could not find the downloaded module directory in: $json"
 	src="$tmp/src"
 	cp -R "$moddir" "$src" # the module cache is read-only
@@ -104,10 +98,11 @@ build_terraform() {
 		-e "\#github.com/hashicorp/terraform/internal/legacy[[:space:]]#d" \
 		"$src/go.mod"
 
+	# A test tool needs no debug information (-s -w: a cheaper link).
 	(cd "$src" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath \
-		-ldflags '-X github.com/hashicorp/terraform/version.dev=no' -o "$tmp/terraform" . >&2) ||
+		-ldflags '-s -w -X github.com/hashicorp/terraform/version.dev=no' -o "$tmp/terraform" . >&2) ||
 		die "go build of Terraform v$VERSION failed (see above)"
-	[[ -n "$(terraform_version "$tmp/terraform")" ]] || die "the freshly built terraform does not run"
+	[[ -n "$(tf_cli_version "$tmp/terraform")" ]] || die "the freshly built terraform does not run"
 	mkdir -p "$DEST_DIR"
 	mv -f "$tmp/terraform" "$DEST.new"
 	mv -f "$DEST.new" "$DEST" # atomic: readers never see a half-written binary
@@ -124,7 +119,7 @@ main() {
 		usable "$on_path" PATH; then
 		return 0
 	fi
-	if [[ ! -x "$DEST" || -z "$(terraform_version "$DEST")" ]]; then
+	if [[ ! -x "$DEST" || -z "$(tf_cli_version "$DEST")" ]]; then
 		with_lock "terraform-$VERSION" build_terraform
 	fi
 	usable "$DEST" cache || die "cached Terraform at $DEST is not usable"

@@ -36,15 +36,6 @@ for arg in "$@"; do
 	esac
 done
 
-# terraform_version BIN: prints the version of a Terraform binary ("1.11.4"),
-# or nothing if BIN is not a working Terraform. A missing CLI config file only
-# produces a warning, but point it at /dev/null anyway to keep stderr clean.
-terraform_version() {
-	local out
-	out="$(TF_CLI_CONFIG_FILE=/dev/null "$1" version -json 2>/dev/null)" || return 0
-	sed -n 's/.*"terraform_version"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p' <<<"$out" | head -n1
-}
-
 # usable BIN LABEL: true (and prints the absolute path) when BIN is Terraform >= 1.5.
 usable() {
 	local bin="$1" label="$2" v
@@ -52,7 +43,7 @@ usable() {
 		warn "$label ($bin) is not an executable file; ignoring it"
 		return 1
 	}
-	v="$(terraform_version "$bin")"
+	v="$(tf_cli_version "$bin")"
 	if [[ -z "$v" ]]; then
 		warn "$label ($bin) did not report a Terraform version; ignoring it"
 		return 1
@@ -68,7 +59,7 @@ usable() {
 build_terraform() {
 	local dest_dir="$CACHE_DIR/terraform-$BUILD_VERSION"
 	local dest="$dest_dir/terraform"
-	if [[ -x "$dest" && -n "$(terraform_version "$dest")" ]]; then
+	if [[ -x "$dest" && -n "$(tf_cli_version "$dest")" ]]; then
 		return 0 # built by a concurrent run while we waited for the lock
 	fi
 	local tmp start=$SECONDS
@@ -79,12 +70,13 @@ build_terraform() {
 	log "building Terraform v$BUILD_VERSION from source into $dest_dir"
 	log "(first time only; about 5 minutes on 2 cores; needs the Go module proxy)"
 	# Run outside the repository so its go.mod plays no part; CGO off like
-	# HashiCorp's release builds, so no C toolchain is needed.
+	# HashiCorp's release builds, so no C toolchain is needed. A test tool
+	# needs no debug information (-s -w: a cheaper link, a third smaller).
 	if ! (cd "$tmp" && GOBIN="$tmp/bin" CGO_ENABLED=0 GOFLAGS=-mod=mod \
-		go install -trimpath "github.com/hashicorp/terraform@v$BUILD_VERSION" >&2); then
+		go install -trimpath -ldflags='-s -w' "github.com/hashicorp/terraform@v$BUILD_VERSION" >&2); then
 		die "go install github.com/hashicorp/terraform@v$BUILD_VERSION failed (see above). Is the Go module proxy reachable? Or set TF_ACC_TERRAFORM_PATH to a Terraform >= $MIN_VERSION."
 	fi
-	[[ -n "$(terraform_version "$tmp/bin/terraform")" ]] ||
+	[[ -n "$(tf_cli_version "$tmp/bin/terraform")" ]] ||
 		die "the freshly built $tmp/bin/terraform does not run"
 	mkdir -p "$dest_dir"
 	mv -f "$tmp/bin/terraform" "$dest.new"
@@ -106,7 +98,7 @@ main() {
 	fi
 
 	local cached="$CACHE_DIR/terraform-$BUILD_VERSION/terraform"
-	if [[ ! -x "$cached" || -z "$(terraform_version "$cached")" ]]; then
+	if [[ ! -x "$cached" || -z "$(tf_cli_version "$cached")" ]]; then
 		with_lock "terraform-$BUILD_VERSION" build_terraform
 	fi
 	usable "$cached" cache || die "cached Terraform at $cached is not usable"

@@ -21,14 +21,8 @@ VERSION="${VERSION#v}"
 DEST_DIR="$CACHE_DIR/tofu-$VERSION"
 DEST="$DEST_DIR/tofu"
 
-# tofu_version BIN: "1.10.6" or nothing. OpenTofu keeps Terraform's JSON key.
-tofu_version() {
-	TF_CLI_CONFIG_FILE=/dev/null "$1" version -json 2>/dev/null |
-		sed -n 's/.*"terraform_version"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p' | head -n1
-}
-
 build_tofu() {
-	if [[ -x "$DEST" && -n "$(tofu_version "$DEST")" ]]; then
+	if [[ -x "$DEST" && -n "$(tf_cli_version "$DEST")" ]]; then
 		return 0
 	fi
 	local start=$SECONDS tmp json moddir
@@ -39,14 +33,15 @@ build_tofu() {
 	log "building OpenTofu v$VERSION from source into $DEST_DIR (first time only; about 8 minutes)"
 	json="$(cd "$tmp" && go mod download -json "github.com/opentofu/opentofu@v$VERSION")" ||
 		die "go mod download github.com/opentofu/opentofu@v$VERSION failed: $json"
-	moddir="$(sed -n 's/^[[:space:]]*"Dir":[[:space:]]*"\(.*\)",\{0,1\}$/\1/p' <<<"$json" | head -n1)"
+	moddir="$(sed -n 's/^[[:space:]]*"Dir":[[:space:]]*"\(.*\)",\{0,1\}$/\1/p' <<<"$json" | first_line)"
 	[[ -n "$moddir" && -d "$moddir" ]] || die "could not find the downloaded module directory in: $json"
 	# The module cache is read-only; build in a writable copy.
 	cp -R "$moddir" "$tmp/src"
 	chmod -R u+w "$tmp/src"
-	(cd "$tmp/src" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -o "$tmp/tofu" ./cmd/tofu >&2) ||
+	# Only the CLI's package; a test tool needs no debug information (-s -w).
+	(cd "$tmp/src" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags='-s -w' -o "$tmp/tofu" ./cmd/tofu >&2) ||
 		die "go build ./cmd/tofu failed (see above)"
-	[[ -n "$(tofu_version "$tmp/tofu")" ]] || die "the freshly built tofu does not run"
+	[[ -n "$(tf_cli_version "$tmp/tofu")" ]] || die "the freshly built tofu does not run"
 	mkdir -p "$DEST_DIR"
 	mv -f "$tmp/tofu" "$DEST.new"
 	mv -f "$DEST.new" "$DEST"
@@ -56,24 +51,24 @@ build_tofu() {
 main() {
 	local bin v
 	if [[ -n "${TOFU_PATH:-}" ]]; then
-		v="$(tofu_version "$TOFU_PATH")"
+		v="$(tf_cli_version "$TOFU_PATH")"
 		[[ -n "$v" ]] || die "TOFU_PATH=$TOFU_PATH is not a working OpenTofu"
 		log "using OpenTofu $v from TOFU_PATH"
 		abs_path "$TOFU_PATH"
 		return 0
 	fi
 	if [[ "${TOFU_FORCE_BUILD:-0}" != 1 ]] && bin="$(command -v tofu 2>/dev/null)"; then
-		v="$(tofu_version "$bin")"
+		v="$(tf_cli_version "$bin")"
 		if [[ -n "$v" ]]; then
 			log "using OpenTofu $v from PATH: $bin"
 			abs_path "$bin"
 			return 0
 		fi
 	fi
-	if [[ ! -x "$DEST" || -z "$(tofu_version "$DEST")" ]]; then
+	if [[ ! -x "$DEST" || -z "$(tf_cli_version "$DEST")" ]]; then
 		with_lock "tofu-$VERSION" build_tofu
 	fi
-	log "using OpenTofu $(tofu_version "$DEST") from cache: $DEST"
+	log "using OpenTofu $(tf_cli_version "$DEST") from cache: $DEST"
 	printf '%s\n' "$DEST"
 }
 

@@ -27,13 +27,19 @@ if ((${#dirs[@]} == 0)); then
 fi
 pkgs_out="$(go list "${patterns[@]}")" || die "go list ${patterns[*]} failed"
 candidates_out="$(go list "${dirs[@]}")" || die "go list failed for the packages with fuzz targets"
-mapfile -t pkgs < <(sort -u <<<"$pkgs_out")
 mapfile -t candidates < <(sort -u <<<"$candidates_out")
+# The packages FUZZ_PKGS names, as a set: a lookup rather than
+# `printf ... | grep -q`, whose early exit under pipefail could fail the
+# printf with SIGPIPE and drop a package that did match.
+declare -A wanted=()
+while IFS= read -r pkg; do
+	[[ -z "$pkg" ]] || wanted[$pkg]=1
+done <<<"$pkgs_out"
 
 declare -a targets=() # "pkg target"
 for pkg in "${candidates[@]}"; do
 	# Respect FUZZ_PKGS.
-	printf '%s\n' "${pkgs[@]}" | grep -qxF "$pkg" || continue
+	[[ -n "${wanted[$pkg]:-}" ]] || continue
 	# A package that does not compile is a failure, not "no targets".
 	listing="$(go test -list '^Fuzz' "$pkg")" || die "go test -list failed for $pkg (see above)"
 	while IFS= read -r name; do

@@ -66,6 +66,32 @@ version_ge() {
 	return 0
 }
 
+# first_line: prints the first line of its input, and reads the rest. Every
+# script runs under `set -o pipefail`, where `CMD | head -n1` fails at random:
+# head exits after one line, and a CMD that is still writing (Terraform's
+# `version` writes its banner in more than one write) dies of SIGPIPE, so the
+# pipeline's status is 141. Use this instead of head, `grep -q`, `grep -m` or
+# `sed q` at the end of a pipeline (scripts/pipefail_test.go checks).
+first_line() {
+	sed -n '1p'
+}
+
+# tf_cli_banner BIN: the first line of `BIN version` ("Terraform v1.14.3",
+# "OpenTofu v1.10.6"), for log lines; fails when BIN does not run.
+tf_cli_banner() {
+	TF_CLI_CONFIG_FILE=/dev/null "$1" version 2>/dev/null | first_line
+}
+
+# tf_cli_version BIN: the version a Terraform or OpenTofu binary reports
+# ("1.14.3"; OpenTofu keeps Terraform's JSON key), or nothing when BIN is
+# not a working one. A missing CLI config file only warns; /dev/null keeps
+# stderr clean.
+tf_cli_version() {
+	local out
+	out="$(TF_CLI_CONFIG_FILE=/dev/null "$1" version -json 2>/dev/null)" || return 0
+	sed -n 's/.*"terraform_version"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p' <<<"$out" | first_line
+}
+
 # abs_path FILE: absolute path of an existing file.
 abs_path() {
 	local dir
@@ -152,7 +178,7 @@ start_mock() {
 	MOCK_URL=""
 	for ((i = 0; i < MOCK_READY_TIMEOUT * 10; i++)); do
 		kill -0 "$MOCK_PID" 2>/dev/null || die "dify-mock exited before it was ready; see $out"
-		MOCK_URL="$(tail -c +"$from" "$out" 2>/dev/null | sed -n 's/^[[:space:]]*API base URL[[:space:]]*\(http[^[:space:]]*\).*/\1/p' | head -n1)"
+		MOCK_URL="$(tail -c +"$from" "$out" 2>/dev/null | sed -n 's/^[[:space:]]*API base URL[[:space:]]*\(http[^[:space:]]*\).*/\1/p' | first_line)"
 		[[ -n "$MOCK_URL" ]] && MOCK_LOG_FROM="$from" && return 0
 		sleep 0.1
 	done

@@ -7,7 +7,8 @@
 #     vet          go vet ./...
 #     tidy         go mod tidy -diff finds nothing to change in go.mod/go.sum
 #     lint         staticcheck ./... (staticcheck.conf; scripts/ensure-staticcheck.sh)
-#     unit         go test -race ./...
+#     unit         go test -race ./..., which runs every Fuzz target's seed corpus too
+#                  (checked: each target must report a result)
 #     browser      the web console in headless Chromium (scripts/ensure-chromium.sh finds or installs it)
 #     terraform    find Terraform >= 1.5 or build v1.5.7 (scripts/ensure-terraform.sh)
 #     acceptance   TF_ACC=1 go test ./provider/... -run '^TestAcc', on that Terraform,
@@ -21,16 +22,15 @@
 #     npm          the npm packages install offline from tarballs and work (scripts/npm-test.sh)
 #     container    the image `make image` builds, run in Podman as the examples and docs run it
 #                  (scripts/container-test.sh; Podman installed from the distribution if missing)
-#     fuzz         every Fuzz target for FUZZ_SHORT_TIME
 #     reliability  scripts/reliability.sh, when present
 #   Every stage runs even after a failure (so one run shows every problem),
 #   unless FAIL_FAST=1. The exit status is non-zero if any stage failed.
 #
 # Environment:
-#   TEST_SKIP="fuzz goreleaser"  stages to skip
+#   TEST_SKIP="goreleaser npm"   stages to skip
 #   FAIL_FAST=1                  stop at the first failing stage
 #   VERBOSE=1                    show every line of `go test -v` output
-#   UNIT_TIMEOUT (20m), ACC_TIMEOUT (30m), FUZZ_SHORT_TIME (5s)
+#   UNIT_TIMEOUT (20m), ACC_TIMEOUT (30m)
 #   PREFETCH=0                   do not prepare Terraform/OpenTofu/GoReleaser/the image in the
 #                                background while the first stages run
 #   TF_ACC_TERRAFORM_PATH, TF_FORCE_BUILD  see scripts/ensure-terraform.sh
@@ -46,19 +46,18 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_ROOT"
 
-ALL_STAGES=(fmt vet tidy lint unit browser terraform acceptance docs docs-validate examples goreleaser npm container fuzz reliability)
+# Timed fuzzing is `make fuzz` (scripts/fuzz.sh), not a stage: the unit
+# stage runs every seed corpus, and minutes of fuzzing per target belong to
+# a run that asks for them.
+ALL_STAGES=(fmt vet tidy lint unit browser terraform acceptance docs docs-validate examples goreleaser npm container reliability)
 
 UNIT_TIMEOUT="${UNIT_TIMEOUT:-20m}"
 ACC_TIMEOUT="${ACC_TIMEOUT:-30m}"
-FUZZ_SHORT_TIME="${FUZZ_SHORT_TIME:-5s}"
 
 WORK_DIR="$(mktemp -d "${TMPDIR:-/tmp}/tf-dify-test.XXXXXX")"
-declare -A PREFETCH_PID=()
+PREFETCH_PID="" # the background job that prepares tools (prefetch)
 cleanup() {
-	local pid
-	for pid in "${PREFETCH_PID[@]}"; do
-		kill -TERM -- "-$pid" 2>/dev/null || true
-	done
+	[[ -z "$PREFETCH_PID" ]] || kill -TERM -- "-$PREFETCH_PID" 2>/dev/null || true
 	rm -rf "$WORK_DIR"
 }
 trap cleanup EXIT
@@ -128,39 +127,81 @@ skip() {
 	exit 99
 }
 
-# Tools that take minutes to build the first time (Terraform, GoReleaser) are
-# prepared in the background, at the lowest CPU priority so the tests keep the
-# CPU, while the earlier stages run; their stages wait for them and then find
-# them in the cache. PREFETCH=0 turns this off.
+# Tools that take minutes to build the first time (Terraform 1.5.7 and
+# 1.14, OpenTofu, GoReleaser, staticcheck, the image) are prepared in the
+# background while the earlier stages run; their stages then find them in
+# the cache. One job builds them one after another, in the order the stages
+# need them: started side by side, the builds shared the CPU and all
+# finished late, the first one needed included, and OpenTofu (needed last in
+# the acceptance stage) held up its start. The ensure-*.sh scripts build
+# under a lock, so a stage that needs a tool before the job got to it waits
+# for that build or builds it itself. PREFETCH=0 turns this off.
+declare -a PREFETCH_ARGS=() # NAME CMD pairs, CMD quoted with %q
+declare -A PREFETCH_QUEUED=()
+
+# prefetch NAME CMD...: queues CMD, which prepares NAME's tool.
 prefetch() {
 	local name="$1"
 	shift
 	[[ "${PREFETCH:-1}" == 1 ]] || return 0
 	command -v setsid >/dev/null 2>&1 || return 0
-	# Its own process group, so cleanup can stop the whole build.
-	setsid nice -n 19 "$@" >"$WORK_DIR/prefetch-$name.out" 2>"$WORK_DIR/prefetch-$name.log" </dev/null &
-	PREFETCH_PID[$name]=$!
+	PREFETCH_ARGS+=("$name" "$(printf '%q ' "$@")")
+	PREFETCH_QUEUED[$name]=1
 }
 
-# await_prefetch NAME: waits for NAME's background job and shows its log.
-# Runs in the main shell (stages are subshells and cannot wait for it). If
-# the job failed, the stage runs the script again in the foreground, which
-# retries and shows the error.
+# The background job: runs each queued command with its output in
+# prefetch-NAME.out/.log and its exit status in prefetch-NAME.rc. It runs
+# in a session of its own (setsid), so cleanup can stop the whole process
+# group and Ctrl-C in the terminal does not reach it. With the kernel's
+# autogroup scheduling a session is also a scheduling group with its own
+# share of the CPU, and nice only ranks processes within a group: the
+# builds share the CPU with the tests rather than wait for them. Lowering
+# the group's own nice value (/proc/self/autogroup) was tried: on a shared
+# machine it starved the builds behind every other session (a `terraform
+# version` took 1.5 minutes at load 30) and the stages waiting for them.
+# shellcheck disable=SC2016 # expanded by the job's own bash
+readonly PREFETCH_JOB='
+dir=$1
+shift
+while (($# >= 2)); do
+	name=$1
+	eval "cmd=($2)"
+	shift 2
+	rc=0
+	nice -n 19 "${cmd[@]}" >"$dir/prefetch-$name.out" 2>"$dir/prefetch-$name.log" </dev/null || rc=$?
+	echo "$rc" >"$dir/prefetch-$name.rc.new" && mv -f "$dir/prefetch-$name.rc.new" "$dir/prefetch-$name.rc"
+done
+'
+
+start_prefetch() {
+	((${#PREFETCH_ARGS[@]} > 0)) || return 0
+	setsid bash -c "$PREFETCH_JOB" prefetch "$WORK_DIR" "${PREFETCH_ARGS[@]}" </dev/null &
+	PREFETCH_PID=$!
+}
+
+# await_prefetch NAME: waits until the background job has prepared NAME's
+# tool and shows what the build said. Works in a stage's subshell too (it
+# polls the job's status file, as a subshell cannot wait for the job). If
+# the build failed, the stage's own run of the script retries it in the
+# foreground and shows the error.
 await_prefetch() {
-	local name="$1" pid="${PREFETCH_PID[$1]:-}"
-	[[ -n "$pid" ]] || return 0
-	if kill -0 "$pid" 2>/dev/null; then
-		log "waiting for $name, being prepared in the background since the start..."
+	local name="$1" rc
+	[[ -n "${PREFETCH_QUEUED[$name]:-}" ]] || return 0
+	[[ ! -f "$WORK_DIR/prefetch-$name.shown" ]] || return 0
+	if [[ ! -f "$WORK_DIR/prefetch-$name.rc" ]] && kill -0 "$PREFETCH_PID" 2>/dev/null; then
+		log "waiting for $name, being prepared in the background..."
+		while [[ ! -f "$WORK_DIR/prefetch-$name.rc" ]] && kill -0 "$PREFETCH_PID" 2>/dev/null; do
+			sleep 1
+		done
 	fi
-	local rc=0
-	wait "$pid" || rc=$?
-	unset "PREFETCH_PID[$name]"
+	: >"$WORK_DIR/prefetch-$name.shown"
+	rc="$(cat "$WORK_DIR/prefetch-$name.rc" 2>/dev/null || echo "no status")"
 	# The stage's own run prints the "using ..." line; show what the build said.
-	grep -v -e '^go: downloading' -e '^==> using ' "$WORK_DIR/prefetch-$name.log" >&2 || true
-	if ((rc == 0)); then
+	grep -v -e '^go: downloading' -e '^==> using ' "$WORK_DIR/prefetch-$name.log" >&2 2>/dev/null || true
+	if [[ "$rc" == 0 ]]; then
 		: >"$WORK_DIR/prefetch-$name.ok"
 	else
-		warn "background preparation of $name exited $rc; retrying in the foreground"
+		warn "background preparation of $name ended with $rc; retrying in the foreground"
 	fi
 }
 
@@ -211,7 +252,36 @@ stage_unit() {
 		warn "no HAProxy: the scale-out test (mockserver/scaleout) is skipped"
 	fi
 	# Acceptance tests run in their own stage with TF_ACC=1.
-	go_test -race -timeout "$UNIT_TIMEOUT" -skip '^TestAcc' ./...
+	local from rc=0
+	from=$(($(wc -l <"$TESTS_LOG") + 1))
+	go_test -race -timeout "$UNIT_TIMEOUT" -skip '^TestAcc' ./... || rc=$?
+	fuzz_seeds_ran "$from" || rc=1
+	return "$rc"
+}
+
+# fuzz_seeds_ran FROM: every Fuzz target in the module reported a result
+# (its seed corpus ran) in the test results from line FROM of $TESTS_LOG. A
+# target that a build tag, a -run/-skip pattern or a package left out of
+# ./... hides would otherwise go unnoticed now that timed fuzzing is only
+# `make fuzz`.
+fuzz_seeds_ran() {
+	local from="$1" name declared ran missing=()
+	declare -A declared_count=()
+	while IFS= read -r name; do
+		declared_count[$name]=$((${declared_count[$name]:-0} + 1))
+	done < <(grep -rhoE --include='*_test.go' --exclude-dir=testdata --exclude-dir=.git '^func Fuzz[A-Za-z0-9_]*\(' . |
+		sed 's/^func \(Fuzz[A-Za-z0-9_]*\)(/\1/')
+	for name in "${!declared_count[@]}"; do
+		declared="${declared_count[$name]}"
+		ran="$(tail -n +"$from" "$TESTS_LOG" | grep -c -E "^--- (PASS|FAIL|SKIP): $name " || true)"
+		((ran >= declared)) || missing+=("$name ($ran of $declared)")
+	done
+	if ((${#missing[@]} > 0)); then
+		printf 'Fuzz targets whose seed corpus did not run in the unit stage:\n' >&2
+		printf '  %s\n' "${missing[@]}" >&2
+		return 1
+	fi
+	log "the seed corpora of all ${#declared_count[@]} Fuzz target names ran (timed fuzzing: make fuzz)"
 }
 
 # --- hook: the dify-mock web console in a real headless Chromium, driven
@@ -248,9 +318,10 @@ stage_acceptance() {
 	# Resource identity (1.12), list resources and actions (1.14) skip on an
 	# older CLI; the suite runs again on one where nothing skips.
 	local tf14
+	await_prefetch acceptance-1.14
 	tf14="$(terraform_1_14)" || die "no Terraform >= 1.14 for the identity, list-resource and action tests"
 	if [[ "$(realpath "$tf14")" != "$(realpath "$TF_ACC_TERRAFORM_PATH")" ]]; then
-		log "again on $("$tf14" version | head -n1): TF_ACC_TERRAFORM_PATH=$tf14"
+		log "again on $(tf_cli_banner "$tf14"): TF_ACC_TERRAFORM_PATH=$tf14"
 		TF_ACC=1 TF_ACC_TERRAFORM_PATH="$tf14" go_test_detail_on_failure ./provider/... -run '^TestAcc' -timeout "$ACC_TIMEOUT" || rc=$?
 	fi
 	# And on OpenTofu, so supporting it is a fact, not a claim. The test
@@ -260,10 +331,11 @@ stage_acceptance() {
 	# registry.opentofu.org/hashicorp/dify, so it is named that way here (a
 	# test whose first step is an import fails to init otherwise).
 	local out tofu
+	await_prefetch acceptance-tofu
 	out="$("$REPO_ROOT/scripts/ensure-tofu.sh")" || die "no OpenTofu (scripts/ensure-tofu.sh)"
 	tofu="$(tail -n1 <<<"$out")"
 	[[ "$tofu" == /* && -x "$tofu" ]] || die "ensure-tofu.sh returned '$tofu', not an absolute path"
-	log "again on $("$tofu" version | head -n1): TF_ACC_TERRAFORM_PATH=$tofu TF_ACC_PROVIDER_HOST=registry.opentofu.org TF_ACC_PROVIDER_NAMESPACE=hashicorp"
+	log "again on $(tf_cli_banner "$tofu"): TF_ACC_TERRAFORM_PATH=$tofu TF_ACC_PROVIDER_HOST=registry.opentofu.org TF_ACC_PROVIDER_NAMESPACE=hashicorp"
 	TF_ACC=1 TF_ACC_TERRAFORM_PATH="$tofu" TF_ACC_PROVIDER_HOST=registry.opentofu.org TF_ACC_PROVIDER_NAMESPACE=hashicorp \
 		go_test_detail_on_failure ./provider/... -run '^TestAcc' -timeout "$ACC_TIMEOUT" || rc=$?
 	return "$rc"
@@ -397,18 +469,11 @@ stage_npm() {
 stage_container() {
 	local rc=0 args=()
 	if [[ -f "$WORK_DIR/prefetch-container.ok" ]]; then
-		args=(--image "$(ls -t dist/dify-mock-image_*.tar | head -n1)")
+		args=(--image "$(ls -t dist/dify-mock-image_*.tar | first_line)")
 	fi
 	scripts/container-test.sh "${args[@]}" || rc=$?
 	((rc != 3)) || skip "no container runtime here (scripts/ensure-podman.sh needs apt-get as root)"
 	return "$rc"
-}
-
-# --- hook: a short run of every fuzz target (seed corpora already run in the
-# unit stage). FUZZ_SHORT_TIME=0 skips it; `make fuzz` runs them longer.
-stage_fuzz() {
-	[[ "$FUZZ_SHORT_TIME" != 0 ]] || skip "FUZZ_SHORT_TIME=0"
-	FUZZTIME="$FUZZ_SHORT_TIME" "$REPO_ROOT/scripts/fuzz.sh"
 }
 
 # --- hook: the reliability suite (long-running stream/timing/fault tests).
@@ -426,11 +491,10 @@ run_stage() {
 	local name="$1" idx="$2" total="$3" start=$SECONDS rc=0
 	printf '\n%s==> [%d/%d] %s%s  (%s)\n' "$_c_bold" "$idx" "$total" "$name" "$_c_reset" "$(date +%H:%M:%S)" >&2
 	rm -f "$WORK_DIR/skip-reason"
-	# The stage's background jobs: NAME and NAME-* (acceptance-tofu).
-	local job
-	for job in "${!PREFETCH_PID[@]}"; do
-		if [[ "$job" == "$name" || "$job" == "$name"-* ]]; then await_prefetch "$job"; fi
-	done
+	# The stage's tool from the background job. The acceptance stage waits
+	# for Terraform 1.14 and OpenTofu itself, after the run on the first
+	# Terraform: they are still being built then on a fresh machine.
+	await_prefetch "$name"
 	# A subshell outside any `if`, so `set -e` really applies inside the stage.
 	set +e
 	(
@@ -486,7 +550,7 @@ main() {
 		case "$s" in
 		terraform) prefetch terraform "$REPO_ROOT/scripts/ensure-terraform.sh" ;;
 		acceptance)
-			prefetch acceptance "$REPO_ROOT/scripts/ensure-terraform-1.14.sh"
+			prefetch acceptance-1.14 "$REPO_ROOT/scripts/ensure-terraform-1.14.sh"
 			prefetch acceptance-tofu "$REPO_ROOT/scripts/ensure-tofu.sh"
 			;;
 		goreleaser) prefetch goreleaser "$REPO_ROOT/scripts/ensure-goreleaser.sh" ;;
@@ -494,6 +558,7 @@ main() {
 		container) prefetch container "$REPO_ROOT/scripts/container-test.sh" --prepare ;;
 		esac
 	done
+	start_prefetch
 	for s in "${stages[@]}"; do
 		i=$((i + 1))
 		if [[ " ${TEST_SKIP:-} " == *" $s "* ]]; then

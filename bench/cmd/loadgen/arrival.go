@@ -11,7 +11,7 @@ import (
 // generator was doing then. On a 2-vCPU virtual machine the client's own
 // wake-up added up to 2.3 ms to a lone stream's frames on an idle machine,
 // so its read time is the load generator's lateness as much as the mock's
-// (bench/results.md, "Issue 21, thirteenth round"). Both are kept: the
+// (bench/history.md, "Issue 21, thirteenth round"). Both are kept: the
 // read time is reported beside (streamsResult.LatenessRead).
 type arrival struct {
 	socket time.Time // the kernel's receive time (Linux), else = read

@@ -16,7 +16,7 @@ import (
 // hypervisor ran something else: nothing inside the machine runs then, so
 // every frame due in it is late by it. The bench's machine is such a VM,
 // and its steal came to 10–30 % of the CPU time during a 10,000-stream
-// run (bench/results.md, "Issue 21, sixth round"): a run's figures are
+// run (bench/history.md, "Issue 21, sixth round"): a run's figures are
 // only comparable with the steal beside them.
 type machineCPU struct {
 	busy  int64 // user, nice, system, irq, softirq (guest time is inside user)

@@ -15,7 +15,7 @@ import (
 // connections: one request written whole, the response read with
 // net/http's parser. The load generator shares the two vCPUs with the
 // server it measures, and net/http's client cost about 60 µs of CPU per
-// request there, more than the mock itself (bench/results.md, "Issue 21,
+// request there, more than the mock itself (bench/history.md, "Issue 21,
 // thirteenth round"): its transport hands every request to a write
 // goroutine and every response to a read goroutine. Every server gets the
 // same bytes on the same kind of connection; what the client saves goes to

@@ -13,7 +13,7 @@ package main
 // shared machine hits all of them alike). A ratio between two servers is the
 // median of the rounds' ratios: a round measures them seconds apart, while
 // the machine's capacity drifted by half within a minute on the bench's VM
-// (bench/results.md, "Issue 21, thirteenth round"). Streaming: one answer of seven frames
+// (bench/history.md, "Issue 21, thirteenth round"). Streaming: one answer of seven frames
 // recorded at 0, 150, 650, 1150, 1650, 1700 and 1720 ms, served by dify-mock
 // from a cassette and by WireMock with chunkedDribbleDelay (its tool for a
 // slowly delivered body: the body cut into N equal chunks sent at equal

@@ -270,7 +270,7 @@ type ratio struct {
 // back to back, seconds apart, so a round's ratio compares them on the
 // machine as it was then; the median of the rounds' ratios is the figure,
 // as a shared VM's capacity drifts by more than the difference between
-// them within the minute the rounds take (bench/results.md, "Issue 21,
+// them within the minute the rounds take (bench/history.md, "Issue 21,
 // thirteenth round"). Results without per-round figures fall back to the
 // ratio over all rounds.
 func pairedRatio(a, b peerHTTPResult) ratio {

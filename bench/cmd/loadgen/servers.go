@@ -160,7 +160,7 @@ type wireHeader struct{ Ref time.Time }
 // the workers: only the two references' wall-clock readings are compared.
 // A time.Time sent as is keeps only its wall-clock reading, and the wall
 // clock may be stepped or slewed while a run lasts (on the VM of
-// bench/results.md, "Issue 21, eleventh round", it gained 5 ms a second on
+// bench/history.md, "Issue 21, eleventh round", it gained 5 ms a second on
 // the monotonic clock, and one run's stream ends moved 25 s): that moved
 // the workers' stream starts, first frames and ends, and with them the
 // ramp, peak-live and timeline figures, against the parent's.

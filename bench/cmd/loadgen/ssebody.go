@@ -208,7 +208,7 @@ const loopFrom = 2000
 
 // defaultLoopPace is --loop-pace's default: at 10,000 streams it took the
 // client from 0.38 to 0.31 cores and the server from 0.75 to 0.71
-// (bench/results.md, "Issue 21, tenth round"), for at most a millisecond
+// (bench/history.md, "Issue 21, tenth round"), for at most a millisecond
 // added to a frame's measured lateness.
 const defaultLoopPace = time.Millisecond
 

@@ -116,7 +116,7 @@ func (t *sseTarget) dial(ctx context.Context) (net.Conn, error) {
 // for a clash; once the ~14,000 even ports are taken, every connect walks
 // all of them. In a 16,000-stream run the search took 55 % of the
 // machine's CPU for 2.5 s and made every live stream's frames up to
-// 700 ms late (bench/results.md, "Issue 21, ninth round"). A port bound
+// 700 ms late (bench/history.md, "Issue 21, ninth round"). A port bound
 // explicitly costs one hash lookup at bind and at connect.
 const (
 	firstPort    = 1024 // the unprivileged ports, on each source address

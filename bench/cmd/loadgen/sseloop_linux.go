@@ -20,14 +20,14 @@ import (
 // runtime's poller waking the goroutine and a scheduler hand-off; at
 // 10,000 streams on 2 CPUs that made the client a third of the machine's
 // CPU at the busiest moment, and every cycle it takes is one the server
-// under test does not get (bench/results.md, "Issue 21, fourth round").
+// under test does not get (bench/history.md, "Issue 21, fourth round").
 //
 // The loop is paced (--loop-pace): after it wakes it lets arrivals gather
 // for the rest of the pace before it waits again. Why: the kernel wakes a
 // reader asleep in epoll_wait(2) inside the writer's write(2), so on a
 // busy run the server paid for a wake-up (and, on a virtual machine, an
 // interrupt to the other CPU) per frame; paced, the loop is seldom asleep
-// in epoll_wait and reads a batch per wake-up (bench/results.md, "Issue 21,
+// in epoll_wait and reads a batch per wake-up (bench/history.md, "Issue 21,
 // tenth round"). A frame is then read up to the pace after it arrived; its
 // lateness is taken at its arrival on the socket (arrival.go), and the
 // read time, which includes the pace, is reported beside.

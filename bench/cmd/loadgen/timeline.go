@@ -13,7 +13,7 @@ import (
 // percentiles of a whole run hide when the lateness happened; the timeline
 // shows it, e.g. whether it comes with the ramp, with all streams live, or
 // with the cohorts of streams that started together ending together
-// (bench/results.md, "Issue 21, fifth round").
+// (bench/history.md, "Issue 21, fifth round").
 type timelineRow struct {
 	At     time.Duration `json:"at"` // the step's start, from the run's start
 	Frames int           `json:"frames"`

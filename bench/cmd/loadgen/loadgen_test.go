@@ -136,7 +136,7 @@ func TestReportMarksTargets(t *testing.T) {
 		}
 	}
 	md := renderReport(in, machine{CPUs: 2, CPUModel: "test CPU"}, []string{"Commit: abc"}, nil)
-	for _, s := range []string{"| CPU | test CPU, 2 logical CPUs", "| Commit | abc |", "| 5000 | 5000 | 0.0 |"} {
+	for _, s := range []string{"| CPU | test CPU, 2 logical CPUs", "| Commit | abc |", "| 5000 | 1 | 5000 | 0.0 |"} {
 		if !strings.Contains(md, s) {
 			t.Errorf("report lacks %q:\n%s", s, md)
 		}

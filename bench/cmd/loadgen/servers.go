@@ -254,6 +254,9 @@ func streamsInWorkers(ctx context.Context, o streamsOptions, servers []server, s
 			"--cassette", o.cassette, "--speed", strconv.FormatFloat(o.speed, 'g', -1, 64),
 			"--connect-concurrency", strconv.Itoa(max(1, share(o.connect, n, k))),
 			"--sources", src, "--event-loop", o.eventLoop, "--loop-pace", o.loopPace.String(), "--timeout", o.timeout.String()}
+		if o.keysFile != "" { // every server serves the same apps
+			args = append(args, "--keys-file", o.keysFile)
+		}
 		cmd := exec.CommandContext(ctx, exe, args...)
 		cmd.Stderr = stderr
 		if pipes[k], err = cmd.StdoutPipe(); err != nil {

@@ -57,24 +57,26 @@ const (
 var gcSamples = []metrics.Sample{
 	{Name: "/gc/heap/live:bytes"},
 	{Name: "/memory/classes/heap/stacks:bytes"},
+	{Name: "/memory/classes/os-stacks:bytes"},
+	{Name: "/memory/classes/metadata/other:bytes"},
 	{Name: "/memory/classes/total:bytes"},
 	{Name: "/memory/classes/heap/released:bytes"},
 	{Name: "/memory/classes/heap/free:bytes"},
 	{Name: "/memory/classes/heap/objects:bytes"},
 }
 
-// gcMemory is what the soft memory limit is set from: the live heap, the
-// goroutine stacks (the collector's roots, for gcPercent) and the memory
-// the process holds that is neither heap objects nor free pages (stacks,
-// metadata, free slots in spans in use).
-type gcMemory struct{ live, stacks, other uint64 }
+// gcMemory is what the collector's settings are made from: the live heap,
+// what gcPercent takes for the roots (stacks and the runtime's other
+// metadata) and the memory the process holds that is neither heap objects
+// nor free pages (stacks, all metadata, free slots in spans in use).
+type gcMemory struct{ live, roots, other uint64 }
 
 // readGCMemory reads gcSamples.
 func readGCMemory() gcMemory {
 	metrics.Read(gcSamples)
 	v := func(i int) uint64 { return gcSamples[i].Value.Uint64() }
-	held := v(2) - v(3) // mapped and not returned to the OS
-	return gcMemory{live: v(0), stacks: v(1), other: held - min(held, v(4)+v(5))}
+	held := v(4) - v(5) // mapped and not returned to the OS
+	return gcMemory{live: v(0), roots: v(1) + v(2) + v(3), other: held - min(held, v(6)+v(7))}
 }
 
 // gcLimit is the soft memory limit: none below the floor, else the live
@@ -90,7 +92,7 @@ func gcLimit(m gcMemory) int64 {
 
 // gcPercent is the GOGC that aims the heap at gcMinGoal or more: the
 // runtime's goal is the live heap plus (live heap + roots) × GOGC/100, and
-// other (the goroutine stacks) stands for the roots. Never under the default
+// other (stacks, metadata) stands for the roots. Never under the default
 // 100, never over 10,000 (an empty heap at start).
 func gcPercent(live, other uint64) int {
 	if live >= gcMinGoal {
@@ -119,7 +121,7 @@ func tuneGC(ctx context.Context, getenv func(string) string) {
 			limit = gcBackstop
 		}
 		debug.SetMemoryLimit(limit)
-		debug.SetGCPercent(gcPercent(m.live, m.stacks))
+		debug.SetGCPercent(gcPercent(m.live, m.roots))
 		select {
 		case <-ctx.Done():
 			return

@@ -13,12 +13,12 @@ import (
 )
 
 func TestGCLimitFollowsTheLiveHeapAboveTheFloor(t *testing.T) {
-	if got := gcLimit(gcMemory{live: 10 << 20, stacks: 2 << 20, other: 5 << 20}); got != math.MaxInt64 { // 43 MiB, under the floor
+	if got := gcLimit(gcMemory{live: 10 << 20, roots: 2 << 20, other: 5 << 20}); got != math.MaxInt64 { // 43 MiB, under the floor
 		t.Fatalf("a small heap got a limit: %d", got)
 	}
 	// 200 MiB live, 60 MiB of stacks, metadata and free slots held: 400 +
 	// 60 + 16 MiB.
-	if got, want := gcLimit(gcMemory{live: 200 << 20, stacks: 40 << 20, other: 60 << 20}), int64(476<<20); got != want {
+	if got, want := gcLimit(gcMemory{live: 200 << 20, roots: 40 << 20, other: 60 << 20}), int64(476<<20); got != want {
 		t.Fatalf("limit %d MiB, want %d MiB", got>>20, want>>20)
 	}
 }

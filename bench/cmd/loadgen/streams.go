@@ -178,7 +178,12 @@ func builtinTurn(name string) (*cassette.RecordedTurn, error) {
 // is late by the same amount shows that delay in time-to-first-event, not
 // here. Frames match the recording by index.
 //
-// It also returns the estimated start (relative like arrivals).
+// It also returns the estimated start (relative like arrivals). The
+// lateness is written over arrivals, which the caller no longer needs: a
+// stream's end then allocates nothing in the load generator, whose
+// collections (each marking every stream's goroutine) would otherwise
+// fall on the steps in which a cohort of streams ends, the busiest of a
+// run.
 func frameLateness(arrivals, due []time.Duration) ([]time.Duration, time.Duration) {
 	n := min(len(arrivals), len(due))
 	if n == 0 {
@@ -188,9 +193,9 @@ func frameLateness(arrivals, due []time.Duration) ([]time.Duration, time.Duratio
 	for i := 1; i < n; i++ {
 		anchor = min(anchor, arrivals[i]-due[i])
 	}
-	out := make([]time.Duration, n)
+	out := arrivals[:n]
 	for i := range n {
-		out[i] = arrivals[i] - due[i] - anchor
+		out[i] -= due[i] + anchor
 	}
 	return out, anchor
 }

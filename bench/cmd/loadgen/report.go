@@ -357,6 +357,9 @@ func rowCell(row streamsRow, first streamsResult) string {
 	if r.Cassette != first.Cassette || r.Speed != first.Speed {
 		c += fmt.Sprintf(", `%s` at speed %g", r.Cassette, r.Speed)
 	}
+	if r.StartRate > 0 {
+		c += fmt.Sprintf(", %g starts/s", r.StartRate)
+	}
 	return c
 }
 
@@ -396,7 +399,7 @@ func targetRows(in *reportInput) [][3]string {
 	// Each count's row of rounds on one app, judged on its worst round.
 	byN := map[int]streamsResult{}
 	for _, row := range streamsRows(in.streams) {
-		if r := row.rounds[0]; r.Keys <= 1 {
+		if r := row.rounds[0]; r.Keys <= 1 && r.StartRate == 0 {
 			if _, seen := byN[r.Streams]; !seen {
 				byN[r.Streams] = row.worst()
 			}

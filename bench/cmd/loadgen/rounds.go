@@ -7,7 +7,8 @@ import (
 
 // A row of the streams tables is every round of one shape of run (`make
 // bench` runs each BENCH_ROUNDS times, each on freshly started servers):
-// the same stream count, cassette, speed and number of API keys. Runs of
+// the same stream count, cassette, speed, number of API keys and start
+// rate. Runs of
 // one commit on one machine differ by more than the targets' margins (two
 // 10,000-stream runs gave a lateness p99 of 30.6 and 70.0 ms where four
 // others gave 11.8–13.3 ms), and users meet the worst of them, so the
@@ -22,13 +23,13 @@ type streamsRow struct {
 
 // rowKey is what makes two runs rounds of the same row.
 type rowKey struct {
-	streams, keys int
-	cassette      string
-	speed         float64
+	streams, keys    int
+	cassette         string
+	speed, startRate float64
 }
 
 func keyOf(r streamsResult) rowKey {
-	return rowKey{streams: r.Streams, keys: r.Keys, cassette: r.Cassette, speed: r.Speed}
+	return rowKey{streams: r.Streams, keys: r.Keys, cassette: r.Cassette, speed: r.Speed, startRate: r.StartRate}
 }
 
 // streamsRows groups results into rows, in the order each row first

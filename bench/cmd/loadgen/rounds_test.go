@@ -327,3 +327,41 @@ func TestStreamsSpreadOverTheKeys(t *testing.T) {
 		}
 	}
 }
+
+// --start-rate spaces the starts (here 8 streams at 20 a second: the last
+// starts 350 ms after the first), is kept with the result, and makes a row
+// of its own that no target judges.
+func TestStartRateSpacesTheStarts(t *testing.T) {
+	srv, err := mockserver.New(mockserver.Config{Speed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		ts.Close()
+	})
+	out := filepath.Join(t.TempDir(), "r.jsonl")
+	var log bytes.Buffer
+	if err := runStreams(t.Context(), []string{"--url", ts.URL + "/v1", "--streams", "8", "--cassette", "plain-answer", "--speed", "20",
+		"--start-rate", "20", "--out", out}, &log); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	in := readResultsFile(t, out)
+	r := in.streams[0]
+	if r.Completed != 8 || r.StartRate != 20 || r.RampSeconds < 0.35 {
+		t.Fatalf("completed %d, start rate %g, ramp %.3f s (the last start is due 350 ms in)", r.Completed, r.StartRate, r.RampSeconds)
+	}
+	// A 10,000 row with a start rate is not the 10,000 row.
+	paced := round(1, 5*time.Millisecond, 100)
+	paced.StartRate = 1000
+	in = &reportInput{streams: []streamsResult{paced, round(1, 20*time.Millisecond, 100)}}
+	if got := targetsOf(in)[lateness10k]; !strings.HasPrefix(got[1], "20.00 ms") {
+		t.Errorf("the paced row was judged: %q", got)
+	}
+	if md := renderReport(in, machine{}, nil, nil); !strings.Contains(md, "| 10000, 1000 starts/s | 1 | ") {
+		t.Errorf("the paced row does not say so:\n%s", md)
+	}
+}

@@ -45,6 +45,9 @@ type streamsResult struct {
 	// turn, when there were several (--keys-file; `make bench` gives each
 	// of its apps one key, so it is the number of apps).
 	Keys int `json:"keys,omitempty"`
+	// StartRate is --start-rate: at most this many starts a second (0 =
+	// none but --connect-concurrency).
+	StartRate float64 `json:"start_rate,omitempty"`
 	// Round is this run's number among the rounds of the same row (1, 2,
 	// …; 0 = a run on its own): the report shows each figure's median and
 	// worst over a row's rounds and judges the targets on the worst.
@@ -88,7 +91,7 @@ type streamsOptions struct {
 	timelineStep, loopPace                                time.Duration
 	streams, connect, round                               int
 	worker                                                bool // runWorker (servers.go)
-	speed                                                 float64
+	speed, startRate                                      float64
 	profileFor, timeout                                   time.Duration
 }
 
@@ -115,6 +118,7 @@ func runStreams(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&o.timeline, "timeline", "", "write the run's lateness over time to this file (tab-separated: per step, the frames due, the streams that started and ended, lateness p99 and max)")
 	fs.DurationVar(&o.timelineStep, "timeline-step", 100*time.Millisecond, "the timeline's step")
 	fs.StringVar(&o.keysFile, "keys-file", "", "spread the streams over the API keys in this file, one per line (# comments), in turn: one app's key each with dify-mock serve --apps (default: the one key app-bench); a file, not a flag, so the keys stay out of the process list")
+	fs.Float64Var(&o.startRate, "start-rate", 0, "start at most this many streams a second, evenly spaced, besides --connect-concurrency (0 = no such bound: each stream starts as soon as one of the waiting ones has its first frame, so a run starts in cohorts that also end together); shared out over the worker processes")
 	fs.IntVar(&o.round, "round", 0, "this run's round among the runs of the same row (1, 2, …), stored with the result: the report shows each figure's median and worst over the rounds")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -125,8 +129,8 @@ func runStreams(ctx context.Context, args []string, stderr io.Writer) error {
 	if o.timelineStep <= 0 {
 		return errors.New("--timeline-step must be positive")
 	}
-	if o.round < 0 {
-		return errors.New("--round must not be negative")
+	if o.round < 0 || o.startRate < 0 {
+		return errors.New("--round and --start-rate must not be negative")
 	}
 	if o.url == "" || o.streams < 1 || o.speed <= 0 || o.connect < 1 {
 		return errors.New("--url is required; --streams, --speed and --connect-concurrency must be positive")
@@ -287,6 +291,7 @@ func streams(ctx context.Context, o streamsOptions, turn *cassette.RecordedTurn,
 	if len(keys) > 1 {
 		res.Keys = len(keys)
 	}
+	res.StartRate = o.startRate
 	res.GC = gc.end(ctx, stderr)
 	var lateness, latenessRead, ttfe durations
 	var end, rampEnd time.Time // rampEnd: the last stream's first frame; zero when none came
@@ -424,9 +429,16 @@ func dialStreams(ctx context.Context, o streamsOptions, turn *cassette.RecordedT
 	fmt.Fprintf(stderr, "loadgen: %d streams to %s from %d source address(es) with %d API key(s)\n", o.streams, endpoint, max(1, len(sources)), len(keys))
 	sem := make(chan struct{}, o.connect)
 	results := make(chan streamOutcome, o.streams)
+	// With --start-rate, stream i starts no sooner than i/rate seconds in.
+	var interval time.Duration
+	if o.startRate > 0 {
+		interval = time.Duration(float64(time.Second) / o.startRate)
+	}
+	first := time.Now()
 	for i := range o.streams {
 		req := requests[(i%len(keys))*users+i%users]
-		go func() { results <- oneStream(ctx, target, req, due, sem) }()
+		notBefore := first.Add(time.Duration(i) * interval)
+		go func() { results <- oneStream(ctx, target, req, due, sem, notBefore) }()
 	}
 	all := make([]streamOutcome, 0, o.streams)
 	for range o.streams {
@@ -494,9 +506,20 @@ func peakLive(all []streamOutcome) int {
 	return peak
 }
 
-// oneStream sends one chat request and times every frame. sem bounds how
-// many requests wait for their first frame at once.
-func oneStream(ctx context.Context, target *sseTarget, req []byte, due []time.Duration, sem chan struct{}) (out streamOutcome) {
+// oneStream sends one chat request and times every frame, not before
+// notBefore. sem bounds how many requests wait for their first frame at
+// once.
+func oneStream(ctx context.Context, target *sseTarget, req []byte, due []time.Duration, sem chan struct{}, notBefore time.Time) (out streamOutcome) {
+	if d := time.Until(notBefore); d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			out.err, out.end = ctx.Err(), time.Now()
+			return out
+		}
+	}
 	select {
 	case sem <- struct{}{}:
 	case <-ctx.Done():

@@ -24,20 +24,32 @@
 # the method and the results.
 #
 # Environment:
-#   BENCH_STREAMS="1 100 1000 5000 10000 50000"  stream counts (a count that the
+#   BENCH_STREAMS="1 100 1000 5000 10000 50000 100000"  stream counts (a count that the
 #                                          open-file limit cannot hold in one process
 #                                          is shared out over several dify-mock
 #                                          processes, and results.md says so)
+#   BENCH_ROUNDS=3                         rounds of each streams row, each on fresh
+#                                          servers: results.md shows every figure's
+#                                          median and worst, the targets take the worst
 #   BENCH_CASSETTE=tool-use                built-in cassette replayed
 #   BENCH_CASSETTE_LARGE=deep-research     replayed above 20,000 streams: its 116.7 s
 #                                          outlast the ramp, so all are live together
 #   BENCH_CONNECT_LARGE=400                requests waiting for their first frame at once
 #                                          above 20,000 streams (the ramp's pace: about
 #                                          520 starts a second)
+#   BENCH_SPEED_HUGE=0.4, BENCH_CONNECT_HUGE=1000  above 50,000 streams: the large
+#                                          cassette at this speed (deep-research: 291.8 s),
+#                                          this many waiting (its first frame at 1.9 s:
+#                                          again about 520 starts a second), so the ramp
+#                                          of 100,000 (about 190 s) ends before the first
+#                                          stream does
+#   BENCH_APPS=100, BENCH_APPS_STREAMS=10000  the apps row: that many streams spread
+#                                          over that many apps of one dify-mock (serve
+#                                          --apps, one key each)
 #   BENCH_HTTP_DURATION=5s                 measured time per endpoint
 #   BENCH_HTTP_CONCURRENCY=50
 #   BENCH_PROVIDER_SIZES=1,10,100,1000     conversations in state
-#   BENCH_SKIP="profile provider"          sections to skip (streams http profile provider peers)
+#   BENCH_SKIP="profile provider"          sections to skip (streams apps http profile provider peers)
 #   BENCH_PEER_ROUNDS=8, BENCH_PEER_DURATION=2s, BENCH_PEER_STREAM_RUNS=10,
 #   BENCH_PEER_STREAM_CONCURRENCY=100      the peer comparison's sizes
 #   BENCH_PEER_WARMUP=30s                  unmeasured load on each peer before the first round (WireMock's JIT)
@@ -54,10 +66,15 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_ROOT"
 
-read -r -a STREAMS <<<"${BENCH_STREAMS:-1 100 1000 5000 10000 50000}"
+read -r -a STREAMS <<<"${BENCH_STREAMS:-1 100 1000 5000 10000 50000 100000}"
+ROUNDS="${BENCH_ROUNDS:-3}"
 CASSETTE="${BENCH_CASSETTE:-tool-use}"
 CASSETTE_LARGE="${BENCH_CASSETTE_LARGE:-deep-research}"
 CONNECT_LARGE="${BENCH_CONNECT_LARGE:-400}"
+SPEED_HUGE="${BENCH_SPEED_HUGE:-0.4}"
+CONNECT_HUGE="${BENCH_CONNECT_HUGE:-1000}"
+APPS="${BENCH_APPS:-100}"
+APPS_STREAMS="${BENCH_APPS_STREAMS:-10000}"
 HTTP_DURATION="${BENCH_HTTP_DURATION:-5s}"
 HTTP_CONCURRENCY="${BENCH_HTTP_CONCURRENCY:-50}"
 PROVIDER_SIZES="${BENCH_PROVIDER_SIZES:-1,10,100,1000}"
@@ -173,13 +190,57 @@ bench_mock() {
 	die "dify-mock printed no pprof address; see $WORK/mock.log"
 }
 
+# stream_rounds N CASSETTE SPEED CONNECT KEYS_FILE [SERVE FLAGS...]: the
+# row of N streams, BENCH_ROUNDS times, each round on freshly started
+# servers (memory and the store start empty every time); KEYS_FILE ("" =
+# none) is loadgen's --keys-file. Every stream is a socket in the server and
+# in the load generator: where the open-file limit cannot hold N in one
+# process, the streams are shared out over the fewest servers that hold
+# them on this machine, each with its own load generator worker (loadgen
+# streams --url A,B,C), and measured as one run; results.md says so.
+stream_rounds() {
+	local n="$1" c="$2" speed="$3" connect="$4" keys="$5" procs round k what
+	shift 5
+	procs=$(((n + fd_limit - 1024 - 1) / (fd_limit - 1024)))
+	what="$n x $c at speed $speed"
+	[[ -n "$keys" ]] && what+=" over $(grep -c . "$keys") apps"
+	if ((procs > 1)); then
+		what+=", over $procs dify-mock processes (open-file limit $fd_limit)"
+		section_notes+=(--note "Streams: $n shared out over $procs dify-mock processes and as many load generator workers on this machine, measured as one run (server figures summed): the open-file limit here is $fd_limit (bench/README.md says what one process needs)")
+	fi
+	for ((round = 1; round <= ROUNDS; round++)); do
+		urls=() pids=() debugs=()
+		for ((k = 0; k < procs; k++)); do
+			bench_mock 1 "$@"
+			urls+=("$MOCK_URL") pids+=("$MOCK_PID") debugs+=("$DEBUG_URL")
+			((k < procs - 1)) && EXTRA_MOCKS+=("$MOCK_PID")
+		done
+		log "streams: $what, round $round of $ROUNDS"
+		"${LOADGEN[@]}" streams --url "$(join_commas "${urls[@]}")" --debug-url "$(join_commas "${debugs[@]}")" --pid "$(join_commas "${pids[@]}")" \
+			--streams "$n" --cassette "$c" --speed "$speed" --connect-concurrency "$connect" --round "$round" ${keys:+--keys-file "$keys"} \
+			--out "$RESULTS_JSON" --timeline "$WORK/timeline-$n${keys:+-apps}-$round.tsv"
+		stop_mock
+		stop_extra_mocks
+	done
+}
+
 # The server logs at its default level (info: one line per request), as
 # users run it; a panic or error line fails the run below.
 if want streams; then
 	for n in "${STREAMS[@]}"; do
-		c="$CASSETTE"
-		connect=1000
-		if ((n > 20000)); then
+		c="$CASSETTE" speed=1 connect=1000
+		if ((n > 50000)); then
+			# 100,000 live together: the ramp must end before the first
+			# stream does, at a pace two vCPUs carry. At about 520 starts
+			# a second (the 50,000 row's pace, which held p99 under
+			# 100 ms) 100,000 take about 190 s, longer than the research
+			# turn's 116.7 s at speed 1; at 0.4 it lasts 291.8 s, and its
+			# first frame comes at 1.9 s, so 1,000 waiting keep the same
+			# pace. A stream's answer then starts 264 s in, after the ramp,
+			# and the answers come at the pace the streams started, as in
+			# the 50,000 row: the same writes a second (bench/README.md).
+			c="$CASSETTE_LARGE" speed="$SPEED_HUGE" connect="$CONNECT_HUGE"
+		elif ((n > 20000)); then
 			# All of them live together: the ramp has to end before the
 			# first streams do. 400 waiting for their first frame (750 ms
 			# in) start about 520 a second, so 50,000 take about 96 s, and
@@ -191,33 +252,31 @@ if want streams; then
 			# A 31 s turn would need 1,600 starts a second, about three
 			# cores (bench/history.md, "Issue 21", eleventh and twelfth
 			# rounds).
-			c="$CASSETTE_LARGE"
-			connect="$CONNECT_LARGE"
+			c="$CASSETTE_LARGE" connect="$CONNECT_LARGE"
 		fi
-		# Every stream is a socket in the server and in the load generator.
-		# Where the open-file limit cannot hold n in one process, the
-		# streams are shared out over several servers on this machine, each
-		# with its own load generator worker (loadgen streams --url A,B,C),
-		# and measured as one run; results.md says so.
-		procs=$(((n + fd_limit - 1024 - 1) / (fd_limit - 1024)))
-		urls=() pids=() debugs=()
-		for ((k = 0; k < procs; k++)); do
-			bench_mock 1
-			urls+=("$MOCK_URL") pids+=("$MOCK_PID") debugs+=("$DEBUG_URL")
-			((k < procs - 1)) && EXTRA_MOCKS+=("$MOCK_PID")
-		done
-		if ((procs > 1)); then
-			log "streams: $n x $c at speed 1, over $procs dify-mock processes (open-file limit $fd_limit)"
-			section_notes+=(--note "Streams: $n shared out over $procs dify-mock processes and as many load generator workers on this machine, measured as one run (server figures summed): the open-file limit here is $fd_limit (bench/README.md says what one process needs)")
-		else
-			log "streams: $n x $c at speed 1"
-		fi
-		"${LOADGEN[@]}" streams --url "$(join_commas "${urls[@]}")" --debug-url "$(join_commas "${debugs[@]}")" --pid "$(join_commas "${pids[@]}")" \
-			--streams "$n" --cassette "$c" --speed 1 --connect-concurrency "$connect" \
-			--out "$RESULTS_JSON" --timeline "$WORK/timeline-$n.tsv"
-		stop_mock
-		stop_extra_mocks
+		stream_rounds "$n" "$c" "$speed" "$connect" ""
 	done
+fi
+
+# Several apps in one mock (serve --apps DIR: each folder an app named
+# after it, its keys.txt its keys): the same streams as the one-app row of
+# that count, spread over the apps' keys, to compare lateness and memory
+# per stream.
+if want streams && want apps; then
+	if [[ "$("$WORK/dify-mock" serve --help 2>&1 || true)" != *"--apps "* ]]; then
+		warn "this dify-mock has no serve --apps: the row of $APPS_STREAMS streams over $APPS apps is skipped"
+		section_notes+=(--note "Streams over $APPS apps: not run (this dify-mock has no serve --apps)")
+	else
+		apps_dir="$WORK/apps" apps_keys="$WORK/apps-keys.txt"
+		: >"$apps_keys"
+		for ((a = 0; a < APPS; a++)); do
+			name="$(printf 'bench-%03d' "$a")"
+			mkdir -p "$apps_dir/$name"
+			cp cassettes/app.yaml "cassettes/$CASSETTE.yaml" "$apps_dir/$name/"
+			printf 'app-%s\n' "$name" | tee "$apps_dir/$name/keys.txt" >>"$apps_keys"
+		done
+		stream_rounds "$APPS_STREAMS" "$CASSETTE" 1 1000 "$apps_keys" --apps "$apps_dir"
+	fi
 fi
 
 if want http; then

@@ -3,7 +3,7 @@
 // appends one JSON result per run to a results file; `loadgen report` turns
 // that file into the markdown tables of bench/results.md.
 //
-//	loadgen streams  --url URL --streams N [--cassette NAME] [--speed S] [--pid PID] [--debug-url URL]
+//	loadgen streams  --url URL --streams N [--cassette NAME] [--speed S] [--pid PID] [--debug-url URL] [--keys-file FILE] [--round K] [--start-rate R]
 //	loadgen http     --url URL --endpoint parameters|conversations|rename|upload [--concurrency 50]
 //	loadgen provider --url URL --terraform PATH --plugin-dir DIR [--conversations 1,10,100]
 //	loadgen report   --in results.jsonl [--out bench/results.md]

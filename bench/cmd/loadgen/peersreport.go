@@ -192,31 +192,31 @@ func peerTargetRows(in *reportInput) [][3]string {
 		rows = append(rows, [3]string{"Per-frame arrival error ≤ 10 ms (one stream at a time)", measured,
 			check(s.Failed == 0 && s.AbsError.Count > 0 && s.AbsError.Max <= targetFrameError)})
 	}
-	byN := map[int]streamsResult{}
-	for _, r := range in.streams {
-		byN[r.Streams] = r
-	}
-	if r, ok := byN[targetStreamsLargest]; ok {
+	if r, row, ok := in.worstRow(targetStreamsLargest); ok {
 		done := fmt.Sprintf(", %d of %d completed, peak live %d", r.Completed, r.Streams, r.PeakConcurrent)
+		med := row.median()
 		rows = append(rows,
-			[3]string{"Lateness p99 ≤ 20 ms at 10,000 streams (all frames)", ms(r.Lateness.P99) + " ms" + asRead(r) + done + r.Machine.stolen(), concurrent(r, r.Failed == 0 && r.Lateness.P99 <= targetLateP99At10k)},
-			[3]string{"10,000 streams in ≤ 300 MiB RSS", mib(r.Server.PeakRSSKiB) + " MiB" + done, concurrent(r, r.Failed == 0 && r.Server.PeakRSSKiB > 0 && r.Server.PeakRSSKiB <= targetRSSAt10kMiB*1024)})
-	}
-	if r, ok := byN[targetStreamsMax]; ok {
-		done := fmt.Sprintf("%d of %d completed, peak live %d", r.Completed, r.Streams, r.PeakConcurrent)
-		if r.Servers > 1 {
-			done += fmt.Sprintf(" over %d dify-mock processes (the open-file limit)", r.Servers)
+			[3]string{"Lateness p99 ≤ 15 ms at 10,000 streams (all frames, the worst round)", ms(r.Lateness.P99) + " ms" + asRead(r) + inRounds(row, ms(med.Lateness.P99)+" ms") + done + r.Machine.stolen() + otherWork(r),
+				concurrent(r, r.Failed == 0 && r.Lateness.P99 <= targetLateP99At10k)},
+			[3]string{"10,000 streams in ≤ 200 MiB RSS (the worst round)", mib(r.Server.PeakRSSKiB) + " MiB" + inRounds(row, mib(med.Server.PeakRSSKiB)+" MiB") + done,
+				concurrent(r, r.Failed == 0 && r.Server.PeakRSSKiB > 0 && r.Server.PeakRSSKiB <= targetRSSAt10kMiB*1024)})
+		if a, arow, ok := in.appsRow(); ok {
+			rows = append(rows, appsTargetRow(r, a, arow))
 		}
-		rows = append(rows,
-			[3]string{"50,000 streams, all live together, all complete", done, check(r.Completed == r.Streams && r.Failed == 0 && r.PeakConcurrent == r.Streams)},
-			[3]string{"Lateness p99 ≤ 100 ms at 50,000 streams (all frames)", ms(r.Lateness.P99) + " ms" + asRead(r) + r.Machine.stolen(), concurrent(r, r.Failed == 0 && r.Lateness.P99 <= targetLateP99AtMax)},
-			[3]string{"50,000 streams in ≤ 1.5 GiB RSS", mib(r.Server.PeakRSSKiB) + " MiB" + summed(r), concurrent(r, r.Failed == 0 && r.Server.PeakRSSKiB > 0 && r.Server.PeakRSSKiB <= targetRSSAtMaxMiB*1024)})
-	} else if largest := largestStreams(in.streams); largest.Streams > targetStreamsLargest {
+	}
+	if r, row, ok := in.worstRow(targetStreamsMax); ok {
+		rows = append(rows, largeTargetRows(r, row, "50,000", targetLateP99AtMax, targetRSSAtMaxMiB, "1.5 GiB")...)
+	} else if largest := largestStreams(in.streams); largest.Streams > targetStreamsLargest && largest.Streams < targetStreamsMax {
 		// Machines whose open-file limit cannot fit 50,000 sockets per process.
 		rows = append(rows, [3]string{"50,000 streams complete", fmt.Sprintf("not run (open-file limit); the largest run: %d of %d streams completed (peak live %d, RSS %s MiB, lateness p99 %s ms)",
 			largest.Completed, largest.Streams, largest.PeakConcurrent, mib(largest.Server.PeakRSSKiB), ms(largest.Lateness.P99)), "**not measured**"})
 	} else {
 		rows = append(rows, [3]string{"50,000 streams complete", "not run (open-file limit, see bench/README.md)", "**not measured**"})
+	}
+	if r, row, ok := in.worstRow(targetStreamsHuge); ok {
+		rows = append(rows, largeTargetRows(r, row, "100,000", targetLateP99AtHuge, targetRSSAtHugeMiB, "2 GiB")...)
+	} else if len(in.streams) > 0 {
+		rows = append(rows, [3]string{"100,000 streams complete", "not run (BENCH_STREAMS, see bench/README.md)", "**not measured**"})
 	}
 	for _, n := range []int{100, 1000} {
 		passed := false
@@ -228,6 +228,88 @@ func peerTargetRows(in *reportInput) [][3]string {
 		}
 	}
 	return rows
+}
+
+// largeTargetRows are the rows of the targets for n streams (50,000 or
+// 100,000) live together: all complete, lateness p99 and the servers'
+// memory together, judged on r, the worst of row's rounds.
+func largeTargetRows(r streamsResult, row streamsRow, n string, p99 time.Duration, rssMiB int64, rss string) [][3]string {
+	med := row.median()
+	done := fmt.Sprintf("%d of %d completed, peak live %d", r.Completed, r.Streams, r.PeakConcurrent)
+	if r.Servers > 1 {
+		done += fmt.Sprintf(" over %d dify-mock processes (the open-file limit)", r.Servers)
+	}
+	if r.Cassette != "" {
+		done += fmt.Sprintf(", `%s` at speed %g", r.Cassette, r.Speed)
+	}
+	if len(row.rounds) > 1 {
+		done += fmt.Sprintf(" (the worst of %d rounds)", len(row.rounds))
+	}
+	return [][3]string{
+		{n + " streams, all live together, all complete", done, check(r.Completed == r.Streams && r.Failed == 0 && r.PeakConcurrent == r.Streams)},
+		{fmt.Sprintf("Lateness p99 ≤ %d ms at %s streams (all frames)", p99.Milliseconds(), n), ms(r.Lateness.P99) + " ms" + asRead(r) + inRounds(row, ms(med.Lateness.P99)+" ms") + r.Machine.stolen() + otherWork(r),
+			concurrent(r, r.Failed == 0 && r.Lateness.P99 <= p99)},
+		{n + " streams in ≤ " + rss + " RSS", mib(r.Server.PeakRSSKiB) + " MiB" + summed(r) + inRounds(row, mib(med.Server.PeakRSSKiB)+" MiB"),
+			concurrent(r, r.Failed == 0 && r.Server.PeakRSSKiB > 0 && r.Server.PeakRSSKiB <= rssMiB*1024)},
+	}
+}
+
+// appsTargetRow compares 10,000 streams over many apps (a, the worst of
+// arow's rounds) with 10,000 on one (one, the worst of its rounds): the
+// same lateness bound, and memory per stream within targetAppsMemory.
+func appsTargetRow(one, a streamsResult, arow streamsRow) [3]string {
+	perStream := func(r streamsResult) float64 { return float64(r.Server.PeakRSSKiB) / float64(max(r.Streams, 1)) }
+	measured := fmt.Sprintf("lateness p99 %s ms (one app: %s ms), %.1f KiB per stream (one app: %.1f KiB), %d of %d completed, peak live %d",
+		ms(a.Lateness.P99), ms(one.Lateness.P99), perStream(a), perStream(one), a.Completed, a.Streams, a.PeakConcurrent)
+	if len(arow.rounds) > 1 {
+		measured += fmt.Sprintf(" (the worst of %d rounds each)", len(arow.rounds))
+	}
+	ok := a.Failed == 0 && a.Lateness.P99 <= targetLateP99At10k && a.Server.PeakRSSKiB > 0 && one.Server.PeakRSSKiB > 0 &&
+		perStream(a) <= perStream(one)*targetAppsMemory
+	return [3]string{fmt.Sprintf("10,000 streams over %d apps: lateness p99 ≤ 15 ms and memory per stream within 10 %% of one app's (the worst rounds)", a.Keys),
+		measured, concurrent(a, ok)}
+}
+
+// worstRow is the worst of the rounds of the row of n streams on one app
+// (rounds.go), and that row. The targets are the bench's own shape of
+// run: a row with a --start-rate is a diagnosis, not judged.
+func (in *reportInput) worstRow(n int) (streamsResult, streamsRow, bool) {
+	for _, row := range streamsRows(in.streams) {
+		if r := row.rounds[0]; r.Streams == n && r.Keys <= 1 && r.StartRate == 0 {
+			return row.worst(), row, true
+		}
+	}
+	return streamsResult{}, streamsRow{}, false
+}
+
+// appsRow is the worst of the rounds of the row of 10,000 streams spread
+// over several apps' keys, and that row.
+func (in *reportInput) appsRow() (streamsResult, streamsRow, bool) {
+	for _, row := range streamsRows(in.streams) {
+		if r := row.rounds[0]; r.Streams == targetAppsStreams && r.Keys > 1 && r.StartRate == 0 {
+			return row.worst(), row, true
+		}
+	}
+	return streamsResult{}, streamsRow{}, false
+}
+
+// inRounds is ", the worst of k rounds (median m)" for a row of several
+// rounds ("" for one).
+func inRounds(row streamsRow, median string) string {
+	if len(row.rounds) < 2 {
+		return ""
+	}
+	return fmt.Sprintf(", the worst of %d rounds (median %s)", len(row.rounds), median)
+}
+
+// otherWork is ", 0.62 cores of other work" for a lateness target's
+// measured column (the machine's other processes take the CPU the frames
+// wait for; "" without figures).
+func otherWork(r streamsResult) string {
+	if r.Machine == nil {
+		return ""
+	}
+	return fmt.Sprintf(", %.2f cores of other work", r.Machine.OtherCores)
 }
 
 // concurrent is check(ok) for a target about N streams live together: a

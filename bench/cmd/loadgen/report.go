@@ -177,45 +177,82 @@ func renderReport(in *reportInput, m machine, notes []string, profiles []profile
 
 	if len(in.streams) > 0 {
 		s0 := in.streams[0]
+		rows := streamsRows(in.streams)
 		w("## Replay fidelity and scale\n\n")
 		w("`%s` replayed at speed %g (%d frames over %.1f s per stream), N streams at once, each on its own connection, "+
-			"from the separate load process (at most 1,000 waiting for their first frame at a time, so the ramp takes a moment).\n\n", s0.Cassette, s0.Speed, s0.Frames, s0.RecordedSeconds)
+			"from the separate load process (at most 1,000 waiting for their first frame at a time, so the ramp takes a moment); "+
+			"rows with another cassette or speed say so.\n\n", s0.Cassette, s0.Speed, s0.Frames, s0.RecordedSeconds)
+		w("- **Rounds**: each row ran as many times as its *Rounds* column says, each round on freshly started servers; with several, " +
+			"every cell is *the median / the worst* of the rounds' figures (the worst being the highest lateness, memory, CPU or collector figure " +
+			"and the fewest completed or live), and the targets below are judged on the worst.\n")
 		w("- **Lateness**: every frame's arrival at the load generator's socket (the kernel's receive time) against its recorded offset, relative to the stream's own start " +
 			"(README: how it is measured); *after the ramp* counts only frames due once all N streams were live; *as read* takes each frame when the load generator read it instead, its own wake-up included.\n")
 		w("- **TTFE**: request sent (connection set-up included) to the first complete frame, whose recorded offset is %.0f ms.\n", s0.FirstFrameSeconds*1000)
 		w("- **RSS**: the server's peak VmRSS, sampled every 250 ms from /proc; goroutines and threads likewise (goroutines through the server's loopback profiling listener, `--pprof-addr`). " +
 			"**CPU**: cores used on average over the run by the server and by the load generator; *other work* is the rest of the machine's busy time; " +
-			"*stolen* is the share of the CPUs' time that the hypervisor gave to other machines (`/proc/stat`: every frame due then is late by it).\n\n")
-		w("| Streams | Completed | Ramp s | Lateness p50 ms | p99 ms | max ms | After the ramp: p99 ms | max ms | As read: p99 ms | max ms | TTFE p50 ms | TTFE p99 ms |\n")
-		w("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-		for _, r := range in.streams {
-			w("| %s | %d | %.1f | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-				streamsCell(r), r.Completed, r.RampSeconds, ms(r.Lateness.P50), ms(r.Lateness.P99), ms(r.Lateness.Max),
-				ms(r.LatenessSteady.P99), ms(r.LatenessSteady.Max), ms(r.LatenessRead.P99), ms(r.LatenessRead.Max), ms(r.TTFE.P50), ms(r.TTFE.P99))
+			"*stolen* is the share of the CPUs' time that the hypervisor gave to other machines (`/proc/stat`: every frame due then is late by it). " +
+			"**GC**: the server's collections during the run, their stop-the-world pauses together, and the CPU the collector used, in cores over the run " +
+			"(from the runtime's MemStats through the profiling listener, read before the first stream and after the last).\n\n")
+		w("| Streams | Rounds | Completed | Ramp s | Lateness p50 ms | p99 ms | max ms | After the ramp: p99 ms | max ms | As read: p99 ms | max ms | TTFE p50 ms | TTFE p99 ms |\n")
+		w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, row := range rows {
+			c := row.cells()
+			w("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+				rowCell(row, s0), len(row.rounds), c.of(func(r streamsResult) string { return strconv.Itoa(r.Completed) }),
+				c.of(func(r streamsResult) string { return fmt.Sprintf("%.1f", r.RampSeconds) }),
+				c.ms(func(r streamsResult) time.Duration { return r.Lateness.P50 }), c.ms(func(r streamsResult) time.Duration { return r.Lateness.P99 }),
+				c.ms(func(r streamsResult) time.Duration { return r.Lateness.Max }),
+				c.ms(func(r streamsResult) time.Duration { return r.LatenessSteady.P99 }), c.ms(func(r streamsResult) time.Duration { return r.LatenessSteady.Max }),
+				c.ms(func(r streamsResult) time.Duration { return r.LatenessRead.P99 }), c.ms(func(r streamsResult) time.Duration { return r.LatenessRead.Max }),
+				c.ms(func(r streamsResult) time.Duration { return r.TTFE.P50 }), c.ms(func(r streamsResult) time.Duration { return r.TTFE.P99 }))
 		}
-		w("\n| Streams | Peak live | Server RSS MiB | Goroutines | Threads | Server CPU cores | Load generator CPU cores | Other work cores | CPU stolen %% | Throughput KiB/s |\n")
-		w("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-		for _, r := range in.streams {
-			other, stolen := "–", "–"
-			if r.Machine != nil {
-				other, stolen = fmt.Sprintf("%.2f", r.Machine.OtherCores), fmt.Sprintf("%.1f", r.Machine.StealPercent)
+		w("\n| Streams | Peak live | Server RSS MiB | Goroutines | Threads | Server CPU cores | Load generator CPU cores | Other work cores | CPU stolen %% | GC collections | GC pauses ms | GC CPU cores | Throughput KiB/s |\n")
+		w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, row := range rows {
+			c := row.cells()
+			machine := func(f func(*machineFigures) string) string {
+				return c.of(func(r streamsResult) string {
+					if r.Machine == nil {
+						return "–"
+					}
+					return f(r.Machine)
+				})
 			}
-			w("| %s | %d | %s | %s | %s | %.2f | %.2f | %s | %s | %.0f |\n",
-				streamsCell(r), r.PeakConcurrent, mib(r.Server.PeakRSSKiB), orDash(r.Server.PeakGoroutines), orDash(r.Server.PeakThreads),
-				r.ServerCores, r.ClientCores, other, stolen, r.BytesPerSec/1024)
+			gc := func(f func(streamsResult) string) string {
+				return c.of(func(r streamsResult) string {
+					if r.GC == nil {
+						return "–"
+					}
+					return f(r)
+				})
+			}
+			w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+				rowCell(row, s0), c.of(func(r streamsResult) string { return strconv.Itoa(r.PeakConcurrent) }),
+				c.of(func(r streamsResult) string { return mib(r.Server.PeakRSSKiB) }),
+				c.of(func(r streamsResult) string { return orDash(r.Server.PeakGoroutines) }),
+				c.of(func(r streamsResult) string { return orDash(r.Server.PeakThreads) }),
+				c.of(func(r streamsResult) string { return fmt.Sprintf("%.2f", r.ServerCores) }),
+				c.of(func(r streamsResult) string { return fmt.Sprintf("%.2f", r.ClientCores) }),
+				machine(func(m *machineFigures) string { return fmt.Sprintf("%.2f", m.OtherCores) }),
+				machine(func(m *machineFigures) string { return fmt.Sprintf("%.1f", m.StealPercent) }),
+				gc(func(r streamsResult) string { return strconv.Itoa(r.GC.Collections) }),
+				gc(func(r streamsResult) string { return ms(r.GC.PauseTotal) }),
+				gc(func(r streamsResult) string { return fmt.Sprintf("%.2f", r.GC.Cores) }),
+				c.of(func(r streamsResult) string { return fmt.Sprintf("%.0f", r.BytesPerSec/1024) }))
 		}
 		phaseRows := 0
-		for _, r := range in.streams {
-			if r.Streams >= 1000 {
+		for _, row := range rows {
+			if r := row.worstRound(); r.Streams >= 1000 {
 				phaseRows += len(r.Phases)
 			}
 		}
 		if phaseRows > 0 {
-			w("\n**When** (from 1,000 streams): the lateness of the frames due in each phase of a run, and the phase's latest 100 ms step " +
+			w("\n**When** (from 1,000 streams; of each row's round with the highest lateness p99): the lateness of the frames due in each phase of a run, and the phase's latest 100 ms step " +
 				"(`loadgen streams --timeline` writes every step; `BENCH_KEEP=1` keeps them).\n\n")
 			w("| Streams | Phase | Frames | p99 ms | max ms | Latest step at s | Its p99 ms | Streams ending in it | CPU stolen in it ms |\n")
-			w("|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
-			for _, r := range in.streams {
+			w("|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+			for _, row := range rows {
+				r := row.worstRound()
 				if r.Streams < 1000 {
 					continue
 				}
@@ -224,14 +261,16 @@ func renderReport(in *reportInput, m machine, notes []string, profiles []profile
 					if r.Machine != nil {
 						stolen = fmt.Sprintf("%.0f", float64(ph.Worst.Stolen)/float64(time.Millisecond))
 					}
-					w("| %d | %s | %d | %s | %s | %.1f | %s | %d | %s |\n", r.Streams, ph.Name, ph.Late.Count, ms(ph.Late.P99), ms(ph.Late.Max),
+					w("| %s | %s | %d | %s | %s | %.1f | %s | %d | %s |\n", rowCell(row, s0), ph.Name, ph.Late.Count, ms(ph.Late.P99), ms(ph.Late.Max),
 						ph.Worst.At.Seconds(), ms(ph.Worst.Late.P99), ph.Worst.Ends, stolen)
 				}
 			}
 		}
-		for _, r := range in.streams {
-			if r.Failed > 0 {
-				w("\n%d of %d streams failed at N=%d; first errors: %s\n", r.Failed, r.Streams, r.Streams, strings.Join(r.Errors, "; "))
+		for _, row := range rows {
+			for _, r := range row.rounds {
+				if r.Failed > 0 {
+					w("\n%d of %d streams failed in %s%s; first errors: %s\n", r.Failed, r.Streams, rowCell(row, s0), roundName(r), strings.Join(r.Errors, "; "))
+				}
 			}
 		}
 		w("\n")
@@ -305,12 +344,66 @@ func streamsCell(r streamsResult) string {
 	return strconv.Itoa(r.Streams)
 }
 
+// rowCell is a row's first cell: the count and processes (streamsCell),
+// the API keys (apps) when the streams were spread over several, and the
+// cassette and speed where they are not those of first (the table's
+// first row, which its heading names).
+func rowCell(row streamsRow, first streamsResult) string {
+	r := row.rounds[0]
+	c := streamsCell(r)
+	if r.Keys > 1 {
+		c += fmt.Sprintf(" over %d apps", r.Keys)
+	}
+	if r.Cassette != first.Cassette || r.Speed != first.Speed {
+		c += fmt.Sprintf(", `%s` at speed %g", r.Cassette, r.Speed)
+	}
+	if r.StartRate > 0 {
+		c += fmt.Sprintf(", %g starts/s", r.StartRate)
+	}
+	return c
+}
+
+// roundName is " (round k)" for a result that was one of several rounds.
+func roundName(r streamsResult) string {
+	if r.Round > 0 {
+		return fmt.Sprintf(" (round %d)", r.Round)
+	}
+	return ""
+}
+
+// rowCells renders a row's figures: one round's as they are, several as
+// "median / worst".
+type rowCells struct {
+	med, worst streamsResult
+	several    bool
+}
+
+func (r streamsRow) cells() rowCells {
+	return rowCells{med: r.median(), worst: r.worst(), several: len(r.rounds) > 1}
+}
+
+func (c rowCells) of(f func(streamsResult) string) string {
+	if !c.several {
+		return f(c.med)
+	}
+	return f(c.med) + " / " + f(c.worst)
+}
+
+func (c rowCells) ms(f func(streamsResult) time.Duration) string {
+	return c.of(func(r streamsResult) string { return ms(f(r)) })
+}
+
 // targetRows compares the results with the issue's targets.
 func targetRows(in *reportInput) [][3]string {
 	var rows [][3]string
+	// Each count's row of rounds on one app, judged on its worst round.
 	byN := map[int]streamsResult{}
-	for _, r := range in.streams {
-		byN[r.Streams] = r
+	for _, row := range streamsRows(in.streams) {
+		if r := row.rounds[0]; r.Keys <= 1 && r.StartRate == 0 {
+			if _, seen := byN[r.Streams]; !seen {
+				byN[r.Streams] = row.worst()
+			}
+		}
 	}
 	if r, ok := byN[1]; ok {
 		rows = append(rows, [3]string{"Lateness p99 ≤ 2 ms at 1 stream", ms(r.Lateness.P99) + " ms" + asRead(r) + r.Machine.stolen(), check(r.Lateness.P99 <= targetLateP99At1 && r.Failed == 0)})

@@ -254,6 +254,12 @@ func streamsInWorkers(ctx context.Context, o streamsOptions, servers []server, s
 			"--cassette", o.cassette, "--speed", strconv.FormatFloat(o.speed, 'g', -1, 64),
 			"--connect-concurrency", strconv.Itoa(max(1, share(o.connect, n, k))),
 			"--sources", src, "--event-loop", o.eventLoop, "--loop-pace", o.loopPace.String(), "--timeout", o.timeout.String()}
+		if o.keysFile != "" { // every server serves the same apps
+			args = append(args, "--keys-file", o.keysFile)
+		}
+		if o.startRate > 0 {
+			args = append(args, "--start-rate", strconv.FormatFloat(o.startRate*float64(share(o.streams, n, k))/float64(o.streams), 'g', -1, 64))
+		}
 		cmd := exec.CommandContext(ctx, exe, args...)
 		cmd.Stderr = stderr
 		if pipes[k], err = cmd.StdoutPipe(); err != nil {

@@ -72,10 +72,10 @@ func newSSETarget(endpoint string, header http.Header, sources []net.IP) (*sseTa
 	return &sseTarget{addr: host, path: u.RequestURI(), headers: h.String(), sources: sources}, nil
 }
 
-// request renders the full request for body.
-func (t *sseTarget) request(body []byte) []byte {
+// request renders the full request for body, sent with API key key.
+func (t *sseTarget) request(key string, body []byte) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "POST %s HTTP/1.1\r\n%sContent-Length: %d\r\n\r\n", t.path, t.headers, len(body))
+	fmt.Fprintf(&b, "POST %s HTTP/1.1\r\nAuthorization: Bearer %s\r\n%sContent-Length: %d\r\n\r\n", t.path, key, t.headers, len(body))
 	b.Write(body)
 	return b.Bytes()
 }

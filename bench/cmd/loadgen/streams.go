@@ -41,6 +41,17 @@ type streamsResult struct {
 	// out over, when there were several (servers.go); the server figures
 	// are then their sums.
 	Servers int `json:"servers,omitempty"`
+	// Keys is the number of API keys the streams were spread over, in
+	// turn, when there were several (--keys-file; `make bench` gives each
+	// of its apps one key, so it is the number of apps).
+	Keys int `json:"keys,omitempty"`
+	// StartRate is --start-rate: at most this many starts a second (0 =
+	// none but --connect-concurrency).
+	StartRate float64 `json:"start_rate,omitempty"`
+	// Round is this run's number among the rounds of the same row (1, 2,
+	// …; 0 = a run on its own): the report shows each figure's median and
+	// worst over a row's rounds and judges the targets on the worst.
+	Round int `json:"round,omitempty"`
 
 	// Lateness of every received frame (see frameLateness) as it arrived
 	// at the load generator's socket (arrival), and of the frames due
@@ -68,16 +79,19 @@ type streamsResult struct {
 	// Machine: the CPU time the hypervisor took and other work's, over the
 	// run (nil where /proc/stat cannot be read).
 	Machine *machineFigures `json:"machine,omitempty"`
-	Label   string          `json:"label,omitempty"`
+	// GC is what the servers' collectors did over the run (gcstats.go;
+	// nil without their profiling listeners).
+	GC    *gcFigures `json:"gc,omitempty"`
+	Label string     `json:"label,omitempty"`
 }
 
 type streamsOptions struct {
 	url, cassette, debugURL, out, profile, label, sources string
-	eventLoop, timeline, pids                             string
+	eventLoop, timeline, pids, keysFile                   string
 	timelineStep, loopPace                                time.Duration
-	streams, connect                                      int
+	streams, connect, round                               int
 	worker                                                bool // runWorker (servers.go)
-	speed                                                 float64
+	speed, startRate                                      float64
 	profileFor, timeout                                   time.Duration
 }
 
@@ -103,6 +117,9 @@ func runStreams(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&o.sources, "sources", "auto", "local addresses to dial from, each connection from a port the client picks: a count N (127.0.0.2 … 127.0.0.N+1; 0 = the kernel picks address and port), a comma-separated list, or auto (on Linux one loopback address per 50,000 streams; elsewhere the kernel's choice up to 20,000 streams)")
 	fs.StringVar(&o.timeline, "timeline", "", "write the run's lateness over time to this file (tab-separated: per step, the frames due, the streams that started and ended, lateness p99 and max)")
 	fs.DurationVar(&o.timelineStep, "timeline-step", 100*time.Millisecond, "the timeline's step")
+	fs.StringVar(&o.keysFile, "keys-file", "", "spread the streams over the API keys in this file, one per line (# comments), in turn: one app's key each with dify-mock serve --apps (default: the one key app-bench); a file, not a flag, so the keys stay out of the process list")
+	fs.Float64Var(&o.startRate, "start-rate", 0, "start at most this many streams a second, evenly spaced, besides --connect-concurrency (0 = no such bound: each stream starts as soon as one of the waiting ones has its first frame, so a run starts in cohorts that also end together); shared out over the worker processes")
+	fs.IntVar(&o.round, "round", 0, "this run's round among the runs of the same row (1, 2, …), stored with the result: the report shows each figure's median and worst over the rounds")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -111,6 +128,9 @@ func runStreams(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if o.timelineStep <= 0 {
 		return errors.New("--timeline-step must be positive")
+	}
+	if o.round < 0 || o.startRate < 0 {
+		return errors.New("--round and --start-rate must not be negative")
 	}
 	if o.url == "" || o.streams < 1 || o.speed <= 0 || o.connect < 1 {
 		return errors.New("--url is required; --streams, --speed and --connect-concurrency must be positive")
@@ -129,10 +149,10 @@ func runStreams(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "streams=%d completed=%d failed=%d lateness p50=%v p99=%v max=%v (after the ramp: p99=%v max=%v) ttfe p50=%v p99=%v peakRSS=%dMiB goroutines=%d cores server=%.2f client=%.2f%s\n",
+	fmt.Fprintf(stderr, "streams=%d completed=%d failed=%d lateness p50=%v p99=%v max=%v (after the ramp: p99=%v max=%v) ttfe p50=%v p99=%v peakRSS=%dMiB goroutines=%d cores server=%.2f client=%.2f%s%s\n",
 		res.Streams, res.Completed, res.Failed, res.Lateness.P50, res.Lateness.P99, res.Lateness.Max,
 		res.LatenessSteady.P99, res.LatenessSteady.Max,
-		res.TTFE.P50, res.TTFE.P99, res.Server.PeakRSSKiB>>10, res.Server.PeakGoroutines, res.ServerCores, res.ClientCores, res.Machine.describe())
+		res.TTFE.P50, res.TTFE.P99, res.Server.PeakRSSKiB>>10, res.Server.PeakGoroutines, res.ServerCores, res.ClientCores, res.Machine.describe(), res.GC.describe())
 	return appendResult(o.out, res)
 }
 
@@ -162,7 +182,12 @@ func builtinTurn(name string) (*cassette.RecordedTurn, error) {
 // is late by the same amount shows that delay in time-to-first-event, not
 // here. Frames match the recording by index.
 //
-// It also returns the estimated start (relative like arrivals).
+// It also returns the estimated start (relative like arrivals). The
+// lateness is written over arrivals, which the caller no longer needs: a
+// stream's end then allocates nothing in the load generator, whose
+// collections (each marking every stream's goroutine) would otherwise
+// fall on the steps in which a cohort of streams ends, the busiest of a
+// run.
 func frameLateness(arrivals, due []time.Duration) ([]time.Duration, time.Duration) {
 	n := min(len(arrivals), len(due))
 	if n == 0 {
@@ -172,9 +197,9 @@ func frameLateness(arrivals, due []time.Duration) ([]time.Duration, time.Duratio
 	for i := 1; i < n; i++ {
 		anchor = min(anchor, arrivals[i]-due[i])
 	}
-	out := make([]time.Duration, n)
+	out := arrivals[:n]
 	for i := range n {
-		out[i] = arrivals[i] - due[i] - anchor
+		out[i] -= due[i] + anchor
 	}
 	return out, anchor
 }
@@ -209,6 +234,14 @@ func streams(ctx context.Context, o streamsOptions, turn *cassette.RecordedTurn,
 	if o.profile != "" && len(servers) > 1 {
 		return nil, errors.New("--profile takes one server")
 	}
+	keys, err := readKeys(o.keysFile)
+	if err != nil {
+		return nil, err
+	}
+	// Before the first stream, so that reading it (ReadMemStats stops the
+	// world) does not touch a measured frame.
+	gc := newGCTrack(servers)
+	gc.begin(ctx)
 
 	smp := newSampler(servers...)
 	sctx, stopSampling := context.WithCancel(ctx)
@@ -251,10 +284,15 @@ func streams(ctx context.Context, o streamsOptions, turn *cassette.RecordedTurn,
 	sampling.Wait()
 
 	res := &streamsResult{Kind: "streams", Streams: o.streams, Cassette: o.cassette, Speed: o.speed,
-		Frames: len(due), RecordedSeconds: length.Seconds(), FirstFrameSeconds: due[0].Seconds(), Label: o.label}
+		Frames: len(due), RecordedSeconds: length.Seconds(), FirstFrameSeconds: due[0].Seconds(), Label: o.label, Round: o.round}
 	if len(servers) > 1 {
 		res.Servers = len(servers)
 	}
+	if len(keys) > 1 {
+		res.Keys = len(keys)
+	}
+	res.StartRate = o.startRate
+	res.GC = gc.end(ctx, stderr)
 	var lateness, latenessRead, ttfe durations
 	var end, rampEnd time.Time // rampEnd: the last stream's first frame; zero when none came
 	for _, r := range all {
@@ -287,6 +325,9 @@ func streams(ctx context.Context, o streamsOptions, turn *cassette.RecordedTurn,
 		res.ClientCores = (cputime.Self() + cputime.Children() - clientCPU0).Seconds() / res.WindowSeconds
 		if m1, ok := readMachineCPU(); ok && haveMachine {
 			res.Machine = machineOver(machine0, m1, res.WindowSeconds, res.ServerCores, res.ClientCores)
+		}
+		if res.GC != nil {
+			res.GC.Cores = res.GC.CPU.Seconds() / res.WindowSeconds
 		}
 	}
 	res.Server = smp.figures()
@@ -355,13 +396,16 @@ func dialStreams(ctx context.Context, o streamsOptions, turn *cassette.RecordedT
 		}
 		bodies[u] = b
 	}
+	keys, err := readKeys(o.keysFile)
+	if err != nil {
+		return nil, err
+	}
 	// Every stream has its own connection, as browsers and the provider do.
 	sources, err := parseSources(o.sources, o.streams)
 	if err != nil {
 		return nil, err
 	}
-	hdr := http.Header{}
-	hdr.Set("Authorization", "Bearer app-bench")
+	hdr := http.Header{} // the API key goes in per stream (target.request)
 	hdr.Set("Content-Type", "application/json")
 	hdr.Set("X-Dify-Mock-Cassette", o.cassette)
 	hdr.Set("X-Dify-Mock-Speed", strconv.FormatFloat(o.speed, 'g', -1, 64))
@@ -374,22 +418,63 @@ func dialStreams(ctx context.Context, o streamsOptions, turn *cassette.RecordedT
 		return nil, err
 	}
 	target.loopPace = o.loopPace
-	requests := make([][]byte, users)
-	for u, b := range bodies {
-		requests[u] = target.request(b)
+	// Stream i is user i mod 64's with key i mod len(keys): each key (app)
+	// gets an equal share, and within it the users.
+	requests := make([][]byte, len(keys)*users)
+	for k, key := range keys {
+		for u, b := range bodies {
+			requests[k*users+u] = target.request(key, b)
+		}
 	}
-	fmt.Fprintf(stderr, "loadgen: %d streams to %s from %d source address(es)\n", o.streams, endpoint, max(1, len(sources)))
+	fmt.Fprintf(stderr, "loadgen: %d streams to %s from %d source address(es) with %d API key(s)\n", o.streams, endpoint, max(1, len(sources)), len(keys))
 	sem := make(chan struct{}, o.connect)
 	results := make(chan streamOutcome, o.streams)
+	// With --start-rate, stream i starts no sooner than i/rate seconds in.
+	var interval time.Duration
+	if o.startRate > 0 {
+		interval = time.Duration(float64(time.Second) / o.startRate)
+	}
+	first := time.Now()
 	for i := range o.streams {
-		req := requests[i%users]
-		go func() { results <- oneStream(ctx, target, req, due, sem) }()
+		req := requests[(i%len(keys))*users+i%users]
+		notBefore := first.Add(time.Duration(i) * interval)
+		go func() { results <- oneStream(ctx, target, req, due, sem, notBefore) }()
 	}
 	all := make([]streamOutcome, 0, o.streams)
 	for range o.streams {
 		all = append(all, <-results)
 	}
 	return all, nil
+}
+
+// readKeys reads the API keys of --keys-file: one per line, blank lines
+// and # comments left out. Without a file, every stream uses app-bench
+// (any app- key reaches a mock of one app without keys).
+func readKeys(path string) ([]string, error) {
+	if path == "" {
+		return []string{"app-bench"}, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--keys-file: %w", err)
+	}
+	var keys []string
+	for line := range strings.SplitSeq(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		// A key goes into a request header as is: no key is echoed here,
+		// the file may hold real ones.
+		if strings.ContainsAny(line, " \t\r") {
+			return nil, fmt.Errorf("--keys-file %s: a line holds white space (one key per line)", path)
+		}
+		keys = append(keys, line)
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("--keys-file %s: no keys", path)
+	}
+	return keys, nil
 }
 
 // peakLive is the most streams that were live at once: a stream is live
@@ -421,9 +506,20 @@ func peakLive(all []streamOutcome) int {
 	return peak
 }
 
-// oneStream sends one chat request and times every frame. sem bounds how
-// many requests wait for their first frame at once.
-func oneStream(ctx context.Context, target *sseTarget, req []byte, due []time.Duration, sem chan struct{}) (out streamOutcome) {
+// oneStream sends one chat request and times every frame, not before
+// notBefore. sem bounds how many requests wait for their first frame at
+// once.
+func oneStream(ctx context.Context, target *sseTarget, req []byte, due []time.Duration, sem chan struct{}, notBefore time.Time) (out streamOutcome) {
+	if d := time.Until(notBefore); d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			out.err, out.end = ctx.Err(), time.Now()
+			return out
+		}
+	}
 	select {
 	case sem <- struct{}{}:
 	case <-ctx.Done():

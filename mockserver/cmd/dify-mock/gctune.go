@@ -14,11 +14,24 @@ import (
 // heap at twice what is live plus the stacks, but memory the heap used once
 // (the ramp of thousands of requests) stays mapped until the background
 // scavenger slowly returns it. Once the process holds more than gcFloor,
-// serve sets a soft memory limit at what the default pacing aims at (the
-// live heap plus as much again, plus stacks and runtime metadata), which
+// serve sets a soft memory limit at what the default pacing aims at, which
 // makes the runtime return memory above it promptly without collecting more
 // often: at 10,000 live streams RSS went from 401 to 382 MiB at the same
-// CPU. A tighter limit (a quarter over the live heap) cut RSS further but
+// CPU. The limit is the live heap twice plus everything else the process
+// holds but free pages: the stacks, the runtime's metadata, and the free
+// slots in spans that still hold live objects (/memory/classes/heap/unused),
+// which the ramp of thousands of requests leaves behind and only new
+// objects fill. Those slots are memory the process holds either way; left
+// out (the limit counted only stacks and some metadata), they pulled the
+// heap's goal under twice the live heap by however many there were, which
+// varies from run to run with how the ramp's requests interleaved: in a
+// test process with 53 MiB live among the free slots of twice as much
+// garbage, the goal was 85 MiB instead of 112 (twice the live heap is 106),
+// so collections, each marking every stream's stack, came 1.6 times as
+// often (TestGCLimitDoesNotCollectSooner). The goal the default pacing
+// would set is higher still (GOGC counts the stacks as roots, 80 MiB at
+// 10,000 streams): the limit stays under it, trading some collections for
+// memory. A tighter limit (a quarter over the live heap) cut RSS further but
 // tripled the collections, each scanning 20,000 goroutine stacks, and cost
 // 0.4 of a core and frame lateness (bench/results.md): timing comes first.
 // Below gcFloor there is no such limit; there the heap's goal is kept at
@@ -46,13 +59,31 @@ var gcSamples = []metrics.Sample{
 	{Name: "/memory/classes/heap/stacks:bytes"},
 	{Name: "/memory/classes/os-stacks:bytes"},
 	{Name: "/memory/classes/metadata/other:bytes"},
+	{Name: "/memory/classes/total:bytes"},
+	{Name: "/memory/classes/heap/released:bytes"},
+	{Name: "/memory/classes/heap/free:bytes"},
+	{Name: "/memory/classes/heap/objects:bytes"},
 }
 
-// gcLimit is the soft memory limit for live heap bytes and other
-// (non-heap) runtime memory: none below the floor, else the live heap plus
-// headroom plus the rest.
-func gcLimit(live, other uint64) int64 {
-	want := float64(live)*(1+gcHeadroom) + float64(other) + 16<<20
+// gcMemory is what the collector's settings are made from: the live heap,
+// what gcPercent takes for the roots (stacks and the runtime's other
+// metadata) and the memory the process holds that is neither heap objects
+// nor free pages (stacks, all metadata, free slots in spans in use).
+type gcMemory struct{ live, roots, other uint64 }
+
+// readGCMemory reads gcSamples.
+func readGCMemory() gcMemory {
+	metrics.Read(gcSamples)
+	v := func(i int) uint64 { return gcSamples[i].Value.Uint64() }
+	held := v(4) - v(5) // mapped and not returned to the OS
+	return gcMemory{live: v(0), roots: v(1) + v(2) + v(3), other: held - min(held, v(6)+v(7))}
+}
+
+// gcLimit is the soft memory limit: none below the floor, else the live
+// heap plus headroom, plus the rest the process holds, plus a margin for
+// the pacer's slack (the runtime keeps its heap goal 3 % under the limit).
+func gcLimit(m gcMemory) int64 {
+	want := float64(m.live)*(1+gcHeadroom) + float64(m.other) + 16<<20
 	if want < gcFloor {
 		return math.MaxInt64 // no limit: default pacing
 	}
@@ -84,18 +115,13 @@ func tuneGC(ctx context.Context, getenv func(string) string) {
 	defer debug.SetMemoryLimit(math.MaxInt64)
 	defer debug.SetGCPercent(100) // the default: GOGC is not set
 	for {
-		metrics.Read(gcSamples)
-		var other uint64
-		for _, s := range gcSamples[1:] {
-			other += s.Value.Uint64()
-		}
-		live := gcSamples[0].Value.Uint64()
-		limit := gcLimit(live, other)
+		m := readGCMemory()
+		limit := gcLimit(m)
 		if limit == math.MaxInt64 {
 			limit = gcBackstop
 		}
 		debug.SetMemoryLimit(limit)
-		debug.SetGCPercent(gcPercent(live, other))
+		debug.SetGCPercent(gcPercent(m.live, m.roots))
 		select {
 		case <-ctx.Done():
 			return

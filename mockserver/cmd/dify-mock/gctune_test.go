@@ -3,18 +3,22 @@ package main
 import (
 	"context"
 	"math"
+	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
 func TestGCLimitFollowsTheLiveHeapAboveTheFloor(t *testing.T) {
-	if got := gcLimit(10<<20, 5<<20); got != math.MaxInt64 { // 41 MiB, under the floor
+	if got := gcLimit(gcMemory{live: 10 << 20, roots: 2 << 20, other: 5 << 20}); got != math.MaxInt64 { // 43 MiB, under the floor
 		t.Fatalf("a small heap got a limit: %d", got)
 	}
-	// 200 MiB live, 60 MiB stacks and metadata: 400 + 60 + 16 MiB.
-	if got, want := gcLimit(200<<20, 60<<20), int64(476<<20); got != want {
+	// 200 MiB live, 60 MiB of stacks, metadata and free slots held: 400 +
+	// 60 + 16 MiB.
+	if got, want := gcLimit(gcMemory{live: 200 << 20, roots: 40 << 20, other: 60 << 20}), int64(476<<20); got != want {
 		t.Fatalf("limit %d MiB, want %d MiB", got>>20, want>>20)
 	}
 }
@@ -104,5 +108,62 @@ func TestBatchWriterWritesLinesSoonInOrder(t *testing.T) {
 	}
 	if got := out.String(); got != want.String()+"last\n" {
 		t.Fatal("Close did not write the last line")
+	}
+}
+
+// The soft memory limit returns memory without collecting sooner than at
+// twice the live heap: in a process shaped like many live streams after
+// their ramp (goroutines with grown stacks, a live heap of small objects
+// among the free slots that twice as much garbage left in their spans),
+// the heap's goal under gcLimit's limit is at least that. Before the free
+// slots counted, this process's goal was 85 MiB with the limit and 112
+// without, for 53 MiB live.
+func TestGCLimitDoesNotCollectSooner(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	const streams = 2000
+	var ready, done sync.WaitGroup
+	stop := make(chan struct{})
+	ready.Add(streams)
+	done.Add(streams)
+	for i := range streams {
+		go func() {
+			defer done.Done()
+			var frame [3 << 10]byte // grows the stack past its first 2 KiB, as a stream's does
+			frame[i%len(frame)] = 1
+			ready.Done()
+			<-stop
+			runtime.KeepAlive(&frame)
+		}()
+	}
+	defer func() { close(stop); done.Wait() }()
+	ready.Wait()
+	// About 50 MiB live in objects of 64 B to 4 KiB, among the free slots
+	// of twice as much garbage.
+	var live [][]byte
+	for i := 0; len(live) < 24000; i++ {
+		b := make([]byte, 64+(i*97)%4032)
+		if i%3 == 0 {
+			live = append(live, b)
+		}
+	}
+	runtime.GC()
+	goal := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}}
+	metrics.Read(goal)
+	without := goal[0].Value.Uint64()
+	m := readGCMemory()
+	limit := gcLimit(m)
+	if limit == math.MaxInt64 {
+		t.Fatalf("%+v is under the floor: no limit to test", m)
+	}
+	debug.SetMemoryLimit(limit)
+	runtime.GC()
+	metrics.Read(goal)
+	with := goal[0].Value.Uint64()
+	runtime.KeepAlive(live)
+	mib := func(b uint64) float64 { return float64(b) / (1 << 20) }
+	t.Logf("limit %d MiB: heap goal %.1f MiB with it, %.1f MiB without; %.1f MiB live", limit>>20, mib(with), mib(without), mib(m.live))
+	if float64(with) < 0.98*2*float64(m.live) {
+		t.Fatalf("the limit pulls the heap's goal under twice the live heap (%.1f MiB): %.1f MiB (%.1f without it); collections would come sooner", mib(2*m.live), mib(with), mib(without))
 	}
 }

@@ -1,0 +1,6 @@
+//go:build race
+
+package main
+
+// raceEnabled: the race detector is on (its instrumentation allocates).
+const raceEnabled = true

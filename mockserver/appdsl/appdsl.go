@@ -360,6 +360,10 @@ type derived struct {
 type appInfo struct {
 	name, description, iconType, icon string
 	iconBackground                    *string
+	// siteTitle is the app's name when the app was created: the Site row
+	// is written then (app_was_created), before a New Agent import fills
+	// an empty name from its Agent package.
+	siteTitle string
 }
 
 // appFields reads the app block as AppDslService._create_or_update_app
@@ -378,6 +382,7 @@ func (p *parser) appFields(appNode *yaml.Node, d *derived) appInfo {
 		return pyStr(v)
 	}
 	a.name = text("name")
+	a.siteTitle = a.name
 	if a.name == "" {
 		a.name = d.fallbackName
 	}
@@ -493,7 +498,7 @@ func (p *parser) build(mode, version string, a appInfo, d *derived) (*cassette.A
 	// through site_fields: title and icon from the app, the rest the
 	// Site model's defaults (docs/mock/dsl.md).
 	site := newObj().
-		set("title", strNode(a.name)).
+		set("title", strNode(a.siteTitle)).
 		set("chat_color_theme", nullNode()).
 		set("chat_color_theme_inverted", boolNode(false)).
 		set("icon_type", strNode(a.iconType)).

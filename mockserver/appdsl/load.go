@@ -52,8 +52,11 @@ func FindInDir(dir string) ([]string, error) {
 		path := filepath.Join(dir, e.Name())
 		data, err := ReadFile(path)
 		if err != nil {
-			// Too large to be a DSL Dify imports; a *.yaml that big is
-			// the cassette loader's to refuse.
+			// A *.yml is only ever a DSL: Load reports why it cannot be
+			// read. A *.yaml that large is the cassette loader's to refuse.
+			if strings.EqualFold(filepath.Ext(path), ".yml") {
+				out = append(out, path)
+			}
 			continue
 		}
 		if cassette.IsAppDSL(data) {

@@ -104,7 +104,13 @@ func TestLoadRefusals(t *testing.T) {
 	txt := filepath.Join(t.TempDir(), "app.txt")
 	copyFile(t, "testdata/support-agent.yml", txt)
 
+	big := t.TempDir()
+	if err := os.WriteFile(filepath.Join(big, "big.yml"), make([]byte, appdsl.MaxSize+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
 	for _, c := range []struct{ path, want string }{
+		{big, filepath.Join(big, "big.yml") + ": file is over Dify's 10485760-byte (10 MB) DSL limit"},
 		{two, "2 Dify app DSL files (" + filepath.Join(two, "a.yml") + ", " + filepath.Join(two, "b.yaml") + ")"},
 		{both, "two app descriptions, " + filepath.Join(both, "agent.yml") + " (Dify app DSL) and " + filepath.Join(both, "app.yaml")},
 		{notDSL, "Missing app data"},

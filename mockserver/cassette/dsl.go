@@ -18,8 +18,11 @@ const ProvenanceDSL = "dsl"
 // scenario (`kind: app` with info/parameters) has no `app` block, so it is
 // not one.
 func IsAppDSL(data []byte) bool {
-	// Cheap test first: a folder's cassettes are read on every reload.
-	if !bytes.Contains(data, []byte("kind")) || !bytes.Contains(data, []byte("app")) {
+	// Cheap tests first, so a cassette folder does not cost a second YAML
+	// parse per file: every cassette has a top-level dify_mock key (at
+	// the start of a line; block scalars are indented).
+	if bytes.HasPrefix(data, []byte("dify_mock:")) || bytes.Contains(data, []byte("\ndify_mock:")) ||
+		!bytes.Contains(data, []byte("kind")) || !bytes.Contains(data, []byte("app")) {
 		return false
 	}
 	var probe struct {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/difyops/terraform-provider-dify/mockserver"
+	"github.com/difyops/terraform-provider-dify/mockserver/appdsl"
 )
 
 // Several apps in one serve (docs/mock/apps.md): --app NAME=PATH,
@@ -56,7 +57,7 @@ func appSpecs(apps []string, appsDir string) ([]appSpec, error) {
 	for _, v := range apps {
 		name, path, ok := strings.Cut(v, "=")
 		if !ok || name == "" || path == "" {
-			return nil, fmt.Errorf("--app %q: want NAME=PATH (an app folder)", v)
+			return nil, fmt.Errorf("--app %q: want NAME=PATH (an app folder or a Dify DSL file)", v)
 		}
 		if err := add(appSpec{name: name, path: path}, "--app "+name); err != nil {
 			return nil, err
@@ -67,19 +68,38 @@ func appSpecs(apps []string, appsDir string) ([]appSpec, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--apps: %v", err)
 		}
-		sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
-		n := 0
+		// A Dify DSL file directly in DIR is an app named after the file,
+		// as teams keep the files Studio exports (docs/mock/dsl.md).
+		dsls, err := appdsl.FindInDir(appsDir)
+		if err != nil {
+			return nil, fmt.Errorf("--apps: %v", err)
+		}
+		found := map[string]string{}
 		for _, e := range entries {
-			if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
-				continue
-			}
-			n++
-			if err := add(appSpec{name: e.Name(), path: filepath.Join(appsDir, e.Name())}, "--apps "+appsDir); err != nil {
-				return nil, err
+			if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+				found[e.Name()] = filepath.Join(appsDir, e.Name())
 			}
 		}
-		if n == 0 {
-			return nil, fmt.Errorf("--apps %s: no app folders in it (each subfolder is an app)", appsDir)
+		for _, path := range dsls {
+			base := filepath.Base(path)
+			name := strings.TrimSuffix(base, filepath.Ext(base))
+			if other, ok := found[name]; ok {
+				return nil, fmt.Errorf("--apps %s: app %q is both the folder %s and the DSL file %s", appsDir, name, other, path)
+			}
+			found[name] = path
+		}
+		if len(found) == 0 {
+			return nil, fmt.Errorf("--apps %s: no apps in it (each subfolder, and each Dify DSL file, is an app)", appsDir)
+		}
+		names := make([]string, 0, len(found))
+		for name := range found {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			if err := add(appSpec{name: name, path: found[name]}, "--apps "+appsDir); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return out, nil
@@ -170,11 +190,11 @@ func readKeysFile(dir string) ([]string, error) {
 }
 
 // cassetteDir is the folder an app's cassettes are reloaded from and saved
-// into: the app folder itself, none for an app described by a DSL file
-// alone (it replays the built-in cassettes).
+// into: the app folder itself (hybrid mode may create it), none for an app
+// described by a DSL file alone (it replays the built-in cassettes).
 func cassetteDir(path string) string {
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return path
+	if st, err := os.Stat(path); err == nil && !st.IsDir() {
+		return ""
 	}
-	return ""
+	return path
 }

@@ -139,7 +139,7 @@ func TestServeAppsFlagErrors(t *testing.T) {
 		{[]string{"--app", "alpha=" + alpha, "--app-key", "beta=app-secret-1"}, `--app-key for "beta": no such app (apps: alpha)`},
 		{[]string{"--app", "alpha=" + alpha, "--app-key", "app-secret-1"}, "want NAME=KEY"},
 		{[]string{"--apps", filepath.Join(dir, "missing")}, "--apps"},
-		{[]string{"--apps", t.TempDir()}, "no app folders"},
+		{[]string{"--apps", t.TempDir()}, "no apps in it"},
 	} {
 		var errOut strings.Builder
 		_, err := parseServe(c.args, func(string) string { return "" }, io.Discard, &errOut)
@@ -172,5 +172,50 @@ func TestServeAppsFlagErrors(t *testing.T) {
 	code := runServe(t.Context(), []string{"--apps", dir, "--addr", "0.0.0.0:0"}, io.Discard, &errOut)
 	if code != 2 || !strings.Contains(errOut.String(), "every app a key") {
 		t.Errorf("remote without keys: exit %d %s", code, errOut.String())
+	}
+}
+
+// TestServeAppsOfDSLFiles: --apps DIR takes the Dify DSL files directly in
+// DIR as apps named after the files, each answering with the app its file
+// describes, reached by app-NAME; a folder and a file of one name are refused.
+func TestServeAppsOfDSLFiles(t *testing.T) {
+	dir := t.TempDir()
+	for name, src := range map[string]string{"support.yml": "support-agent.yml", "helper.yaml": "legacy-helper.yml"} {
+		data, err := os.ReadFile(appdslTestdata + src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Not a DSL: neither an app nor an error.
+	if err := os.WriteFile(filepath.Join(dir, "notes.yml"), []byte("todo: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, "--apps", dir, "--addr", "127.0.0.1:0", "--speed", "0", "--log-level", "warn")
+	base := s.waitBanner(regexp.MustCompile(`API base URL  (http://127\.0\.0\.1:\d+/v1)`))[0]
+	for key, want := range map[string]string{
+		"app-support": `"name":"Support Agent"`, "app-helper": `"name":"Legacy Helper"`,
+	} {
+		req, _ := http.NewRequest(http.MethodGet, base+"/info", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			t.Errorf("%s: /info %d %s, want %s", key, resp.StatusCode, body, want)
+		}
+	}
+	s.stop()
+
+	if err := os.Mkdir(filepath.Join(dir, "support"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := appSpecs(nil, dir); err == nil || !strings.Contains(err.Error(), `app "support" is both the folder`) {
+		t.Errorf("a folder and a DSL file of one name: %v", err)
 	}
 }

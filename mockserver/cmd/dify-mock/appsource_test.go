@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 const appdslTestdata = "../../appdsl/testdata/"
@@ -31,8 +32,14 @@ func TestServeADSLFile(t *testing.T) {
 	if banner := s.out.String(); !strings.Contains(banner, `serving "Legacy Helper" (mode agent-chat) from `+dsl) {
 		t.Errorf("banner:\n%s", banner)
 	}
-	if log := s.errOut.String(); !strings.Contains(log, "unknown key (top level).colour") || !strings.Contains(log, "file="+dsl) || !strings.Contains(log, "line=") {
-		t.Errorf("the warning is not logged with its file and line:\n%s", log)
+	// Log lines are written in batches (logwriter.go), so the warning may
+	// follow the banner: wait for it as for the banner.
+	warning := regexp.MustCompile(`msg="app DSL: unknown key \(top level\)\.colour: [^"]*" file=` + regexp.QuoteMeta(dsl) + ` line=(\d+)`)
+	for deadline := time.Now().Add(10 * time.Second); !warning.MatchString(s.errOut.String()); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the warning is not logged with its file and line:\n%s", s.errOut.String())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	req, _ := http.NewRequest(http.MethodGet, base+"/info", nil)
 	req.Header.Set("Authorization", "Bearer app-test")

@@ -74,7 +74,7 @@ func newServeFlags(o *serveOptions) *commandFlags {
 		"Starts the mock Dify Agent app API. Every flag can also be set with an environment variable.")
 	fs := f.fs
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:5001", "listen address (host:port; port 0 picks a free port)")
-	fs.StringVar(&o.cassettes, "cassettes", "", "load the cassettes in this folder instead of the built-in set")
+	fs.StringVar(&o.cassettes, "cassettes", "", "load the cassettes in this folder instead of the built-in set; a Dify app DSL file, or a folder holding one, describes the app (docs/mock/dsl.md)")
 	fs.Float64Var(&o.speed, "speed", 1, "replay speed: 1 = recorded timing, 2 = twice as fast, 0 = no delays")
 	fs.Var(&o.apiKeys, "api-key", "accepted API key (repeatable; env: comma-separated); without any, every \"Bearer app-…\" key is accepted")
 	fs.Var(&o.cors, "cors-origin", "browser `ORIGIN` (e.g. http://localhost:5173) allowed to call the mock with CORS; repeatable or comma-separated; * = any origin; default *")
@@ -163,6 +163,11 @@ func parseServe(args []string, getenv func(string) string, stdout, stderr io.Wri
 	}
 	if o.watchCassettes && o.cassettes == "" && len(o.specs) == 0 {
 		return nil, f.usageError(stderr, "--watch-cassettes needs --cassettes DIR (or --app/--apps)")
+	}
+	if o.cassettes != "" && cassetteDir(o.cassettes) == "" && (o.watchCassettes || o.upstream != "") {
+		// A DSL file alone replays the built-in cassettes: there is no
+		// folder to watch or to save new turns into.
+		return nil, f.usageError(stderr, fmt.Sprintf("--watch-cassettes and --upstream need --cassettes DIR, a folder: %s is not one (put the DSL file in a folder and give the folder)", o.cassettes))
 	}
 	if o.match != mockserver.MatchSimilar && o.match != mockserver.MatchExact {
 		return nil, f.usageError(stderr, fmt.Sprintf("--match %q: want %s or %s", o.match, mockserver.MatchSimilar, mockserver.MatchExact))
@@ -316,7 +321,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Logger: logger, Fault: o.fault, MaxStateBytes: o.maxStateBytes, BodyReadTimeout: o.bodyTimeout,
 		Match: o.match, MatchThreshold: o.matchThreshold, Upstream: up, UpstreamTimeout: o.upstreamTimeout,
 		Control: mockserver.ControlConfig{Disabled: !o.console, AdminToken: o.adminToken, AllowedHosts: o.adminHosts.values,
-			NoJournal: !o.journal, JournalSize: o.journalSize, JournalBytes: o.journalBytes, CassetteDir: o.cassettes},
+			NoJournal: !o.journal, JournalSize: o.journalSize, JournalBytes: o.journalBytes, CassetteDir: cassetteDir(o.cassettes)},
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "dify-mock serve: %v\n", err)

@@ -182,6 +182,11 @@ type Case struct {
 	// Note explains a choice the source leaves open (e.g. two versions
 	// differ and the case accepts what both accept).
 	Note string
+	// OtherUser, when set, says why the request acts as an end user other
+	// than the run's own (a `user` Dify turns into another end-user row).
+	// The mock's tests run such a case; `dify-mock verify` never sends it
+	// to a real app, where every request acts as the run's end user.
+	OtherUser string
 }
 
 // Timeout bounds one request (a chat turn included).

@@ -80,17 +80,20 @@ func (s *Server) audioToText(w http.ResponseWriter, r *http.Request, _ httproute
 		writeError(w, errSTTDisabled)
 		return
 	}
-	switch {
-	case file.size == 0 && file.filename == "":
+	// AudioService.transcript_asr: no audio, then the part's MIME type,
+	// then the size it reads (a large file of a refused type is a type
+	// error).
+	if file.size == 0 && file.filename == "" {
 		writeError(w, errNoAudio)
-		return
-	case file.over:
-		writeError(w, errAudioTooLarge)
 		return
 	}
 	mimeType := strings.ToLower(strings.TrimSpace(strings.SplitN(file.contentType, ";", 2)[0]))
 	if !audioTypes[mimeType] {
 		writeError(w, errAudioType)
+		return
+	}
+	if file.over {
+		writeError(w, errAudioTooLarge)
 		return
 	}
 	s.store.EndUser(form.user)

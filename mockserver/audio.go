@@ -112,7 +112,7 @@ func (s *Server) audioToText(w http.ResponseWriter, r *http.Request, _ httproute
 var textToAudioPayload = pydantic.Model{Name: "TextToAudioPayload", Fields: []pydantic.Field{
 	{Name: "message_id", Rule: pydantic.StrRule, Optional: true, Default: ""},
 	{Name: "voice", Rule: pydantic.StrRule, Optional: true, Default: ""},
-	{Name: "text", Rule: pydantic.StrRule, Optional: true, Default: ""},
+	{Name: "text", Rule: pydantic.StrRule, Optional: true}, // str | None = None
 	{Name: "streaming", Rule: pydantic.BoolRule, Optional: true},
 }}
 
@@ -125,8 +125,13 @@ func (s *Server) textToAudio(w http.ResponseWriter, r *http.Request, _ httproute
 		return
 	}
 	msgID, text := p.Str("message_id"), p.Str("text")
-	// AudioService.transcript_tts checks the feature after the payload
-	// validated.
+	// AudioService.transcript_tts: without a message_id, a text of None is
+	// "Text is required" before the app's setting is read (invoke_tts,
+	// where the feature is checked, runs only with a text).
+	if strings.TrimSpace(msgID) == "" && !p.Set("text") {
+		writeError(w, invalidParam("Text is required"))
+		return
+	}
 	if !s.app.Parameters.TextToSpeech.Enabled {
 		writeError(w, invalidParam("TTS is not enabled"))
 		return

@@ -33,3 +33,16 @@ func TestAudioTypeBeforeSize(t *testing.T) {
 	resp, body = e.multipart("/audio-to-text", part{field: "file", filename: "a.mp3", contentType: "audio/mpeg", data: io.LimitReader(zeros{}, 30<<20+1)})
 	e.wantError(resp, body, 413, "audio_too_large", "Audio size larger than 30 mb")
 }
+
+// TestTextToAudioWantsTextBeforeTheFeature: AudioService.transcript_tts
+// raises "Text is required" for a text of None before invoke_tts reads the
+// app's text_to_speech setting; a text given meets the setting first.
+func TestTextToAudioWantsTextBeforeTheFeature(t *testing.T) {
+	e := newEnv(t, mockserver.Config{Cassettes: testSet(t, disabledParams)})
+	for _, body := range []map[string]any{{"user": "u"}, {"user": "u", "text": nil}} {
+		resp, got := e.do(http.MethodPost, "/text-to-audio", body)
+		e.wantError(resp, got, 400, "invalid_param", "Text is required")
+	}
+	resp, got := e.do(http.MethodPost, "/text-to-audio", map[string]any{"user": "u", "text": "hi"})
+	e.wantError(resp, got, 400, "invalid_param", "TTS is not enabled")
+}

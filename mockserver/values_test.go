@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,4 +68,39 @@ func mustGet(t *testing.T, e *env, path string) []byte {
 		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, body)
 	}
 	return body
+}
+
+// TestGeneratedNameKeepsUpdatedAt: ConversationService.rename sets
+// updated_at for a name given; auto_generate_name sets only the name, and
+// the column has no onupdate.
+func TestGeneratedNameKeepsUpdatedAt(t *testing.T) {
+	var mu sync.Mutex
+	clock := time.Date(2026, 1, 16, 12, 0, 0, 0, time.UTC)
+	now := func() time.Time { // a minute later at every reading
+		mu.Lock()
+		defer mu.Unlock()
+		clock = clock.Add(time.Minute)
+		return clock
+	}
+	e := newEnv(t, mockserver.Config{Now: now})
+	e.chat(chatBody("Count to three", "namer"))
+	convs := decode[dify.ConversationPage](t, mustGet(t, e, "/conversations?user=namer"))
+	if len(convs.Data) != 1 {
+		t.Fatalf("conversations: %+v", convs)
+	}
+	c := convs.Data[0]
+	rename := func(body map[string]any) dify.Conversation {
+		t.Helper()
+		resp, got := e.do(http.MethodPost, "/conversations/"+c.ID+"/name", body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("rename %v: %d %s", body, resp.StatusCode, got)
+		}
+		return decode[dify.Conversation](t, got)
+	}
+	if got := rename(map[string]any{"auto_generate": true, "user": "namer"}); got.UpdatedAt != c.UpdatedAt {
+		t.Errorf("a generated name moved updated_at from %d to %d", c.UpdatedAt, got.UpdatedAt)
+	}
+	if got := rename(map[string]any{"name": "Mine", "user": "namer"}); got.UpdatedAt <= c.UpdatedAt {
+		t.Errorf("a given name left updated_at at %d (was %d)", got.UpdatedAt, c.UpdatedAt)
+	}
 }

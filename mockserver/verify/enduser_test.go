@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"mime"
 	"mime/multipart"
+	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
@@ -138,3 +139,60 @@ func TestEveryRequestActsAsTheRunsEndUser(t *testing.T) {
 		t.Errorf("the number-user case was not listed as skipped: %+v", rep.Skipped)
 	}
 }
+
+// TestEveryCaseActsAsTheRunsEndUser is the same rule over the case table
+// itself, so the cases a run skips (another app mode, a feature switched
+// off) are held to it too: `user` is the run's placeholder wherever a
+// route resolves an end user, unless Dify refuses the request first or
+// the case is one verify never sends (OtherUser).
+func TestEveryCaseActsAsTheRunsEndUser(t *testing.T) {
+	checked := 0
+	for _, c := range verify.Cases(nil) {
+		if c.OtherUser != "" {
+			continue
+		}
+		cr := c.Request
+		path, rawQuery, _ := strings.Cut(cr.Path, "?")
+		q, _ := url.ParseQuery(rawQuery)
+		h := http.Header{}
+		for k, v := range cr.Header {
+			h.Set(k, v)
+		}
+		req := seenRequest{Method: cr.Method, Path: path, Body: cr.Body, Query: q, Header: h}
+		for _, r := range userRoutes {
+			if r.method != cr.Method || !r.path.MatchString(strings.NewReplacer("{unknown_uuid}", uuidZero, "{conversation_id}", uuidZero, "{message_id}", uuidZero, "{upload_file_id}", uuidZero).Replace(path)) {
+				continue
+			}
+			var got any
+			reached := true
+			if r.from == "form" && cr.Multipart != nil {
+				for _, p := range cr.Multipart {
+					if p.Field == "user" && p.Filename == "" && !p.NoFilename {
+						got = p.Data
+						break
+					}
+				}
+			} else {
+				got, reached = requestUser(r, req)
+			}
+			if !reached {
+				continue
+			}
+			checked++
+			s, isStr := got.(string)
+			switch {
+			case got == nil || isStr && s == "":
+				if !r.required {
+					t.Errorf("%s (%s %s) acts as the default end user", c.Name, cr.Method, cr.Path)
+				}
+			case s != "{user}":
+				t.Errorf("%s (%s %s) acts as end user %v, not the run's", c.Name, cr.Method, cr.Path, got)
+			}
+		}
+	}
+	if checked < 40 {
+		t.Errorf("only %d cases reach an end-user lookup", checked)
+	}
+}
+
+const uuidZero = "00000000-0000-4000-8000-000000000000"

@@ -125,15 +125,11 @@ func (s *Server) textToAudio(w http.ResponseWriter, r *http.Request, _ httproute
 		return
 	}
 	msgID, text := p.Str("message_id"), p.Str("text")
-	// AudioService.transcript_tts: without a message_id, a text of None is
-	// "Text is required" before the app's setting is read (invoke_tts,
-	// where the feature is checked, runs only with a text).
+	// AudioService.transcript_tts resolves the text first (the message of
+	// message_id, else a text of None is "Text is required") and reads
+	// the app's setting only in invoke_tts, with a text in hand.
 	if strings.TrimSpace(msgID) == "" && !p.Set("text") {
 		writeError(w, invalidParam("Text is required"))
-		return
-	}
-	if !s.app.Parameters.TextToSpeech.Enabled {
-		writeError(w, invalidParam("TTS is not enabled"))
 		return
 	}
 	if msgID = strings.ToLower(strings.TrimSpace(msgID)); msgID != "" {
@@ -147,6 +143,10 @@ func (s *Server) textToAudio(w http.ResponseWriter, r *http.Request, _ httproute
 			return
 		}
 		text = m.Answer // message_id wins over text (docs/api §12)
+	}
+	if !s.app.Parameters.TextToSpeech.Enabled {
+		writeError(w, invalidParam("TTS is not enabled"))
+		return
 	}
 	if strings.TrimSpace(text) == "" {
 		writeError(w, invalidParam("Text is required"))

@@ -45,4 +45,7 @@ func TestTextToAudioWantsTextBeforeTheFeature(t *testing.T) {
 	}
 	resp, got := e.do(http.MethodPost, "/text-to-audio", map[string]any{"user": "u", "text": "hi"})
 	e.wantError(resp, got, 400, "invalid_param", "TTS is not enabled")
+	// A message_id is looked up before invoke_tts reads the setting.
+	resp, got = e.do(http.MethodPost, "/text-to-audio", map[string]any{"user": "u", "message_id": "5d1c6a52-8f0e-4c54-9a43-1f7d2c9e0b11"})
+	e.wantError(resp, got, 404, "not_found", "Message Not Exists.")
 }

@@ -140,3 +140,20 @@ func PythonFloat(f float64) string {
 	}
 	return s
 }
+
+// Float is a number Dify keeps as a Python float (an sa.Float column, a
+// float model field) and writes with Python's json, which is the float's
+// repr: 0.0 and 2.0 keep their ".0", 1e-05 is scientific (PythonFloat).
+// It decodes like a float64.
+type Float float64
+
+// MarshalJSON writes f as Python's json.dumps writes a float. NaN and the
+// infinities are refused, as encoding/json refuses them (Python would
+// write NaN, which is not JSON).
+func (f Float) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil, &json.UnsupportedValueError{Str: strconv.FormatFloat(v, 'g', -1, 64)}
+	}
+	return []byte(PythonFloat(v)), nil
+}

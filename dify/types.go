@@ -166,7 +166,7 @@ type Message struct {
 	MessageTokens           int64                `json:"message_tokens"`
 	AnswerTokens            int64                `json:"answer_tokens"`
 	TotalTokens             int64                `json:"total_tokens"`
-	ProviderResponseLatency float64              `json:"provider_response_latency"`
+	ProviderResponseLatency Float                `json:"provider_response_latency"`
 	TotalPrice              *string              `json:"total_price"`
 	Currency                *string              `json:"currency"`
 	ExtraContents           []json.RawMessage    `json:"extra_contents"`

@@ -80,17 +80,20 @@ func (s *appServer) audioToText(w http.ResponseWriter, r *http.Request, _ httpro
 		writeError(w, errSTTDisabled)
 		return
 	}
-	switch {
-	case file.size == 0 && file.filename == "":
+	// AudioService.transcript_asr: no audio, then the part's MIME type,
+	// then the size it reads (a large file of a refused type is a type
+	// error).
+	if file.size == 0 && file.filename == "" {
 		writeError(w, errNoAudio)
-		return
-	case file.over:
-		writeError(w, errAudioTooLarge)
 		return
 	}
 	mimeType := strings.ToLower(strings.TrimSpace(strings.SplitN(file.contentType, ";", 2)[0]))
 	if !audioTypes[mimeType] {
 		writeError(w, errAudioType)
+		return
+	}
+	if file.over {
+		writeError(w, errAudioTooLarge)
 		return
 	}
 	s.store.EndUser(form.user)
@@ -109,7 +112,7 @@ func (s *appServer) audioToText(w http.ResponseWriter, r *http.Request, _ httpro
 var textToAudioPayload = pydantic.Model{Name: "TextToAudioPayload", Fields: []pydantic.Field{
 	{Name: "message_id", Rule: pydantic.StrRule, Optional: true, Default: ""},
 	{Name: "voice", Rule: pydantic.StrRule, Optional: true, Default: ""},
-	{Name: "text", Rule: pydantic.StrRule, Optional: true, Default: ""},
+	{Name: "text", Rule: pydantic.StrRule, Optional: true}, // str | None = None
 	{Name: "streaming", Rule: pydantic.BoolRule, Optional: true},
 }}
 
@@ -122,10 +125,11 @@ func (s *appServer) textToAudio(w http.ResponseWriter, r *http.Request, _ httpro
 		return
 	}
 	msgID, text := p.Str("message_id"), p.Str("text")
-	// AudioService.transcript_tts checks the feature after the payload
-	// validated.
-	if !s.app.Parameters.TextToSpeech.Enabled {
-		writeError(w, invalidParam("TTS is not enabled"))
+	// AudioService.transcript_tts resolves the text first (the message of
+	// message_id, else a text of None is "Text is required") and reads
+	// the app's setting only in invoke_tts, with a text in hand.
+	if strings.TrimSpace(msgID) == "" && !p.Set("text") {
+		writeError(w, invalidParam("Text is required"))
 		return
 	}
 	if msgID = strings.ToLower(strings.TrimSpace(msgID)); msgID != "" {
@@ -139,6 +143,10 @@ func (s *appServer) textToAudio(w http.ResponseWriter, r *http.Request, _ httpro
 			return
 		}
 		text = m.Answer // message_id wins over text (docs/api §12)
+	}
+	if !s.app.Parameters.TextToSpeech.Enabled {
+		writeError(w, invalidParam("TTS is not enabled"))
+		return
 	}
 	if strings.TrimSpace(text) == "" {
 		writeError(w, invalidParam("Text is required"))

@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/difyops/terraform-provider-dify/dify"
+	"github.com/difyops/terraform-provider-dify/mockserver/pydantic"
 	"github.com/difyops/terraform-provider-dify/mockserver/replay"
 )
 
@@ -63,8 +64,11 @@ func (s *appServer) storeTurn(cs *chatStream, rep *replay.Report) {
 	}
 	m.MessageTokens, m.AnswerTokens = u.PromptTokens, u.CompletionTokens
 	m.TotalTokens = u.PromptTokens + u.CompletionTokens
-	m.ProviderResponseLatency = u.Latency
-	price, currency := u.TotalPrice, u.Currency
+	m.ProviderResponseLatency = dify.Float(u.Latency)
+	// total_price goes through a Numeric(10, 7) column (models/model.py
+	// Message) and comes back as a Decimal of seven places, written as
+	// str(Decimal): "0E-7" for nothing, "0.0012890" for 0.001289.
+	price, currency := pydantic.Numeric(u.TotalPrice, 7), u.Currency
 	m.TotalPrice, m.Currency = &price, &currency
 	if err := s.store.AddMessage(m, cs.plan.ref.cassette); err != nil {
 		s.log.Debug("turn not stored", "reason", err.Error())

@@ -209,13 +209,16 @@ func (s *appServer) suggested(w http.ResponseWriter, r *http.Request, ps httprou
 		writeError(w, errUserRequired)
 		return
 	}
-	if !s.app.Parameters.SuggestedQuestionsAfterAnswer.Enabled {
-		writeError(w, errSuggestedDisabled)
-		return
-	}
+	// MessageService.get_suggested_questions_after_answer looks the
+	// message up (MessageNotExistsError, 404) before it reads the app's
+	// setting (SuggestedQuestionsAfterAnswerDisabledError, 403).
 	_, name, err := s.store.Message(id, s.store.EndUser(user).ID)
 	if err != nil {
 		writeError(w, errMessageNotFound)
+		return
+	}
+	if !s.app.Parameters.SuggestedQuestionsAfterAnswer.Enabled {
+		writeError(w, errSuggestedDisabled)
 		return
 	}
 	data := []string{}

@@ -334,7 +334,9 @@ func (s *appServer) endUser(w http.ResponseWriter, r *http.Request, ps httproute
 		writeError(w, newError(http.StatusNotFound, "end_user_not_found", "End user not found."))
 		return
 	}
-	ts := u.CreatedAt.UTC().Format("2006-01-02T15:04:05Z")
+	// EndUserDetail.model_dump(mode="json") of naive sa.DateTime columns:
+	// ISO 8601 without a zone, microseconds when there are any.
+	ts := isoformat(u.CreatedAt)
 	appID := s.appID
 	writeJSON(w, http.StatusOK, dify.EndUser{
 		ID: u.ID, TenantID: s.tenantID, AppID: &appID, Type: "service-api", ExternalUserID: u.Session,

@@ -111,7 +111,7 @@ func TestUploadAndEndUser(t *testing.T) {
 	}
 	u := decode[dify.EndUser](t, body)
 	if u.ID != *f.CreatedBy || u.ExternalUserID != "abc-123" || u.SessionID != "abc-123" || u.Type != "service-api" ||
-		u.IsAnonymous || u.CreatedAt != "2026-01-16T12:00:29Z" || u.UpdatedAt != u.CreatedAt || u.TenantID == "" {
+		u.IsAnonymous || u.CreatedAt != "2026-01-16T12:00:29" || u.UpdatedAt != u.CreatedAt || u.TenantID == "" {
 		t.Errorf("end user: %s", body)
 	}
 	if !strings.Contains(string(body), `"name":null`) {

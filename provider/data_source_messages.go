@@ -191,7 +191,7 @@ func messageFromAPI(msg dify.Message) messageModel {
 		ID: msg.ID, ConversationID: msg.ConversationID, ParentMessageID: msg.ParentMessageID,
 		Inputs: stringMap(msg.Inputs), Query: msg.Query, Answer: msg.Answer, Status: msg.Status, Error: msg.Error,
 		CreatedAt: msg.CreatedAt, MessageTokens: msg.MessageTokens, AnswerTokens: msg.AnswerTokens, TotalTokens: msg.TotalTokens,
-		TotalPrice: msg.TotalPrice, Currency: msg.Currency, ProviderResponseLatency: msg.ProviderResponseLatency,
+		TotalPrice: msg.TotalPrice, Currency: msg.Currency, ProviderResponseLatency: float64(msg.ProviderResponseLatency),
 		AgentThoughts: []thoughtRecordModel{}, MessageFiles: []messageFileModel{},
 	}
 	if msg.Feedback != nil {

@@ -576,7 +576,7 @@ func (r *conversationResource) readFirstMessage(ctx context.Context, state *conv
 		"total_tokens":          types.Int64Value(first.TotalTokens),
 		"total_price":           types.StringPointerValue(first.TotalPrice),
 		"currency":              types.StringPointerValue(first.Currency),
-		"latency":               types.Float64Value(first.ProviderResponseLatency),
+		"latency":               types.Float64Value(float64(first.ProviderResponseLatency)),
 	})
 	diags.Append(d...)
 	return diags

@@ -153,6 +153,11 @@ type Expect struct {
 	// model answered, e.g. parent_message_id = UUID_NIL. Only values that
 	// do not depend on the run (ids, times, model text) belong here.
 	Values map[string]string
+	// Formats are JSON paths whose every value must be written in this
+	// format class (FormatOf: FormatEpochSeconds, FormatISONaive,
+	// FormatFloat, …): how Dify's framework writes a value whose content
+	// depends on the run (a time, a latency).
+	Formats map[string]string
 	// Location is the redirect target's path (with query), for 3xx.
 	Location string
 	// BodyContains is a substring of the raw body (HTML pages).
@@ -182,6 +187,11 @@ type Case struct {
 	// Note explains a choice the source leaves open (e.g. two versions
 	// differ and the case accepts what both accept).
 	Note string
+	// OtherUser, when set, says why the request acts as an end user other
+	// than the run's own (a `user` Dify turns into another end-user row).
+	// The mock's tests run such a case; `dify-mock verify` never sends it
+	// to a real app, where every request acts as the run's end user.
+	OtherUser string
 }
 
 // Timeout bounds one request (a chat turn included).

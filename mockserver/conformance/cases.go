@@ -174,11 +174,6 @@ func Cases() []Case {
 		Case{Name: "missing/suggested-user", Route: "GET /messages/{id}/suggested", Class: ClassMissing, Source: srcWraps + " (QUERY, required=True); " + srcSuggested,
 			Request: Request{Method: "GET", Path: "/messages/{unknown_uuid}/suggested"},
 			Expect:  Expect{Status: 400, Code: "invalid_param", Message: MsgUserRequired}},
-		Case{Name: "state/delete-user-from-query-ignored", Route: "DELETE /conversations/{id}", Class: ClassState, Source: srcWraps + " (FetchUserArg JSON: ?user= is never read); " + srcDelete,
-			Request: Request{Method: "DELETE", Path: "/conversations/{conversation_id}?user={user}", Header: jsonCT, Body: `{}`},
-			Needs:   []Fixture{FixtureConversation},
-			Expect:  Expect{Status: 404, Code: "not_found", Message: "Conversation Not Exists."},
-			Note:    "The body has no user, so the default end user is used and does not own the conversation."},
 	)
 
 	// --- pydantic models: lax booleans, types, UUIDs. ---
@@ -268,6 +263,14 @@ func Cases() []Case {
 			Needs:    []Fixture{FixtureMessage},
 			Requires: Requirements{Features: map[string]bool{"suggested_questions_after_answer": false}},
 			Expect:   Expect{Status: 403, Code: "app_suggested_questions_after_answer_disabled", Message: "*"}},
+		Case{Name: "missing/tts-text-before-disabled", Route: "POST /text-to-audio", Class: ClassMissing, Source: srcTTS + "; api/services/audio_service.py AudioService.transcript_tts (text None: \"Text is required\" before invoke_tts reads the app's setting)",
+			Request:  Request{Method: "POST", Path: "/text-to-audio", Header: jsonCT, Body: `{"user":"{user}"}`},
+			Requires: Requirements{Features: map[string]bool{"text_to_speech": false}},
+			Expect:   Expect{Status: 400, Code: "invalid_param", Message: "Text is required"}},
+		Case{Name: "state/suggested-unknown-message-before-disabled", Route: "GET /messages/{id}/suggested", Class: ClassState, Source: srcSuggested + "; api/services/message_service.py MessageService.get_suggested_questions_after_answer (get_message before the app's setting)",
+			Request:  Request{Method: "GET", Path: "/messages/{unknown_uuid}/suggested?user={user}"},
+			Requires: Requirements{Features: map[string]bool{"suggested_questions_after_answer": false}},
+			Expect:   Expect{Status: 404, Code: "not_found", Message: "Message Not Exists."}},
 		Case{Name: "valid/suggested-enabled", Route: "GET /messages/{id}/suggested", Class: ClassValid, Source: srcSuggested,
 			Request:  Request{Method: "GET", Path: "/messages/{message_id}/suggested?user={user}"},
 			Needs:    []Fixture{FixtureMessage},
@@ -311,7 +314,7 @@ func Cases() []Case {
 			Needs:   []Fixture{FixtureConversation},
 			Expect:  Expect{Status: 200, ContentType: "application/json"}},
 		Case{Name: "method/put-conversation-405", Route: "PUT /conversations/{id}", Class: ClassMethod, Source: "flask-restx Api._should_use_fr_error_handler",
-			Request: Request{Method: "PUT", Path: "/conversations/{unknown_uuid}", Header: jsonCT, Body: `{}`},
+			Request: Request{Method: "PUT", Path: "/conversations/{unknown_uuid}", Header: jsonCT, Body: `{"user":"{user}"}`},
 			Expect:  Expect{Status: 405}},
 	)
 
@@ -370,8 +373,9 @@ func Cases() []Case {
 			Expect:   Expect{Status: 400, Code: "invalid_param", Message: "query is required"},
 			Note:     "The legacy agent-chat generator refuses only an empty query; a blank one runs a turn."},
 		Case{Name: "wrong-type/stop-user-number-is-str", Route: "POST /chat-messages/{task_id}/stop", Class: ClassWrongType, Source: srcWraps + " (user_id = str(user_id))",
-			Request: Request{Method: "POST", Path: "/chat-messages/conformance-task/stop", Header: jsonCT, Body: `{"user":{user_number}}`},
-			Expect:  Expect{Status: 200, ContentType: "application/json"}},
+			Request:   Request{Method: "POST", Path: "/chat-messages/conformance-task/stop", Header: jsonCT, Body: `{"user":{user_number}}`},
+			Expect:    Expect{Status: 200, ContentType: "application/json"},
+			OtherUser: "a number as `user` makes Dify create the end user str(number), a second end user of the app"},
 		Case{Name: "method/get-chat-messages-405", Route: "GET /chat-messages", Class: ClassMethod, Source: "flask-restx Api._should_use_fr_error_handler; " + srcExternalAPI,
 			Request: Request{Method: "GET", Path: "/chat-messages"},
 			Expect:  Expect{Status: 405},
@@ -399,9 +403,10 @@ func Cases() []Case {
 			Request: Request{Method: "GET", Path: "/messages?user={user}&conversation_id={unknown_uuid}"},
 			Expect:  Expect{Status: 404, Code: "not_found", Message: "Conversation Not Exists."}},
 		Case{Name: "state/messages-other-user", Route: "GET /messages", Class: ClassState, Source: srcMsgList + " (the conversation must be the user's)",
-			Request: Request{Method: "GET", Path: "/messages?user={user}-other&conversation_id={conversation_id}"},
-			Needs:   []Fixture{FixtureConversation},
-			Expect:  Expect{Status: 404, Code: "not_found", Message: "Conversation Not Exists."}},
+			Request:   Request{Method: "GET", Path: "/messages?user={user}-other&conversation_id={conversation_id}"},
+			Needs:     []Fixture{FixtureConversation},
+			Expect:    Expect{Status: 404, Code: "not_found", Message: "Conversation Not Exists."},
+			OtherUser: "a second end user of the app, to show it cannot read the run user's conversation"},
 	)
 
 	// --- Uploads (FileApi.post, FileService.upload_file). ---
@@ -471,6 +476,13 @@ func Cases() []Case {
 			Request: Request{Method: "GET", Path: "/messages?user={user}&conversation_id={conversation_id}"},
 			Needs:   []Fixture{FixtureConversation},
 			Expect:  Expect{Status: 200, Fields: map[string]string{"$.data[].feedback": "object", "$.data[].feedback.rating": "string"}}},
+		Case{Name: "stored/app-feedback-times", Route: "GET /app/feedbacks", Class: ClassStored,
+			Source:  "api/controllers/service_api/app/message.py AppGetFeedbacksApi.get (AppFeedbackResponse created_at: str); api/services/message_service.py MessageService.get_all_messages_feedbacks (MessageFeedback.to_dict: isoformat() of naive sa.DateTime columns)",
+			Request: Request{Method: "GET", Path: "/app/feedbacks?page=1&limit=101"},
+			Needs:   []Fixture{FixtureMessage},
+			Expect: Expect{Status: 200, ContentType: "application/json",
+				Formats: map[string]string{"$.data[].created_at": FormatISONaive, "$.data[].updated_at": FormatISONaive}},
+			Note: "Runs while the run's like is on the fixture message, so the list has at least that row; every row of the app (console feedback too) is written the same way."},
 		Case{Name: "null/feedback-rating-revokes", Route: "POST /messages/{id}/feedbacks", Class: ClassNull, Source: srcFeedback + " (rating None deletes the feedback)",
 			Request: Request{Method: "POST", Path: "/messages/{message_id}/feedbacks", Header: jsonCT, Body: `{"rating":null,"user":"{user}"}`},
 			Needs:   []Fixture{FixtureMessage},
@@ -509,10 +521,11 @@ func Cases() []Case {
 
 	// --- Destructive cases last: they delete the fixture conversation. ---
 	add(
-		Case{Name: "valid/delete-conversation-204", Route: "DELETE /conversations/{id}", Class: ClassValid, Source: srcDelete,
-			Request: Request{Method: "DELETE", Path: "/conversations/{conversation_id}", Header: jsonCT, Body: `{"user":"{user}"}`},
+		Case{Name: "valid/delete-conversation-204", Route: "DELETE /conversations/{id}", Class: ClassValid, Source: srcWraps + " (FetchUserArg JSON: ?user= is never read); " + srcDelete,
+			Request: Request{Method: "DELETE", Path: "/conversations/{conversation_id}?user={user}-query", Header: jsonCT, Body: `{"user":"{user}"}`},
 			Needs:   []Fixture{FixtureConversation},
-			Expect:  Expect{Status: 204}},
+			Expect:  Expect{Status: 204},
+			Note:    "The query names a user who owns nothing: a server that read it instead of the body would answer 404. (The body always names the run's user: a body without one would act as the app's default end user.)"},
 		Case{Name: "state/delete-conversation-again-404", Route: "DELETE /conversations/{id}", Class: ClassState, Source: srcDelete,
 			Request: Request{Method: "DELETE", Path: "/conversations/{conversation_id}", Header: jsonCT, Body: `{"user":"{user}"}`},
 			Needs:   []Fixture{FixtureConversation},

@@ -26,6 +26,10 @@ type Observed struct {
 	// Values holds, for the paths the case's Expect.Values names, the
 	// values found there (ValuesAt).
 	Values map[string]string `json:"values,omitempty"`
+	// Formats holds, for the paths the case's Expect.Formats names, the
+	// format classes of the values found there (FormatsAt): how a value
+	// is written, never the value.
+	Formats map[string]string `json:"formats,omitempty"`
 	// Location is the redirect target (3xx): its path and query when it
 	// stays on the server asked, the whole URL when it leads elsewhere.
 	Location string `json:"location,omitempty"`
@@ -114,6 +118,87 @@ func (s Shape) merge(path, kind string) {
 // joined with "|"; a path with no value is left out. Only the paths asked
 // for are read, so a report holds no other content of the body.
 func ValuesAt(data []byte, want map[string]string) map[string]string {
+	return collectAt(data, want, func(v any) string {
+		b, _ := json.Marshal(v)
+		return string(b)
+	})
+}
+
+// Format classes (FormatOf): how Dify's framework writes a value, which
+// differs by the Python type the value has on its way out.
+const (
+	// FormatEpochSeconds is an integer of ten digits: a datetime through
+	// Flask-RESTX TimestampField or to_timestamp, int(dt.timestamp()).
+	FormatEpochSeconds = "epoch-seconds"
+	// FormatEpochMillis is an integer of thirteen digits.
+	FormatEpochMillis = "epoch-milliseconds"
+	// FormatInteger is any other integer.
+	FormatInteger = "integer"
+	// FormatFloat is a number written with a point or an exponent: a
+	// Python float (0.0, 1e-05).
+	FormatFloat = "float"
+	// FormatISONaive is an ISO 8601 time without a zone, microseconds
+	// only when there are any: datetime.isoformat() or pydantic's JSON
+	// mode of a naive datetime (an sa.DateTime column without timezone).
+	FormatISONaive = "iso8601-naive"
+	// FormatISOZoned is an ISO 8601 time with Z or an offset (an aware
+	// datetime).
+	FormatISOZoned = "iso8601-zoned"
+)
+
+var (
+	isoNaive = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?$`)
+	isoZoned = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$`)
+)
+
+// FormatOf is the format class of a decoded JSON value (numbers decoded
+// as json.Number): one of the Format* constants for numbers and times,
+// else the value's JSON kind ("string", "boolean", "null", "object",
+// "array").
+func FormatOf(v any) string {
+	switch t := v.(type) {
+	case json.Number:
+		s := strings.TrimPrefix(string(t), "-")
+		switch {
+		case strings.ContainsAny(s, ".eE"):
+			return FormatFloat
+		case len(s) == 10:
+			return FormatEpochSeconds
+		case len(s) == 13:
+			return FormatEpochMillis
+		}
+		return FormatInteger
+	case string:
+		switch {
+		case isoNaive.MatchString(t):
+			return FormatISONaive
+		case isoZoned.MatchString(t):
+			return FormatISOZoned
+		}
+		return "string"
+	case bool:
+		return "boolean"
+	case nil:
+		return "null"
+	case map[string]any:
+		return "object"
+	case []any:
+		return "array"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// FormatsAt returns, for each path of want, the distinct format classes
+// (FormatOf) of the values there, sorted and joined with "|"; a path with
+// no value is left out.
+func FormatsAt(data []byte, want map[string]string) map[string]string {
+	return collectAt(data, want, FormatOf)
+}
+
+// collectAt walks a JSON document and, for each path of want, collects
+// the distinct results of render for the values there, sorted and joined
+// with "|".
+func collectAt(data []byte, want map[string]string, render func(any) string) map[string]string {
 	if len(want) == 0 {
 		return nil
 	}
@@ -127,11 +212,10 @@ func ValuesAt(data []byte, want map[string]string) map[string]string {
 	var walk func(path string, v any)
 	walk = func(path string, v any) {
 		if _, ok := want[path]; ok {
-			b, _ := json.Marshal(v)
 			if found[path] == nil {
 				found[path] = map[string]bool{}
 			}
-			found[path][string(b)] = true
+			found[path][render(v)] = true
 		}
 		switch t := v.(type) {
 		case map[string]any:
@@ -232,6 +316,15 @@ func Check(c Case, o Observed) []string {
 			bad("value at %s is %s, want %s", p, got, e.Values[p])
 		}
 	}
+	for _, p := range sortedKeys(e.Formats) {
+		got, ok := o.Formats[p]
+		switch {
+		case !ok:
+			bad("format at %s missing, want %s", p, e.Formats[p])
+		case got != e.Formats[p]:
+			bad("format at %s is %s, want %s", p, got, e.Formats[p])
+		}
+	}
 	for _, p := range e.Absent {
 		if _, ok := o.Shape[p]; ok {
 			bad("field %s present, want absent", p)
@@ -257,7 +350,7 @@ type Difference struct {
 	Case   string `json:"case"`
 	Route  string `json:"route"`
 	Class  string `json:"class"`
-	Aspect string `json:"aspect"` // status, content_type, code, message, params, field, location, events
+	Aspect string `json:"aspect"` // status, content_type, code, message, params, field, value, format, location, events
 	Path   string `json:"path,omitempty"`
 	A      string `json:"a"`
 	B      string `json:"b"`
@@ -300,6 +393,11 @@ func Diff(a, b Observed) []Difference {
 	for _, p := range sortedKeys(a.Values) {
 		if bv, ok := b.Values[p]; ok {
 			add("value", p, a.Values[p], bv)
+		}
+	}
+	for _, p := range sortedKeys(a.Formats) {
+		if bf, ok := b.Formats[p]; ok {
+			add("format", p, a.Formats[p], bf)
 		}
 	}
 	add("location", "", a.Location, b.Location)

@@ -294,7 +294,7 @@ func (r *Runner) RunCase(ctx context.Context, c Case) Observed {
 		return o
 	}
 	defer resp.Body.Close()
-	r.observe(resp, &o, c.Expect.Values)
+	r.observe(resp, &o, c.Expect)
 	return o
 }
 
@@ -409,7 +409,7 @@ func (zeroReader) Read(p []byte) (int, error) {
 // observe reads an answer into o. Streams are read to their end (or
 // Timeout) for the event sequence; conversations they create are
 // remembered for cleanup.
-func (r *Runner) observe(resp *http.Response, o *Observed, values map[string]string) {
+func (r *Runner) observe(resp *http.Response, o *Observed, want Expect) {
 	o.Status = resp.StatusCode
 	o.ContentType, _, _ = mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if loc := resp.Header.Get("Location"); loc != "" {
@@ -427,7 +427,8 @@ func (r *Runner) observe(resp *http.Response, o *Observed, values map[string]str
 		return
 	}
 	o.Shape = ShapeOf(data)
-	o.Values = ValuesAt(data, values)
+	o.Values = ValuesAt(data, want.Values)
+	o.Formats = FormatsAt(data, want.Formats)
 	var env struct {
 		Code    *string         `json:"code"`
 		Message *string         `json:"message"`

@@ -3,6 +3,8 @@ package pydantic
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math/big"
 	"net/url"
 	"strconv"
 	"strings"
@@ -84,4 +86,53 @@ func Query(rawQuery string) *Dict {
 		d.Vals[k] = v
 	}
 	return d
+}
+
+// Numeric is value (a decimal string) as Dify writes it after storing it in
+// an sa.Numeric(precision, scale) column and reading it back: PostgreSQL
+// rounds it to scale places (half away from zero), the driver returns a
+// Decimal with exactly that exponent, and pydantic's JSON mode writes
+// str(Decimal), which turns to scientific notation for small values:
+// Numeric("0", 7) is "0E-7", Numeric("0.001289", 7) is "0.0012890". A value
+// that is not a decimal number is returned as given.
+func Numeric(value string, scale int) string {
+	r, ok := new(big.Rat).SetString(strings.TrimSpace(value))
+	if !ok || scale < 0 {
+		return value
+	}
+	pow := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil)
+	r.Mul(r, new(big.Rat).SetInt(pow))
+	// Round half away from zero: |num|*2 + den, divided by 2*den.
+	num, den := new(big.Int).Abs(r.Num()), r.Denom()
+	q := new(big.Int).Quo(new(big.Int).Add(new(big.Int).Lsh(num, 1), den), new(big.Int).Lsh(den, 1))
+	sign := ""
+	if r.Sign() < 0 && q.Sign() != 0 {
+		sign = "-"
+	}
+	return sign + decimalString(q.String(), -scale)
+}
+
+// decimalString is Python's Decimal.__str__ (to_sci_string) of the
+// coefficient digits and exponent: plain notation while the exponent is
+// at most 0 and the number has fewer than six leading zeros after the
+// point, scientific otherwise.
+func decimalString(digits string, exp int) string {
+	left := exp + len(digits)
+	dot := 1
+	if exp <= 0 && left > -6 {
+		dot = left
+	}
+	var intPart, fracPart string
+	switch {
+	case dot <= 0:
+		intPart, fracPart = "0", "."+strings.Repeat("0", -dot)+digits
+	case dot >= len(digits):
+		intPart = digits + strings.Repeat("0", dot-len(digits))
+	default:
+		intPart, fracPart = digits[:dot], "."+digits[dot:]
+	}
+	if left == dot {
+		return intPart + fracPart
+	}
+	return fmt.Sprintf("%s%sE%+d", intPart, fracPart, left-dot)
 }

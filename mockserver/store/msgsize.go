@@ -38,7 +38,7 @@ func messageSize(m dify.Message) int64 {
 	n += fieldSize("message_tokens") + intSize(m.MessageTokens)
 	n += fieldSize("answer_tokens") + intSize(m.AnswerTokens)
 	n += fieldSize("total_tokens") + intSize(m.TotalTokens)
-	n += fieldSize("provider_response_latency") + floatSize(m.ProviderResponseLatency)
+	n += fieldSize("provider_response_latency") + pyFloatSize(m.ProviderResponseLatency)
 	n += fieldSize("total_price") + stringPtrSize(m.TotalPrice)
 	n += fieldSize("currency") + stringPtrSize(m.Currency)
 	n += fieldSize("extra_contents") + orNull(m.ExtraContents == nil, m.ExtraContents)
@@ -146,6 +146,15 @@ func floatSize(f float64) int64 {
 		}
 	}
 	return int64(len(b))
+}
+
+// pyFloatSize is a dify.Float as its MarshalJSON writes it (Python's
+// float repr); NaN and infinities, which it refuses, count 0.
+func pyFloatSize(f dify.Float) int64 {
+	if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+		return 0
+	}
+	return int64(len(dify.PythonFloat(float64(f))))
 }
 
 // anySize is jsonSize(v) for the values JSON decodes to (maps, slices,

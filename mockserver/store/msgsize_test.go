@@ -118,7 +118,7 @@ func FuzzMessageSize(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, answer, thought string, x float64) {
 		m := richMessage()
-		m.Answer, m.AgentThoughts[0].Thought, m.ProviderResponseLatency = answer, thought, x
+		m.Answer, m.AgentThoughts[0].Thought, m.ProviderResponseLatency = answer, thought, dify.Float(x)
 		m.Inputs = map[string]any{answer: thought, thought: []any{x, answer}}
 		b, err := json.Marshal(m)
 		if err != nil { // NaN or an infinity: json.Marshal refuses it

@@ -474,7 +474,12 @@ func (s *Store) Rename(id, ownerID, name string, autoGenerate bool) (Conversatio
 	}
 	s.grow(c.elem, int64(len(name)-len(c.Name)))
 	c.Name = name
-	s.touch(c, s.nextKey())
+	// ConversationService.rename sets updated_at = naive_utc_now() for a
+	// name given; auto_generate_name only sets the name (the column has no
+	// onupdate), so a generated name leaves updated_at where it was.
+	if !autoGenerate {
+		s.touch(c, s.nextKey())
+	}
 	s.evict(c.elem)
 	return c.copy(), nil
 }

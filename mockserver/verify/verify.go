@@ -423,6 +423,14 @@ func Run(ctx context.Context, opts Options) (_ *Report, err error) {
 		if ctx.Err() != nil {
 			break
 		}
+		if c.OtherUser != "" {
+			// Every request of a run acts as the run's end user: a case
+			// that would make the app create another end user is not sent.
+			why := "acts as an end user other than the run's (" + c.OtherUser + ")"
+			rep.Skipped = append(rep.Skipped, Skip{c.Name, why})
+			logf("%-60s skipped: %s", c.Name, why)
+			continue
+		}
 		if isChatPost(c) && limit.spent() {
 			why := fmt.Sprintf("the chat-turn cap (%d) is spent; no further chat request is sent", opts.MaxChatTurns)
 			rep.Skipped = append(rep.Skipped, Skip{c.Name, why})

@@ -56,6 +56,7 @@ type fakeUpstream struct {
 type seenRequest struct {
 	Method, Path, Body string
 	Query              url.Values
+	Header             http.Header
 }
 
 func newFakeUpstream(t *testing.T, devs ...deviation) *fakeUpstream {
@@ -75,7 +76,7 @@ func newFakeUpstreamOf(t *testing.T, set *cassette.Set, devs ...deviation) *fake
 		body, _ := io.ReadAll(req.Body)
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		f.mu.Lock()
-		f.seen = append(f.seen, seenRequest{req.Method, req.URL.Path, string(body), req.URL.Query()})
+		f.seen = append(f.seen, seenRequest{req.Method, req.URL.Path, string(body), req.URL.Query(), req.Header.Clone()})
 		f.mu.Unlock()
 		for _, d := range devs {
 			if d.before != nil && d.before(w, req) {

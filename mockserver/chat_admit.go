@@ -66,7 +66,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, req *chatRequest,
 		return nil
 	}
 	now := s.store.Now()
-	bound := t.Bind(replay.Binding{ConversationID: conv.ID, MessageID: msgID, TaskID: taskID, Now: now, UploadFileIDs: req.uploadIDs})
+	bound := t.Bind(replay.Binding{ConversationID: conv.ID, MessageID: msgID, TaskID: taskID, Now: now, UploadFileIDs: req.uploadIDs,
+		Files: s.files, FilesURL: filesBase(r)})
+	s.files.addTools(bound.ToolFiles())
 	h := w.Header()
 	for k, v := range t.Header {
 		switch http.CanonicalHeaderKey(k) {

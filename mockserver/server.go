@@ -143,6 +143,8 @@ type Server struct {
 	ownerAccountID string
 	// annTurns caches the turns annotations answer with (annotation_turn.go).
 	annTurns annotationTurns
+	// files signs and serves the /files/ URLs the mock hands out (signed_files.go).
+	files *signedFiles
 
 	// The control API (controlapi.go); nil when disabled.
 	journal *journal.Journal
@@ -279,6 +281,7 @@ func New(cfg Config) (*Server, error) {
 		fault: serverFault,
 	}
 	s.store = store.New(cfg.Now, replay.NewUUID)
+	s.files = newSignedFiles(s.store.Now)
 	if cfg.MaxStateBytes == 0 {
 		cfg.MaxStateBytes = DefaultMaxStateBytes
 		s.cfg.MaxStateBytes = cfg.MaxStateBytes
@@ -481,6 +484,7 @@ func (s *Server) routes() http.Handler {
 	r.POST("/v1/apps/annotation-reply/:action", a(s.annotationReplyAction))
 	r.GET("/v1/apps/annotation-reply/:action/status/:job_id", a(s.annotationReplyStatus))
 	r.GET("/v1/files/:file_id/preview", a(s.previewFile))
+	r.GET("/files/:file_id/:action", s.withFaults(s.signedFile, false)) // no API key: signed (signed_files.go)
 	r.GET("/v1/conversations/:conversation_id/variables", a(s.listConversationVariables))
 	r.PUT("/v1/conversations/:conversation_id/variables/:variable_id", a(s.updateConversationVariable))
 

@@ -83,7 +83,7 @@ func (f *signedFiles) params(kind, id string) (ts, nonce, sign string) {
 
 // FilePreviewURL is get_signed_file_url (api/core/file/helpers.py): the query
 // is built with urllib.parse.urlencode, so the signature's "=" padding is
-// "%3D". base is FILES_URL: scheme://host, or "" for a relative URL.
+// "%3D". base is FILES_URL: scheme://host.
 func (f *signedFiles) FilePreviewURL(base, id string) string {
 	ts, nonce, sign := f.params(signFilePreview, id)
 	return base + "/files/" + id + "/file-preview?timestamp=" + pyQuotePlus(ts) + "&nonce=" + pyQuotePlus(nonce) + "&sign=" + pyQuotePlus(sign)
@@ -328,19 +328,19 @@ func (s *Server) resignFiles(r *http.Request, rows []dify.Message) {
 }
 
 // resignURL signs a /files/ URL the mock handed out anew: same kind, id and
-// extension, relative or absolute as it was (an absolute one on the host r
-// reached). Other URLs (remote_url files) are returned unchanged.
+// extension, behind the host r reached (the mock's FILES_URL). Other URLs
+// (remote_url files) are returned unchanged.
 func (s *Server) resignURL(r *http.Request, u string) string {
-	rest, base := u, ""
-	if i := strings.Index(u, "/files/"); i > 0 && strings.HasPrefix(u, "http") {
-		rest, base = u[i:], filesBase(r)
+	rest := u
+	if i := strings.Index(u, "/files/"); i > 0 && (strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://")) {
+		rest = u[i:]
 	}
 	path, _, _ := strings.Cut(rest, "?")
 	if id, ext, ok := cassette.ToolFileURL(path); ok {
-		return s.files.ToolFileURL(base, id, ext)
+		return s.files.ToolFileURL(filesBase(r), id, ext)
 	}
 	if id, ok := strings.CutSuffix(strings.TrimPrefix(path, "/files/"), "/"+signFilePreview); ok && strings.HasPrefix(path, "/files/") && dify.IsUUID(id) {
-		return s.files.FilePreviewURL(base, strings.ToLower(id))
+		return s.files.FilePreviewURL(filesBase(r), strings.ToLower(id))
 	}
 	return u
 }

@@ -184,8 +184,8 @@ func TestSignedUploadURLs(t *testing.T) {
 
 // A replayed tool file: the message_file event's URL, the history's
 // message_files URL and the agent_thought's file id all name one file the
-// mock serves; without bytes in the cassette it is a synthesized image of
-// the URL's type.
+// mock serves, behind the mock's own address (the recorded URL is relative);
+// without bytes in the cassette it is a synthesized image of the URL's type.
 func TestSignedToolFileURLs(t *testing.T) {
 	clock := &testClock{t: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}
 	e := newEnv(t, mockserver.Config{Now: clock.now})
@@ -202,7 +202,7 @@ func TestSignedToolFileURLs(t *testing.T) {
 			}
 		}
 	}
-	if fileID == "" || fileID == tf1 || !strings.HasPrefix(fileURL, "/files/tools/"+fileID+".png?timestamp=") {
+	if fileID == "" || fileID == tf1 || !strings.HasPrefix(fileURL, e.ts.URL+"/files/tools/"+fileID+".png?timestamp=") {
 		t.Fatalf("message_file id %q url %q", fileID, fileURL)
 	}
 	if len(thoughtFiles) != 1 || thoughtFiles[0] != fileID {

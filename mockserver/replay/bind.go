@@ -29,7 +29,7 @@ type Binding struct {
 	// Files signs the /files/ URLs the turn hands out (tool files, upload
 	// previews) for this replay; nil leaves their recorded signatures.
 	Files FileSigner
-	// FilesURL is scheme://host for URLs recorded behind a host.
+	// FilesURL is scheme://host the file URLs are handed out behind.
 	FilesURL string
 }
 

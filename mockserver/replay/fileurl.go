@@ -17,16 +17,18 @@ import (
 // escapes HTML characters; a quote, backslash or space ends the URL.
 var fileURLRE = regexp.MustCompile(`(https?://[^/"\s\\]+)?/files/(?:tools/([0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12})\.([A-Za-z0-9]+)|([0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12})/file-preview)(?:\?(?:[^"\s\\]|\\u0026)*)?`)
 
-// fileURL is a recorded signed file URL.
+// fileURL is a recorded signed file URL. Relative or behind the recorded
+// host, it is replayed behind Binding.FilesURL: the mock acts as a Dify whose
+// FILES_URL is its own address, so a browser on another origin (a chat front
+// end) reaches the file.
 type fileURL struct {
-	absolute bool   // behind a scheme and host (else relative, as Dify writes it without FILES_URL)
 	tool     bool   // a tool file (else an upload's file-preview)
 	id       string // the recorded file id
 	ext      string // tool files: the extension
 }
 
-// FileSigner signs the file URLs a replay hands out. base is "" for a
-// relative URL, else scheme://host.
+// FileSigner signs the file URLs a replay hands out; base is scheme://host
+// (Dify's FILES_URL).
 type FileSigner interface {
 	ToolFileURL(base, id, ext string) string
 	FilePreviewURL(base, id string) string
@@ -43,7 +45,7 @@ type BoundToolFile struct {
 
 func (ct *CompiledTurn) collectFileURLs(raw []byte) {
 	for _, m := range fileURLRE.FindAllSubmatch(raw, -1) {
-		u := &fileURL{absolute: len(m[1]) > 0}
+		u := &fileURL{}
 		if len(m[2]) > 0 {
 			u.tool, u.id, u.ext = true, string(m[2]), string(m[3])
 			// A tool file's id is per turn like the message_file event's
@@ -68,14 +70,10 @@ func (b *Bound) fileURL(s Slot) []byte {
 	if b.Binding.Files == nil {
 		return []byte(strings.Replace(s.Recorded, u.id, id, 1))
 	}
-	base := ""
-	if u.absolute {
-		base = b.Binding.FilesURL
-	}
 	if u.tool {
-		return []byte(b.Binding.Files.ToolFileURL(base, id, u.ext))
+		return []byte(b.Binding.Files.ToolFileURL(b.Binding.FilesURL, id, u.ext))
 	}
-	return []byte(b.Binding.Files.FilePreviewURL(base, id))
+	return []byte(b.Binding.Files.FilePreviewURL(b.Binding.FilesURL, id))
 }
 
 // ToolFiles lists the tool files this replay hands out, for the mock to serve.

@@ -22,9 +22,9 @@ var fileURLRE = regexp.MustCompile(`(https?://[^/"\s\\]+)?/files/(?:tools/([0-9A
 // FILES_URL is its own address, so a browser on another origin (a chat front
 // end) reaches the file.
 type fileURL struct {
-	tool     bool   // a tool file (else an upload's file-preview)
-	id       string // the recorded file id
-	ext      string // tool files: the extension
+	tool bool   // a tool file (else an upload's file-preview)
+	id   string // the recorded file id
+	ext  string // tool files: the extension
 }
 
 // FileSigner signs the file URLs a replay hands out; base is scheme://host

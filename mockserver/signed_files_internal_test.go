@@ -110,4 +110,3 @@ func TestToolFileIndexIsBounded(t *testing.T) {
 		t.Errorf("holds %d ids, want %d with the newest", len(f.tools), maxToolFileIDs)
 	}
 }
-

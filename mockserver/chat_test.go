@@ -53,7 +53,7 @@ func TestReplayIsByteFaithful(t *testing.T) {
 		t.Fatalf("thought ids collapsed: %v", thoughtIDs)
 	}
 	fileID := frames[4].str("id")
-	// The tool file URL is signed for this replay (docs/mock/files.md#signed-urls):
+	// The tool file URL is signed for this replay (docs/mock/annotations.md#signed-urls):
 	// a fresh timestamp, nonce and signature in place of the recorded ones.
 	// It is behind the mock's address, as from a Dify whose FILES_URL is set.
 	fileURL, query, _ := strings.Cut(frames[4].str("url"), "?")

@@ -1,6 +1,6 @@
 package mockserver
 
-// Signed file URLs (docs/mock/files.md#signed-urls): the mock serves every
+// Signed file URLs (docs/mock/annotations.md#signed-urls): the mock serves every
 // /files/ URL it hands out, as Dify's files blueprint does
 // (api/controllers/files/image_preview.py, tool_files.py): at the API
 // host's root, outside /v1, without an API key, the signature being the
@@ -301,7 +301,7 @@ func (s *Server) toolFile(w http.ResponseWriter, r *http.Request, name string) {
 }
 
 // HeaderSynthesized marks a tool file the mock made up because the cassette
-// carries no bytes for it (docs/mock/files.md#tool-files).
+// carries no bytes for it (docs/mock/annotations.md#tool-files).
 const HeaderSynthesized = "X-Dify-Mock-Synthesized"
 
 // resignFiles gives a history page's file URLs fresh signatures, as Dify

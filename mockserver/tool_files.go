@@ -14,7 +14,7 @@ import (
 )
 
 // A tool file a cassette carries no bytes for is made up from its URL's
-// extension (docs/mock/files.md#tool-files): a tiny valid file of that type,
+// extension (docs/mock/annotations.md#tool-files): a tiny valid file of that type,
 // so an <img> decodes and a PDF opens, served with X-Dify-Mock-Synthesized.
 
 // synthImage is an 8×8 square in the mock's placeholder colour: big enough

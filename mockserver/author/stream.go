@@ -327,7 +327,7 @@ func (b *turnBuilder) messageFile(f *FileSpec, index int) {
 		ext := fileSpecExt(f)
 		// Tool files are served from signed /files/tools/ URLs (docs/api §2.5);
 		// the signature here is a placeholder the mock replaces with its
-		// own when it replays the turn (docs/mock/files.md#signed-urls).
+		// own when it replays the turn (docs/mock/annotations.md#signed-urls).
 		url = "/files/tools/" + id + "." + ext + "?timestamp=" + strconv.FormatInt(b.createdAt, 10) +
 			"&nonce=" + deriveID(b.name, "nonce", id)[:16] + "&sign=placeholder-signature"
 		if f.Path != "" {

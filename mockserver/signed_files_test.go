@@ -224,6 +224,14 @@ func TestSignedToolFileURLs(t *testing.T) {
 		}
 	}
 	checkPNG(fileURL)
+	// CORS as on /v1 (Dify's files blueprint has it too), so a front end can fetch() the file.
+	req, _ := http.NewRequest(http.MethodGet, fileURL, nil)
+	req.Header.Set("Origin", "http://app.example")
+	if resp, err := e.hc.Do(req); err != nil || resp.Header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Errorf("no CORS on a tool file: %v %v", err, resp.Header)
+	} else {
+		resp.Body.Close()
+	}
 
 	clock.add(10 * time.Minute) // the stream's URL has expired; history signs anew
 	resp, body := e.get(fileURL)

@@ -66,8 +66,11 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, req *chatRequest,
 		return nil
 	}
 	now := s.store.Now()
-	bound := t.Bind(replay.Binding{ConversationID: conv.ID, MessageID: msgID, TaskID: taskID, Now: now, UploadFileIDs: req.uploadIDs,
-		Files: s.files, FilesURL: filesBase(r)})
+	binding := replay.Binding{ConversationID: conv.ID, MessageID: msgID, TaskID: taskID, Now: now, UploadFileIDs: req.uploadIDs}
+	if t.HasFileURLs() { // signed for this replay, served by signed_files.go
+		binding.Files, binding.FilesURL = s.files, filesBase(r)
+	}
+	bound := t.Bind(binding)
 	s.files.addTools(bound.ToolFiles())
 	h := w.Header()
 	for k, v := range t.Header {

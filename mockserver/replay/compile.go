@@ -89,6 +89,8 @@ type CompiledTurn struct {
 	// toolFiles are the cassette's tool files by recorded id (shared by
 	// every turn of the cassette).
 	toolFiles map[string]*cassette.ToolFile
+	// fileURLs: some frame holds a signed /files/ URL (slotFileURL).
+	fileURLs bool
 }
 
 // Script is a compiled cassette.

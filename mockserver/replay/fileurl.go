@@ -55,8 +55,13 @@ func (ct *CompiledTurn) collectFileURLs(raw []byte) {
 			u.id = string(m[4])
 		}
 		ct.addSlot(Slot{Kind: slotFileURL, Recorded: string(m[0]), URL: u})
+		ct.fileURLs = true
 	}
 }
+
+// HasFileURLs reports whether the turn hands out signed /files/ URLs, so a
+// replay needs Binding.Files (the mock skips building FilesURL otherwise).
+func (ct *CompiledTurn) HasFileURLs() bool { return ct.fileURLs }
 
 // fileURL is a file URL slot's value in this replay: the replayed id, signed
 // now by the binding's signer. Without a signer (or for a kept turn) the

@@ -290,7 +290,7 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, _ httprouter
 	mimeType, createdBy, tenant := file.mimetype(), owner.ID, s.tenantID
 	res := store.FileResult{
 		ID: id, Name: file.filename, Size: file.size, MimeType: &mimeType, CreatedBy: &createdBy,
-		CreatedAt: now.Unix(), SourceURL: s.files.FilePreviewURL(filesBase(r), id), TenantID: &tenant,
+		CreatedAt: now.Unix(), SourceURL: s.files.FilePreviewURL(filesBase(r), id, now), TenantID: &tenant,
 	}
 	// UploadFile.extension is a string column: "" when the name has none.
 	res.Extension = &ext

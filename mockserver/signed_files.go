@@ -72,27 +72,27 @@ func (f *signedFiles) sign(kind, id, ts, nonce string) string {
 	return base64.URLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// params are a fresh timestamp (whole seconds), nonce (os.urandom(16).hex())
-// and signature for id.
-func (f *signedFiles) params(kind, id string) (ts, nonce, sign string) {
+// params are a timestamp (whole seconds of at), a fresh nonce
+// (os.urandom(16).hex()) and the signature for id.
+func (f *signedFiles) params(kind, id string, at time.Time) (ts, nonce, sign string) {
 	var n [16]byte
 	_, _ = rand.Read(n[:])
-	ts, nonce = strconv.FormatInt(f.now().Unix(), 10), hex.EncodeToString(n[:])
+	ts, nonce = strconv.FormatInt(at.Unix(), 10), hex.EncodeToString(n[:])
 	return ts, nonce, f.sign(kind, id, ts, nonce)
 }
 
 // FilePreviewURL is get_signed_file_url (api/core/file/helpers.py): the query
 // is built with urllib.parse.urlencode, so the signature's "=" padding is
-// "%3D". base is FILES_URL: scheme://host.
-func (f *signedFiles) FilePreviewURL(base, id string) string {
-	ts, nonce, sign := f.params(signFilePreview, id)
+// "%3D". base is FILES_URL: scheme://host; at is the signing time.
+func (f *signedFiles) FilePreviewURL(base, id string, at time.Time) string {
+	ts, nonce, sign := f.params(signFilePreview, id, at)
 	return base + "/files/" + id + "/file-preview?timestamp=" + pyQuotePlus(ts) + "&nonce=" + pyQuotePlus(nonce) + "&sign=" + pyQuotePlus(sign)
 }
 
 // ToolFileURL is sign_tool_file (api/core/tools/signature.py): the query is
 // an f-string, so the signature goes out as it is, padding and all.
-func (f *signedFiles) ToolFileURL(base, id, ext string) string {
-	ts, nonce, sign := f.params(signFilePreview, id)
+func (f *signedFiles) ToolFileURL(base, id, ext string, at time.Time) string {
+	ts, nonce, sign := f.params(signFilePreview, id, at)
 	return base + "/files/tools/" + id + "." + ext + "?timestamp=" + ts + "&nonce=" + nonce + "&sign=" + sign
 }
 
@@ -337,10 +337,10 @@ func (s *Server) resignURL(r *http.Request, u string) string {
 	}
 	path, _, _ := strings.Cut(rest, "?")
 	if id, ext, ok := cassette.ToolFileURL(path); ok {
-		return s.files.ToolFileURL(filesBase(r), id, ext)
+		return s.files.ToolFileURL(filesBase(r), id, ext, s.files.now())
 	}
 	if id, ok := strings.CutSuffix(strings.TrimPrefix(path, "/files/"), "/"+signFilePreview); ok && strings.HasPrefix(path, "/files/") && dify.IsUUID(id) {
-		return s.files.FilePreviewURL(filesBase(r), strings.ToLower(id))
+		return s.files.FilePreviewURL(filesBase(r), strings.ToLower(id), s.files.now())
 	}
 	return u
 }

@@ -38,20 +38,20 @@ func TestSignedURLUnknownFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := replay.NewUUID()
-	code, _, body := getSigned(t, s, s.files.FilePreviewURL("", id))
+	code, _, body := getSigned(t, s, s.files.FilePreviewURL("", id, s.files.now()))
 	wantEnvelope(t, code, body, 404, "not_found", "File not found or signature is invalid")
-	code, _, body = getSigned(t, s, s.files.ToolFileURL("", id, "png"))
+	code, _, body = getSigned(t, s, s.files.ToolFileURL("", id, "png", s.files.now()))
 	wantEnvelope(t, code, body, 415, "unsupported_file_type", "File type not allowed.")
 	// The id is signed, not the extension: another extension still verifies,
 	// and enforce_download_for_html reads the URL's extension.
 	s.files.addTools([]replay.BoundToolFile{{ID: id, Ext: "png", File: &cassette.ToolFile{
 		ID: id, Extension: "png", MimeType: "text/plain", Name: "notes", Data: []byte("hi")}}})
-	code, h, body := getSigned(t, s, strings.Replace(s.files.ToolFileURL("", id, "png"), ".png?", ".html?", 1))
+	code, h, body := getSigned(t, s, strings.Replace(s.files.ToolFileURL("", id, "png", s.files.now()), ".png?", ".html?", 1))
 	if code != 200 || string(body) != "hi" || h.Get("Content-Type") != "application/octet-stream" ||
 		h.Get("Content-Disposition") != "attachment; filename*=UTF-8''notes" || h.Get("X-Content-Type-Options") != "nosniff" {
 		t.Fatalf("html extension: %d %v %q", code, h, body)
 	}
-	code, h, _ = getSigned(t, s, s.files.ToolFileURL("", id, "png"))
+	code, h, _ = getSigned(t, s, s.files.ToolFileURL("", id, "png", s.files.now()))
 	if code != 200 || h.Get("Content-Type") != "text/plain; charset=utf-8" || h.Get("Content-Disposition") != "" {
 		t.Fatalf("text tool file: %d %v", code, h)
 	}
@@ -71,7 +71,7 @@ func TestSignedImagePreview(t *testing.T) {
 	}
 	img, doc := add("a.png", "png", "image/png"), add("a.txt", "txt", "text/plain")
 	url := func(kind, id string) string {
-		ts, nonce, sign := s.files.params(kind, id)
+		ts, nonce, sign := s.files.params(kind, id, s.files.now())
 		return "/files/" + id + "/image-preview?timestamp=" + ts + "&nonce=" + nonce + "&sign=" + pyQuotePlus(sign)
 	}
 	code, h, body := getSigned(t, s, url(signImagePreview, img))

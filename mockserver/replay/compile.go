@@ -36,6 +36,9 @@ type Slot struct {
 	Index    int      // request file index for slotUpload
 	Unix     int64    // recorded seconds for slotCreatedAt
 	URL      *fileURL // the parsed URL for slotFileURL
+	// Offset is when the first frame holding a slotFileURL is sent (its
+	// recorded offset), which the URL's signing time follows.
+	Offset time.Duration
 }
 
 // segment is a literal run of bytes or a reference to a slot.
@@ -215,6 +218,7 @@ func compileTurn(c *cassette.Cassette, index int, t *cassette.RecordedTurn) (*Co
 			continue
 		}
 		ct.collectIDs(ev, f.Raw)
+		ct.collectFileURLs(f.Raw, f.Offset)
 	}
 	positions := map[int]bool{}
 	lastRowTool := false
@@ -303,7 +307,6 @@ func (ct *CompiledTurn) collectIDs(ev *wireEvent, raw []byte) {
 	for _, m := range runIDRE.FindAllSubmatch(raw, -1) {
 		ct.addID(slotFresh, string(m[1]))
 	}
-	ct.collectFileURLs(raw)
 	for _, m := range createdAtRE.FindAllSubmatch(raw, -1) {
 		v := string(m[1])
 		if _, ok := ct.slotByID["\x00created_at:"+v]; ok {

@@ -3,6 +3,7 @@ package replay
 import (
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 )
@@ -28,10 +29,10 @@ type fileURL struct {
 }
 
 // FileSigner signs the file URLs a replay hands out; base is scheme://host
-// (Dify's FILES_URL).
+// (Dify's FILES_URL), at is the signing time the URL's timestamp says.
 type FileSigner interface {
-	ToolFileURL(base, id, ext string) string
-	FilePreviewURL(base, id string) string
+	ToolFileURL(base, id, ext string, at time.Time) string
+	FilePreviewURL(base, id string, at time.Time) string
 }
 
 // BoundToolFile is a tool file a bound turn hands out: its id in this replay,
@@ -43,7 +44,7 @@ type BoundToolFile struct {
 	File *cassette.ToolFile
 }
 
-func (ct *CompiledTurn) collectFileURLs(raw []byte) {
+func (ct *CompiledTurn) collectFileURLs(raw []byte, offset time.Duration) {
 	for _, m := range fileURLRE.FindAllSubmatch(raw, -1) {
 		u := &fileURL{}
 		if len(m[2]) > 0 {
@@ -54,7 +55,7 @@ func (ct *CompiledTurn) collectFileURLs(raw []byte) {
 		} else {
 			u.id = string(m[4])
 		}
-		ct.addSlot(Slot{Kind: slotFileURL, Recorded: string(m[0]), URL: u})
+		ct.addSlot(Slot{Kind: slotFileURL, Recorded: string(m[0]), URL: u, Offset: offset})
 		ct.fileURLs = true
 	}
 }
@@ -64,8 +65,13 @@ func (ct *CompiledTurn) collectFileURLs(raw []byte) {
 func (ct *CompiledTurn) HasFileURLs() bool { return ct.fileURLs }
 
 // fileURL is a file URL slot's value in this replay: the replayed id, signed
-// now by the binding's signer. Without a signer (or for a kept turn) the
-// recorded URL stays, with the id rebound.
+// by the binding's signer as of when its frame goes out at speed 1 (Now +
+// the frame's recorded offset), as Dify signs a URL when it emits the event:
+// the URL is valid FILES_ACCESS_TIMEOUT after its frame even in a turn that
+// runs for minutes (a timestamp ahead of the clock verifies, in Dify too).
+// Bind runs once per replay, so this is one HMAC per URL per turn, never
+// per frame written. Without a signer (or for a kept turn) the recorded URL
+// stays, with the id rebound.
 func (b *Bound) fileURL(s Slot) []byte {
 	if b.Binding.Keep {
 		return []byte(s.Recorded)
@@ -75,10 +81,11 @@ func (b *Bound) fileURL(s Slot) []byte {
 	if b.Binding.Files == nil {
 		return []byte(strings.Replace(s.Recorded, u.id, id, 1))
 	}
+	at := b.Binding.Now.Add(s.Offset)
 	if u.tool {
-		return []byte(b.Binding.Files.ToolFileURL(b.Binding.FilesURL, id, u.ext))
+		return []byte(b.Binding.Files.ToolFileURL(b.Binding.FilesURL, id, u.ext, at))
 	}
-	return []byte(b.Binding.Files.FilePreviewURL(b.Binding.FilesURL, id))
+	return []byte(b.Binding.Files.FilePreviewURL(b.Binding.FilesURL, id, at))
 }
 
 // ToolFiles lists the tool files this replay hands out, for the mock to serve.

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,11 +12,11 @@ import (
 // stubSigner writes recognisable URLs so a test sees what was signed.
 type stubSigner struct{}
 
-func (stubSigner) ToolFileURL(base, id, ext string) string {
-	return base + "/files/tools/" + id + "." + ext + "?signed=tool"
+func (stubSigner) ToolFileURL(base, id, ext string, at time.Time) string {
+	return base + "/files/tools/" + id + "." + ext + "?signed=tool@" + strconv.FormatInt(at.Unix(), 10)
 }
-func (stubSigner) FilePreviewURL(base, id string) string {
-	return base + "/files/" + id + "/file-preview?signed=preview"
+func (stubSigner) FilePreviewURL(base, id string, at time.Time) string {
+	return base + "/files/" + id + "/file-preview?signed=preview@" + strconv.FormatInt(at.Unix(), 10)
 }
 
 // Every signed /files/ URL of a recorded frame, relative or behind the
@@ -30,7 +31,7 @@ func TestFileURLsAreResigned(t *testing.T) {
 		`"id":"` + toolID + `","type":"image","belongs_to":"assistant","url":"https://dify.example.com/files/tools/` + toolID + `.png?timestamp=1\u0026nonce=abc\u0026sign=xyz=",` +
 		`"files":[{"id":"x0000000-0000-4000-8000-000000000009","upload_file_id":"` + upID + `","url":"/files/` + upID + `/file-preview?timestamp=1&nonce=n&sign=s%3D"}]}` + "\n\n"
 	c := &cassette.Cassette{Name: "t", Path: "t", ToolFiles: map[string]*cassette.ToolFile{toolID: {ID: toolID, Data: []byte("png")}},
-		Turns: []*cassette.RecordedTurn{{Status: 200, Frames: []cassette.RecordedFrame{{Raw: []byte(frame)}}}}}
+		Turns: []*cassette.RecordedTurn{{Status: 200, Frames: []cassette.RecordedFrame{{Offset: 7 * time.Minute, Raw: []byte(frame)}}}}}
 	sc, err := Compile(c)
 	if err != nil {
 		t.Fatal(err)
@@ -44,8 +45,9 @@ func TestFileURLsAreResigned(t *testing.T) {
 	}
 	for _, want := range []string{
 		`"id":"` + newID + `"`,
-		`"url":"http://mock:5001/files/tools/` + newID + `.png?signed=tool"`,
-		`"url":"http://mock:5001/files/` + b.ID(upID) + `/file-preview?signed=preview"`,
+		// Signed as of when the frame goes out: 7 minutes into the turn.
+		`"url":"http://mock:5001/files/tools/` + newID + `.png?signed=tool@520"`,
+		`"url":"http://mock:5001/files/` + b.ID(upID) + `/file-preview?signed=preview@520"`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("replayed frame lacks %s:\n%s", want, out)

@@ -24,6 +24,7 @@ import (
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 	"github.com/difyops/terraform-provider-dify/mockserver/pydantic"
 	"github.com/difyops/terraform-provider-dify/mockserver/replay"
+	"github.com/difyops/terraform-provider-dify/mockserver/store"
 )
 
 // filesAccessTimeout is FILES_ACCESS_TIMEOUT's default
@@ -209,12 +210,20 @@ func (s *Server) signedFilePreview(w http.ResponseWriter, r *http.Request, id st
 		writeError(w, errSignedFileNotFound)
 		return
 	}
-	f, ok := s.store.Upload(id)
+	f, ok := s.signedUpload(id)
 	if !ok {
 		writeError(w, errSignedFileNotFound)
 		return
 	}
 	writeUploadBody(w, r, f, q.Bool("as_attachment"), false)
+}
+
+// signedUpload is the upload a signed URL names, by id alone (Dify's
+// FileService looks the UploadFile up by id, in any app of the workspace).
+// The one place the signed routes read uploads: a server of several apps
+// looks in each app's store here.
+func (s *Server) signedUpload(id string) (store.File, bool) {
+	return s.store.Upload(id)
 }
 
 // signedImagePreview is the deprecated ImagePreviewApi.get: the
@@ -230,7 +239,7 @@ func (s *Server) signedImagePreview(w http.ResponseWriter, r *http.Request, id s
 		writeError(w, errSignedFileNotFound)
 		return
 	}
-	f, ok := s.store.Upload(id)
+	f, ok := s.signedUpload(id)
 	if !ok {
 		writeError(w, errSignedFileNotFound)
 		return

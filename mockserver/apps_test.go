@@ -476,3 +476,22 @@ func TestAppsControlAPI(t *testing.T) {
 		t.Errorf("alpha after importing beta's state: %s", body)
 	}
 }
+
+// TestAppsSignedURLs: a signed /files/ URL carries no API key, so it
+// reaches the default app; an upload of another app is still served by
+// it, as Dify serves any file of the workspace whose signature holds.
+func TestAppsSignedURLs(t *testing.T) {
+	alpha, beta := twoApps(t, mockserver.Config{})
+	data := []byte("beta's notes")
+	f := beta.upload("alice", "notes.txt", "text/plain", data)
+	resp, body := alpha.get(f.SourceURL)
+	if resp.StatusCode != http.StatusOK || !bytes.Equal(body, data) {
+		t.Fatalf("GET beta's signed URL: %d %q", resp.StatusCode, body)
+	}
+	// The signed URL is the credential: a key of the other app does not
+	// make the upload readable through the keyed preview route.
+	resp, body = alpha.do(http.MethodGet, "/files/"+f.ID+"/preview?user=alice", nil)
+	if resp.StatusCode == http.StatusOK {
+		t.Errorf("alpha's key previews beta's upload: %d %s", resp.StatusCode, body)
+	}
+}

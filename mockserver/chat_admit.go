@@ -66,7 +66,12 @@ func (s *appServer) admit(w http.ResponseWriter, r *http.Request, req *chatReque
 		return nil
 	}
 	now := s.store.Now()
-	bound := t.Bind(replay.Binding{ConversationID: conv.ID, MessageID: msgID, TaskID: taskID, Now: now, UploadFileIDs: req.uploadIDs})
+	binding := replay.Binding{ConversationID: conv.ID, MessageID: msgID, TaskID: taskID, Now: now, UploadFileIDs: req.uploadIDs}
+	if t.HasFileURLs() { // signed for this replay, served by signed_files.go
+		binding.Files, binding.FilesURL = s.files, filesBase(r)
+	}
+	bound := t.Bind(binding)
+	s.files.addTools(bound.ToolFiles())
 	h := w.Header()
 	for k, v := range t.Header {
 		switch http.CanonicalHeaderKey(k) {

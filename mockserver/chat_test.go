@@ -53,8 +53,18 @@ func TestReplayIsByteFaithful(t *testing.T) {
 		t.Fatalf("thought ids collapsed: %v", thoughtIDs)
 	}
 	fileID := frames[4].str("id")
+	// The tool file URL is signed for this replay (docs/mock/annotations.md#signed-urls):
+	// a fresh timestamp, nonce and signature in place of the recorded ones.
+	// It is behind the mock's address, as from a Dify whose FILES_URL is set.
+	fileURL, query, _ := strings.Cut(frames[4].str("url"), "?")
+	if want := e.ts.URL + "/files/tools/" + fileID + ".png"; fileURL != want {
+		t.Errorf("tool file URL %q, want %q", fileURL, want)
+	}
+	if !strings.HasPrefix(query, fmt.Sprintf("timestamp=%d&nonce=", fixed.Unix())) || !strings.Contains(query, "&sign=") {
+		t.Errorf("tool file URL query %q is not signed at replay time", query)
+	}
 	back := strings.NewReplacer(conv, recConv, msg, recMsg, task, recTask,
-		thoughtIDs[th1], th1, thoughtIDs[th2], th2, thoughtIDs[th3], th3, fileID, tf1)
+		thoughtIDs[th1], th1, thoughtIDs[th2], th2, thoughtIDs[th3], th3, fileID, tf1, e.ts.URL+"/files/", "/files/", query, "timestamp=1&nonce=n&sign=s")
 	for i, f := range frames {
 		for _, m := range createdAtRE.FindAllStringSubmatch(f.raw, -1) {
 			if m[1] != fmt.Sprint(fixed.Unix()) {

@@ -106,6 +106,7 @@ func (s *appServer) listMessages(w http.ResponseWriter, r *http.Request, _ httpr
 		writeError(w, errConvNotFound)
 		return
 	}
+	s.resignFiles(r, rows)
 	writeJSON(w, http.StatusOK, dify.MessagePage{Limit: limit, HasMore: more, Data: rows})
 }
 

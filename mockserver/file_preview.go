@@ -55,6 +55,17 @@ func (s *appServer) previewFile(w http.ResponseWriter, r *http.Request, ps httpr
 		writeError(w, errInternal)
 		return
 	}
+	writeUploadBody(w, r, f, asAttachment, true)
+}
+
+// writeUploadBody answers with an upload's bytes as Dify's preview
+// controllers do (service API file_preview.py _build_file_response and the
+// files blueprint's FilePreviewApi): Response(mimetype=upload.mime_type),
+// Content-Length when the size is known, Accept-Ranges for audio and video,
+// as_attachment's Content-Disposition with an octet-stream Content-Type,
+// then enforce_download_for_html. The service API adds a one-hour
+// Cache-Control (cache).
+func writeUploadBody(w http.ResponseWriter, r *http.Request, f store.File, asAttachment, cache bool) {
 	res := f.Result
 	mimeType := ""
 	if res.MimeType != nil {
@@ -78,20 +89,30 @@ func (s *appServer) previewFile(w http.ResponseWriter, r *http.Request, ps httpr
 	if res.Extension != nil {
 		ext = *res.Extension
 	}
-	if isHTMLContent(mimeType, res.Name, ext) { // enforce_download_for_html
-		if res.Name != "" {
-			h.Set("Content-Disposition", "attachment; filename*=UTF-8''"+pyQuote(res.Name))
-		} else {
-			h.Set("Content-Disposition", "attachment")
-		}
-		h.Set("Content-Type", "application/octet-stream")
-		h.Set("X-Content-Type-Options", "nosniff")
+	enforceDownloadForHTML(h, mimeType, res.Name, ext)
+	if cache {
+		h.Set("Cache-Control", "public, max-age=3600")
 	}
-	h.Set("Cache-Control", "public, max-age=3600")
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(f.Content)
 	}
+}
+
+// enforceDownloadForHTML is controllers/common/file_response.py
+// enforce_download_for_html: HTML is always an attachment, never rendered on
+// the API's origin.
+func enforceDownloadForHTML(h http.Header, mimeType, filename, ext string) {
+	if !isHTMLContent(mimeType, filename, ext) {
+		return
+	}
+	if filename != "" {
+		h.Set("Content-Disposition", "attachment; filename*=UTF-8''"+pyQuote(filename))
+	} else {
+		h.Set("Content-Disposition", "attachment")
+	}
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("X-Content-Type-Options", "nosniff")
 }
 
 // isHTMLContent is controllers/common/file_response.py is_html_content.
@@ -128,14 +149,26 @@ func werkzeugContentType(mimeType string) string {
 // pyQuote is Python's urllib.parse.quote(s) (safe="/"): every byte except
 // letters, digits, "_.-~" and "/" percent-encoded, upper-case hex.
 func pyQuote(s string) string {
+	return pyPercent(s, "/", false)
+}
+
+// pyPercent is urllib.parse.quote (plus: quote_plus, where a space is "+")
+// with the given safe characters besides letters, digits and "_.-~".
+func pyPercent(s, safe string, plus bool) string {
+	const hexDigits = "0123456789ABCDEF"
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.IndexByte("_.-~/", c) >= 0 {
+		switch {
+		case c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.IndexByte("_.-~", c) >= 0 || strings.IndexByte(safe, c) >= 0:
 			b.WriteByte(c)
-			continue
+		case plus && c == ' ':
+			b.WriteByte('+')
+		default:
+			b.WriteByte('%')
+			b.WriteByte(hexDigits[c>>4])
+			b.WriteByte(hexDigits[c&15])
 		}
-		b.WriteString("%" + strings.ToUpper(strconv.FormatInt(int64(c)>>4, 16)) + strings.ToUpper(strconv.FormatInt(int64(c)&15, 16)))
 	}
 	return b.String()
 }

@@ -2,13 +2,7 @@ package mockserver
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -18,6 +12,7 @@ import (
 
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/internal/bufpool"
+	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 	"github.com/difyops/terraform-provider-dify/mockserver/replay"
 	"github.com/difyops/terraform-provider-dify/mockserver/store"
 )
@@ -184,6 +179,11 @@ func readMultipart(w http.ResponseWriter, r *http.Request, maxBody int64, limitF
 	}
 }
 
+// mimetype is Werkzeug's FileStorage.mimetype for the part, what Dify checks
+// and stores as UploadFile.mime_type: the Content-Type without parameters,
+// lower-cased ("Image/PNG; name=x" is "image/png").
+func (p *filePart) mimetype() string { return cassette.Mimetype(p.contentType) }
+
 // hasFileData reports whether a `file` part's contents are already kept.
 func (f *multipartForm) hasFileData() bool {
 	for _, p := range f.files {
@@ -270,7 +270,7 @@ func (s *appServer) uploadFile(w http.ResponseWriter, r *http.Request, _ httprou
 	case len(fields) > 1:
 		writeError(w, errTooManyFiles)
 		return
-	case file.contentType == "":
+	case file.mimetype() == "":
 		writeError(w, errFileType)
 		return
 	case file.filename == "":
@@ -287,10 +287,10 @@ func (s *appServer) uploadFile(w http.ResponseWriter, r *http.Request, _ httprou
 	ext := extension(file.filename)
 	id := replay.NewUUID()
 	now := s.store.Now()
-	mimeType, createdBy, tenant := file.contentType, owner.ID, s.tenantID
+	mimeType, createdBy, tenant := file.mimetype(), owner.ID, s.tenantID
 	res := store.FileResult{
 		ID: id, Name: file.filename, Size: file.size, MimeType: &mimeType, CreatedBy: &createdBy,
-		CreatedAt: now.Unix(), SourceURL: s.signedURL(r, id, now.Unix()), TenantID: &tenant,
+		CreatedAt: now.Unix(), SourceURL: s.files.FilePreviewURL(filesBase(r), id, now), TenantID: &tenant,
 	}
 	// UploadFile.extension is a string column: "" when the name has none.
 	res.Extension = &ext
@@ -305,22 +305,6 @@ func (s *appServer) uploadFile(w http.ResponseWriter, r *http.Request, _ httprou
 func (s *appServer) fileTooLarge(filename string) *apiError {
 	_ = filename
 	return newError(http.StatusRequestEntityTooLarge, "file_too_large", "File size exceeds limit")
-}
-
-// signedURL imitates Dify's signed file-preview URL (docs/api §9.1). The mock
-// does not serve it; it only has the right shape.
-func (s *appServer) signedURL(r *http.Request, id string, ts int64) string {
-	var nonce [16]byte
-	_, _ = rand.Read(nonce[:])
-	n := hex.EncodeToString(nonce[:])
-	mac := hmac.New(sha256.New, []byte(s.appID))
-	fmt.Fprintf(mac, "file-preview|%s|%d|%s", id, ts, n)
-	sign := base64.URLEncoding.EncodeToString(mac.Sum(nil))
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return fmt.Sprintf("%s://%s/files/%s/file-preview?timestamp=%d&nonce=%s&sign=%s", scheme, r.Host, id, ts, n, sign)
 }
 
 // endUser is GET /end-users/:id (docs/api §10).

@@ -233,9 +233,11 @@ func lookupRoute(routes routeLookup, method, path string) (httprouter.Handle, ht
 	return h, ps
 }
 
-// corsHeaders adds Access-Control-* headers to a /v1 response.
+// corsHeaders adds Access-Control-* headers to a /v1 response, and to the
+// signed /files/ routes, which Dify's files blueprint serves with CORS too
+// (app factory: CORS(files_bp, …)), so a front end can fetch() a file.
 func (s *appServer) corsHeaders(w http.ResponseWriter, r *http.Request) {
-	if !strings.HasPrefix(r.URL.Path, "/v1") {
+	if !strings.HasPrefix(r.URL.Path, "/v1") && !strings.HasPrefix(r.URL.Path, "/files/") {
 		return
 	}
 	h := w.Header()

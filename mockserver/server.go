@@ -238,6 +238,10 @@ type hub struct {
 	// its owner, author of annotations (docs/api §27.1).
 	tenantID       string
 	ownerAccountID string
+	// files signs and serves the /files/ URLs the mock hands out
+	// (signed_files.go): one secret for the whole mock, as Dify has one
+	// SECRET_KEY, whichever app's request handed a URL out.
+	files *signedFiles
 
 	// The control API (controlapi.go); nil when disabled.
 	journal *journal.Journal
@@ -380,6 +384,12 @@ func New(cfg Config) (*Server, error) {
 		fault: serverFault, account: store.NewAccount(cfg.MaxStateBytes),
 	}
 	h.evictions = newEvictionLog(log)
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	h.files = newSignedFiles(now) // the stores' clock: Config.Now
+
 	srv := &Server{byName: map[string]*appServer{}}
 	var apps []*appServer
 	for _, ac := range appCfgs {
@@ -757,6 +767,7 @@ func (s *appServer) routes() http.Handler {
 	r.POST("/v1/apps/annotation-reply/:action", a(s.annotationReplyAction))
 	r.GET("/v1/apps/annotation-reply/:action/status/:job_id", a(s.annotationReplyStatus))
 	r.GET("/v1/files/:file_id/preview", a(s.previewFile))
+	r.GET("/files/:file_id/:action", s.withFaults(s.signedFile, false)) // no API key: signed (signed_files.go)
 	r.GET("/v1/conversations/:conversation_id/variables", a(s.listConversationVariables))
 	r.PUT("/v1/conversations/:conversation_id/variables/:variable_id", a(s.updateConversationVariable))
 

@@ -13,6 +13,7 @@ package author
 import (
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +39,9 @@ type Options struct {
 	// Source is the scenario path written into the cassette's provenance
 	// note (e.g. "cassettes/scenarios/plain-answer.yaml").
 	Source string
+	// Dir is the folder message_file paths are relative to (GenerateBytes:
+	// the scenario file's folder).
+	Dir string
 }
 
 func provenanceNote(source string) string {
@@ -102,6 +106,13 @@ func Generate(s *Scenario, opt Options) (*cassette.File, error) {
 			RequestHeader: http.Header{"Content-Type": {"application/json"}}, RequestBody: []byte(body),
 			Status: http.StatusOK, ResponseHeader: headers, Frames: frames,
 		}.Interaction())
+		for _, tf := range b.toolFiles {
+			x, err := toolFileInteraction(opt.Dir, tf)
+			if err != nil {
+				return nil, fmt.Errorf("turn %d: message_file: %v", i+1, err)
+			}
+			f.Interactions = append(f.Interactions, x.Interaction())
+		}
 	}
 	return f, nil
 }
@@ -167,6 +178,9 @@ func GenerateBytes(file string, data []byte, opt Options) (name string, out []by
 			return "", nil, err
 		}
 		name = s.Name
+		if opt.Dir == "" {
+			opt.Dir = filepath.Dir(file)
+		}
 		if f, err = Generate(s, opt); err != nil {
 			return "", nil, fmt.Errorf("%s: %v", file, err)
 		}

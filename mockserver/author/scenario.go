@@ -84,10 +84,19 @@ type Step struct {
 // FileSpec describes a message_file event (docs/api §2.5).
 type FileSpec struct {
 	Type string `yaml:"type"`
-	// URL defaults to a signed-looking /files/tools/<id>.<ext> path.
+	// URL defaults to a /files/tools/<id>.<ext> path, which the mock signs
+	// and serves when it replays the turn.
 	URL string `yaml:"url"`
-	// Extension is used in the default URL (default "png").
+	// Extension is used in the default URL (default: Path's extension, else
+	// "png").
 	Extension string `yaml:"extension"`
+	// Path is a local file (relative to the scenario's folder) whose bytes
+	// the cassette carries as the tool file, at most
+	// cassette.MaxToolFileSize; without it the mock serves a synthesized
+	// file of the extension's type.
+	Path string `yaml:"path"`
+	// MimeType is the file's type (default: from the extension).
+	MimeType string `yaml:"mime_type"`
 }
 
 // ErrorSpec is a terminal in-stream error (docs/api §2.5, §18).
@@ -397,6 +406,12 @@ func (t *ScenarioTurn) validate() error {
 			case dify.FileTypeImage, dify.FileTypeDocument, dify.FileTypeAudio, dify.FileTypeVideo, dify.FileTypeCustom:
 			default:
 				return fmt.Errorf("steps[%d].message_file.type %q is not image, document, audio, video or custom", i, st.MessageFile.Type)
+			}
+			if st.MessageFile.Path != "" && st.MessageFile.URL != "" {
+				return fmt.Errorf("steps[%d].message_file: set url or path, not both (a file's bytes are served at the URL the mock makes)", i)
+			}
+			if ext := st.MessageFile.Extension; ext != "" && !fileExtRE.MatchString(ext) {
+				return fmt.Errorf("steps[%d].message_file.extension %q must be letters and digits only", i, ext)
 			}
 		}
 	}

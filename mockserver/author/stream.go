@@ -51,6 +51,15 @@ type turnBuilder struct {
 	lastWasTool bool
 	answer      strings.Builder
 	facts       usageFacts
+	// toolFiles are the turn's message_file steps that carry a local file.
+	toolFiles []toolFileOut
+}
+
+// toolFileOut is a message_file whose bytes the cassette carries.
+type toolFileOut struct {
+	url  string
+	ext  string
+	spec *FileSpec
 }
 
 func (b *turnBuilder) legacy() bool { return b.mode == ModeAgentChat }
@@ -315,14 +324,15 @@ func (b *turnBuilder) messageFile(f *FileSpec, index int) {
 	id := deriveID(b.name, "message-file", strconv.Itoa(b.turn), strconv.Itoa(index))
 	url := f.URL
 	if url == "" {
-		ext := f.Extension
-		if ext == "" {
-			ext = defaultFileExt
-		}
+		ext := fileSpecExt(f)
 		// Tool files are served from signed /files/tools/ URLs (docs/api §2.5);
-		// the signature here is a fixed placeholder.
+		// the signature here is a placeholder the mock replaces with its
+		// own when it replays the turn (docs/mock/annotations.md#signed-urls).
 		url = "/files/tools/" + id + "." + ext + "?timestamp=" + strconv.FormatInt(b.createdAt, 10) +
 			"&nonce=" + deriveID(b.name, "nonce", id)[:16] + "&sign=placeholder-signature"
+		if f.Path != "" {
+			b.toolFiles = append(b.toolFiles, toolFileOut{url: url, ext: ext, spec: f})
+		}
 	}
 	b.wait(b.pacing.EndDelay.D)
 	b.emit(append(b.envelope(dify.EventMessageFile, true),

@@ -115,6 +115,9 @@ type Cassette struct {
 	Turns []*RecordedTurn
 	// Others are the non-chat interactions, kept as recorded.
 	Others []*vcr.Interaction
+	// ToolFiles are the tool files among Others (GET /files/tools/… answered
+	// 200), by recorded file id.
+	ToolFiles map[string]*ToolFile
 }
 
 // Response is a recorded non-streaming answer.
@@ -317,6 +320,16 @@ func ParseChat(name, path string, f *File) (*Cassette, error) {
 	for i, in := range f.Interactions {
 		if !IsChat(in) {
 			c.Others = append(c.Others, in)
+			tf, ok, err := toolFile(in)
+			if err != nil {
+				return nil, &Error{File: path, Interaction: i, Frame: -1, Reason: err.Error()}
+			}
+			if ok {
+				if c.ToolFiles == nil {
+					c.ToolFiles = map[string]*ToolFile{}
+				}
+				c.ToolFiles[tf.ID] = tf
+			}
 			continue
 		}
 		t, err := parseTurn(in)

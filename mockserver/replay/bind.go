@@ -26,6 +26,11 @@ type Binding struct {
 	// created_at) as recorded: for a turn whose frames already went out
 	// live with those values (serve --upstream), folded for storing.
 	Keep bool
+	// Files signs the /files/ URLs the turn hands out (tool files, upload
+	// previews) for this replay; nil leaves their recorded signatures.
+	Files FileSigner
+	// FilesURL is scheme://host the file URLs are handed out behind.
+	FilesURL string
 }
 
 // Bound is a turn bound to one replay's values.
@@ -86,12 +91,19 @@ func (t *CompiledTurn) Bind(b Binding) *Bound {
 			} else {
 				bd.vals[i] = strconv.AppendInt(nil, s.Unix-base+now, 10)
 			}
+		case slotFileURL:
+			// After every id: the URL names the replayed file.
 		default:
 			if b.Keep {
 				bd.vals[i] = []byte(s.Recorded)
 			} else {
 				bd.vals[i] = []byte(NewUUID())
 			}
+		}
+	}
+	for i, s := range t.Slots {
+		if s.Kind == slotFileURL {
+			bd.vals[i] = bd.fileURL(s)
 		}
 	}
 	return bd

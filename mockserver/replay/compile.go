@@ -26,14 +26,19 @@ const (
 	slotUpload              // an upload_file_id the recorded request sent (index in Slot.Index)
 	slotFresh               // any other id: a fresh UUID per replay
 	slotCreatedAt           // a created_at value, shifted by the replay's clock
+	slotFileURL             // a signed /files/ URL, re-signed per replay (fileURL.go)
 )
 
 // Slot is one recorded value that is rewritten per replay.
 type Slot struct {
 	Kind     int
 	Recorded string
-	Index    int   // request file index for slotUpload
-	Unix     int64 // recorded seconds for slotCreatedAt
+	Index    int      // request file index for slotUpload
+	Unix     int64    // recorded seconds for slotCreatedAt
+	URL      *fileURL // the parsed URL for slotFileURL
+	// Offset is when the first frame holding a slotFileURL is sent (its
+	// recorded offset), which the URL's signing time follows.
+	Offset time.Duration
 }
 
 // segment is a literal run of bytes or a reference to a slot.
@@ -84,6 +89,11 @@ type CompiledTurn struct {
 	// final is the fold up to the terminal frame, where nearly every replay
 	// settles (Bound.Fold); nil without one.
 	final *folded
+	// toolFiles are the cassette's tool files by recorded id (shared by
+	// every turn of the cassette).
+	toolFiles map[string]*cassette.ToolFile
+	// fileURLs: some frame holds a signed /files/ URL (slotFileURL).
+	fileURLs bool
 }
 
 // Script is a compiled cassette.
@@ -187,6 +197,7 @@ func compileTurn(c *cassette.Cassette, index int, t *cassette.RecordedTurn) (*Co
 		closing:       -1,
 		messageEnd:    -1,
 		ModelRequests: t.ModelRequests,
+		toolFiles:     c.ToolFiles,
 	}
 	if t.Status != 200 {
 		if len(t.Frames) > 0 {
@@ -207,6 +218,7 @@ func compileTurn(c *cassette.Cassette, index int, t *cassette.RecordedTurn) (*Co
 			continue
 		}
 		ct.collectIDs(ev, f.Raw)
+		ct.collectFileURLs(f.Raw, f.Offset)
 	}
 	positions := map[int]bool{}
 	lastRowTool := false

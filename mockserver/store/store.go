@@ -317,6 +317,19 @@ func (s *Store) File(id, ownerID string) (File, bool) {
 	return *f, true
 }
 
+// Upload is an upload by id alone, whoever owns it: the signed
+// /files/{id}/file-preview URL is its own credential (Dify's
+// FileService.get_file_generator_by_file_id looks the UploadFile up by id).
+func (s *Store) Upload(id string) (File, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	f, ok := s.files[id]
+	if !ok {
+		return File{}, false
+	}
+	return *f, true
+}
+
 // NewConversation creates a conversation owned by ownerID.
 func (s *Store) NewConversation(ownerID string, inputs map[string]any, introduction *string, autoName bool) Conversation {
 	if inputs == nil {

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -239,7 +241,8 @@ func TestAppsStopOnlyOwnTasks(t *testing.T) {
 // app together, not each app's.
 func TestAppsShareOneStateBound(t *testing.T) {
 	const bound = 4 << 20
-	a, b := twoApps(t, mockserver.Config{MaxStateBytes: bound})
+	logs := &lockedBuffer{}
+	a, b := twoApps(t, mockserver.Config{MaxStateBytes: bound, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	query := strings.Repeat("q", 1<<20)
 	total := func() (sum int64) {
 		for _, app := range a.srv.Apps() {
@@ -259,6 +262,11 @@ func TestAppsShareOneStateBound(t *testing.T) {
 		if sum := total(); sum > bound {
 			t.Fatalf("after %d chats the apps hold %d bytes together, bound %d", i+1, sum, bound)
 		}
+	}
+	// The eviction line names the app that evicted, and the total it
+	// brought under the bound.
+	if l := logs.String(); !regexp.MustCompile(`state bound reached.* first_app=(alpha|beta) .*max_state_bytes=4194304`).MatchString(l) {
+		t.Errorf("eviction log: %s", l)
 	}
 	// Each app keeps its newest conversation.
 	for i, e := range []*env{a, b} {

@@ -383,7 +383,7 @@ func New(cfg Config) (*Server, error) {
 	srv := &Server{byName: map[string]*appServer{}}
 	var apps []*appServer
 	for _, ac := range appCfgs {
-		a, err := newApp(h, ac)
+		a, err := newApp(h, ac, len(appCfgs) > 1)
 		if err != nil {
 			if len(appCfgs) > 1 {
 				return nil, fmt.Errorf("app %q: %w", ac.Name, err)
@@ -410,7 +410,7 @@ func New(cfg Config) (*Server, error) {
 }
 
 // newApp builds one app of h from its config.
-func newApp(h *hub, ac AppConfig) (*appServer, error) {
+func newApp(h *hub, ac AppConfig, several bool) (*appServer, error) {
 	cfg := h.cfg
 	cfg.Apps = nil
 	cfg.Cassettes, cfg.APIKeys, cfg.Mode, cfg.DefaultCassette = ac.Cassettes, ac.APIKeys, ac.Mode, ac.DefaultCassette
@@ -448,8 +448,12 @@ func newApp(h *hub, ac AppConfig) (*appServer, error) {
 	}
 	s := &appServer{hub: h, cfg: cfg, name: ac.Name, app: app, appID: replay.NewUUID()}
 	s.store = store.New(cfg.Now, replay.NewUUID)
+	logName := "" // one app: the log line as it always was
+	if several {
+		logName = ac.Name
+	}
 	s.store.SetAccount(h.account, func(ev store.Eviction) {
-		s.evictions.add(ev)
+		s.evictions.add(logName, ev)
 		if cfg.OnEvict != nil {
 			cfg.OnEvict(ev)
 		}

@@ -148,6 +148,11 @@ func CheckAppName(name string) error {
 // top-level fields.
 func appConfigs(cfg Config) ([]AppConfig, error) {
 	if len(cfg.Apps) == 0 {
+		for _, k := range cfg.APIKeys {
+			if err := CheckAPIKey(k); err != nil {
+				return nil, err
+			}
+		}
 		return []AppConfig{{Name: DefaultAppName, Cassettes: cfg.Cassettes, CassetteDir: cfg.Control.CassetteDir,
 			APIKeys: cfg.APIKeys, Mode: cfg.Mode, DefaultCassette: cfg.DefaultCassette, Upstream: cfg.Upstream}}, nil
 	}
@@ -414,12 +419,7 @@ func newApp(h *hub, ac AppConfig, several bool) (*appServer, error) {
 	cfg := h.cfg
 	cfg.Apps = nil
 	cfg.Cassettes, cfg.APIKeys, cfg.Mode, cfg.DefaultCassette = ac.Cassettes, ac.APIKeys, ac.Mode, ac.DefaultCassette
-	cfg.Upstream, cfg.Control.CassetteDir = ac.Upstream, ac.CassetteDir
-	for _, k := range cfg.APIKeys {
-		if err := CheckAPIKey(k); err != nil {
-			return nil, err
-		}
-	}
+	cfg.Upstream, cfg.Control.CassetteDir = ac.Upstream, ac.CassetteDir // keys checked by appConfigs
 	switch cfg.Mode {
 	case "", dify.ModeAgent, dify.ModeAgentChat:
 	default:

@@ -108,7 +108,7 @@ func newServeFlags(o *serveOptions) *commandFlags {
 	fs.DurationVar(&o.upstreamTimeout, "upstream-timeout", mockserver.DefaultUpstreamTimeout, "how long a live turn may take to send its first frame before the mock falls back to a recorded turn")
 	fs.IntVar(&o.maxNewTurns, "max-new-turns", DefaultMaxNewTurns, "turns one run of hybrid mode may add to --cassettes (0 = answer live without saving)")
 	fs.Var(&o.apps, "app", "serve an app from a folder (app.yaml and its cassettes) as `NAME=PATH`; repeatable: each request goes to the app its API key belongs to, the first is the default (docs/mock/apps.md)")
-	fs.StringVar(&o.appsDir, "apps", "", "serve each subfolder of this folder as an app named after it (sorted; the first is the default)")
+	fs.StringVar(&o.appsDir, "apps", "", "serve each subfolder of `DIR` as an app named after it (sorted, after any --app; the first is the default)")
 	fs.Var(&o.appUpstreams, "app-upstream", "hybrid mode for one app, as `NAME=URL` (repeatable): its unrecorded chats stream from this Dify app and are saved into its folder; the key from "+appUpstreamKeysEnv+" (NAME=KEY pairs)")
 	fs.Var(&o.appUpstreamKeys, "app-upstream-key", "upstream key of an app, as `NAME=KEY` (repeatable); prefer "+appUpstreamKeysEnv+", which keeps it out of the process list")
 	fs.Var(&o.appKeys, "app-key", "API key of an app, as `NAME=KEY` (repeatable; env "+appKeysEnv+": comma-separated); an app folder's keys.txt adds more; an app without any gets app-NAME")

@@ -475,6 +475,29 @@ func TestAppsControlAPI(t *testing.T) {
 	if status != 200 || len(entries.Data) != 1 || entries.Data[0].App != "beta" || entries.Data[0].Status != 503 {
 		t.Errorf("journal?app=beta: %d %s", status, body)
 	}
+	// ?app=* exports and imports every app, as a state file holds them,
+	// all or none.
+	status, all := ctl(http.MethodGet, "/state/export?app=*", "")
+	if status != 200 || !strings.Contains(string(all), `"apps"`) || !strings.Contains(string(all), `"beta"`) {
+		t.Fatalf("export of every app: %d %.300s", status, all)
+	}
+	broken := strings.Replace(string(all), `"beta": {`+"\n"+`   "version": 1`, `"beta": {`+"\n"+`   "version": 99`, 1)
+	if broken == string(all) {
+		t.Fatalf("the test could not break beta's part: %.500s", all)
+	}
+	// alpha changes after the export: a refused import must leave it so,
+	// though alpha's part of the file is valid.
+	convAlpha, _ := a.chatTurn("Count to three", "carol")
+	if status, body := ctl(http.MethodPost, "/state/import?app=*", broken); status != 400 || !strings.Contains(string(body), `app \"beta\"`) {
+		t.Errorf("import with a broken beta: %d %s", status, body)
+	}
+	if _, body := a.do(http.MethodGet, "/conversations?user=carol", nil); !strings.Contains(string(body), convAlpha) {
+		t.Errorf("alpha's state was replaced by a refused import: %s", body)
+	}
+	if status, body := ctl(http.MethodPost, "/state/import?app=*", string(all)); status != 200 {
+		t.Errorf("import of every app: %d %s", status, body)
+	}
+
 	// Export and import address one app.
 	_, exported := ctl(http.MethodGet, "/state/export?app=beta", "")
 	if status, body := ctl(http.MethodPost, "/state/import?app=alpha", string(exported)); status != 200 {

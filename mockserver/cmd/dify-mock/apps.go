@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -31,15 +32,6 @@ const keysFile = "keys.txt"
 // appSpec is one app named on the command line, before it is loaded.
 type appSpec struct {
 	name, path string
-}
-
-// servedApp is one loaded app: its configuration and where it came from
-// (for the banner).
-type servedApp struct {
-	cfg mockserver.AppConfig
-	// explicitKeys: its keys were given (--app-key, keys.txt) rather than
-	// defaulted to app-NAME, which anyone can guess.
-	explicitKeys bool
 }
 
 // appSpecs are the apps of --app (in order) and --apps (its subfolders,
@@ -170,27 +162,34 @@ func parseAppUpstreams(values, keyValues []string, apps []appSpec) (map[string]a
 	return out, nil
 }
 
-// loadApps loads each app's cassettes and keys (flags first, then its
-// keys.txt). An app given no key is reached by app-NAME when there are
-// several (mockserver.DefaultAppKey), by any key when it is alone.
-func loadApps(specs []appSpec, flagKeys map[string][]string, upstreams map[string]*record.Recorder) ([]servedApp, error) {
-	var out []servedApp
+// appKeys are each app's keys: its --app-key ones, then its keys.txt's.
+// An app with none is reached by app-NAME when there are several
+// (mockserver.DefaultAppKey), by any key when it is alone.
+func appKeys(specs []appSpec, flagKeys map[string][]string) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, s := range specs {
+		fileKeys, err := readKeysFile(s.path)
+		if err != nil {
+			return nil, fmt.Errorf("app %q: %v", s.name, err)
+		}
+		if keys := append(slices.Clone(flagKeys[s.name]), fileKeys...); len(keys) > 0 {
+			out[s.name] = keys
+		}
+	}
+	return out, nil
+}
+
+// loadApps loads each app's cassettes into its configuration, with its
+// keys and its upstream (hybrid mode), if any.
+func loadApps(specs []appSpec, keys map[string][]string, upstreams map[string]*record.Recorder) ([]mockserver.AppConfig, error) {
+	var out []mockserver.AppConfig
 	for _, s := range specs {
 		set, err := loadAppSource(s.path)
 		if err != nil {
 			return nil, fmt.Errorf("app %q: %v", s.name, err)
 		}
-		keys := flagKeys[s.name]
-		fileKeys, err := readKeysFile(s.path)
-		if err != nil {
-			return nil, fmt.Errorf("app %q: %v", s.name, err)
-		}
-		keys = append(keys, fileKeys...)
-		out = append(out, servedApp{
-			cfg: mockserver.AppConfig{Name: s.name, Cassettes: set, CassetteDir: s.path, APIKeys: keys,
-				Upstream: upstreams[s.name]},
-			explicitKeys: len(keys) > 0,
-		})
+		out = append(out, mockserver.AppConfig{Name: s.name, Cassettes: set, CassetteDir: s.path, APIKeys: keys[s.name],
+			Upstream: upstreams[s.name]})
 	}
 	return out, nil
 }

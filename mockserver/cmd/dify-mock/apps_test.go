@@ -158,7 +158,7 @@ func TestServeAppsFlagErrors(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(alpha, keysFile), []byte("app-good\napp secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := loadApps([]appSpec{{name: "alpha", path: alpha}}, nil, nil)
+	_, err := appKeys([]appSpec{{name: "alpha", path: alpha}}, nil)
 	if err == nil || !strings.Contains(err.Error(), "line 2") || strings.Contains(err.Error(), "secret") {
 		t.Errorf("bad keys.txt: %v", err)
 	}

@@ -312,8 +312,27 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	var apps []mockserver.AppConfig
 	if len(o.specs) > 0 {
+		keys, err := appKeys(o.specs, o.keys)
+		if err != nil {
+			fmt.Fprintf(stderr, "dify-mock serve: %v\n", err)
+			return 1
+		}
+		// Beyond loopback, every app needs a key of its own: app-NAME is
+		// anyone's guess, and a lone app without keys takes any key.
+		keyed := 0
+		if len(keys) == len(o.specs) {
+			keyed = len(keys)
+		}
+		if err := checkExposure(o.addr, o.allowRemote, keyed); err != nil {
+			fmt.Fprintf(stderr, "dify-mock serve: %v\n", strings.Replace(err.Error(), "Pass --api-key KEY", "Give every app a key (--app-key NAME=KEY or its keys.txt)", 1))
+			return 2
+		}
+		o.guessable = map[string]bool{}
 		recorders := map[string]*record.Recorder{}
 		for _, spec := range o.specs {
+			if len(keys[spec.name]) == 0 && len(o.specs) > 1 {
+				o.guessable[spec.name] = true
+			}
 			if u, ok := o.upstreams[spec.name]; ok {
 				// Before the folder is loaded: it fetches the app's
 				// description (app.yaml) into it, as --upstream does.
@@ -323,30 +342,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 				}
 			}
 		}
-		served, err := loadApps(o.specs, o.keys, recorders)
-		if err != nil {
+		if apps, err = loadApps(o.specs, keys, recorders); err != nil {
 			fmt.Fprintf(stderr, "dify-mock serve: %v\n", err)
 			return 1
-		}
-		explicit := 0
-		o.guessable = map[string]bool{}
-		for _, a := range served {
-			apps = append(apps, a.cfg)
-			if a.explicitKeys {
-				explicit++
-			} else if len(served) > 1 {
-				o.guessable[a.cfg.Name] = true
-			}
-		}
-		// Beyond loopback, every app needs a key of its own: app-NAME is
-		// anyone's guess, and a lone app without keys takes any key.
-		keyed := 0
-		if explicit == len(served) {
-			keyed = explicit
-		}
-		if err := checkExposure(o.addr, o.allowRemote, keyed); err != nil {
-			fmt.Fprintf(stderr, "dify-mock serve: %v\n", strings.Replace(err.Error(), "Pass --api-key KEY", "Give every app a key (--app-key NAME=KEY or its keys.txt)", 1))
-			return 2
 		}
 	}
 	srv, err := mockserver.New(mockserver.Config{Apps: apps,

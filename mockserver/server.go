@@ -234,6 +234,8 @@ type Server struct {
 // hub is what the apps of one Server share: the process's listener,
 // streams, journal, rules, control API, log and state bound.
 type hub struct {
+	// cfg is the server's Config, defaults applied: each app's cfg is a
+	// copy with the app's own fields (newApp).
 	cfg     Config
 	origins netguard.Origins // Config.CORSOrigin (CORS grants)
 	log     *slog.Logger

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -239,7 +241,8 @@ func TestAppsStopOnlyOwnTasks(t *testing.T) {
 // app together, not each app's.
 func TestAppsShareOneStateBound(t *testing.T) {
 	const bound = 4 << 20
-	a, b := twoApps(t, mockserver.Config{MaxStateBytes: bound})
+	logs := &lockedBuffer{}
+	a, b := twoApps(t, mockserver.Config{MaxStateBytes: bound, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	query := strings.Repeat("q", 1<<20)
 	total := func() (sum int64) {
 		for _, app := range a.srv.Apps() {
@@ -259,6 +262,11 @@ func TestAppsShareOneStateBound(t *testing.T) {
 		if sum := total(); sum > bound {
 			t.Fatalf("after %d chats the apps hold %d bytes together, bound %d", i+1, sum, bound)
 		}
+	}
+	// The eviction line names the app that evicted, and the total it
+	// brought under the bound.
+	if l := logs.String(); !regexp.MustCompile(`state bound reached.* first_app=(alpha|beta) .*max_state_bytes=4194304`).MatchString(l) {
+		t.Errorf("eviction log: %s", l)
 	}
 	// Each app keeps its newest conversation.
 	for i, e := range []*env{a, b} {
@@ -467,6 +475,29 @@ func TestAppsControlAPI(t *testing.T) {
 	if status != 200 || len(entries.Data) != 1 || entries.Data[0].App != "beta" || entries.Data[0].Status != 503 {
 		t.Errorf("journal?app=beta: %d %s", status, body)
 	}
+	// ?app=* exports and imports every app, as a state file holds them,
+	// all or none.
+	status, all := ctl(http.MethodGet, "/state/export?app=*", "")
+	if status != 200 || !strings.Contains(string(all), `"apps"`) || !strings.Contains(string(all), `"beta"`) {
+		t.Fatalf("export of every app: %d %.300s", status, all)
+	}
+	broken := strings.Replace(string(all), `"beta": {`+"\n"+`   "version": 1`, `"beta": {`+"\n"+`   "version": 99`, 1)
+	if broken == string(all) {
+		t.Fatalf("the test could not break beta's part: %.500s", all)
+	}
+	// alpha changes after the export: a refused import must leave it so,
+	// though alpha's part of the file is valid.
+	convAlpha, _ := a.chatTurn("Count to three", "carol")
+	if status, body := ctl(http.MethodPost, "/state/import?app=*", broken); status != 400 || !strings.Contains(string(body), `app \"beta\"`) {
+		t.Errorf("import with a broken beta: %d %s", status, body)
+	}
+	if _, body := a.do(http.MethodGet, "/conversations?user=carol", nil); !strings.Contains(string(body), convAlpha) {
+		t.Errorf("alpha's state was replaced by a refused import: %s", body)
+	}
+	if status, body := ctl(http.MethodPost, "/state/import?app=*", string(all)); status != 200 {
+		t.Errorf("import of every app: %d %s", status, body)
+	}
+
 	// Export and import address one app.
 	_, exported := ctl(http.MethodGet, "/state/export?app=beta", "")
 	if status, body := ctl(http.MethodPost, "/state/import?app=alpha", string(exported)); status != 200 {

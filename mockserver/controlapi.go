@@ -52,7 +52,7 @@ func (s *Server) setupControl() {
 	s.rules = rules.New(func() { s.journal.Publish(control.EventRules, nil) })
 	s.control = s.recoverer(control.New(control.Options{
 		Journal: s.journal, NoJournal: s.cfg.Control.NoJournal, Rules: s.rules, Store: s.store, Backend: controlBackend{s.appServer},
-		App: s.controlApp, Apps: s.controlApps,
+		App: s.controlApp, Apps: s.controlApps, ExportAll: s.exportState, ImportAll: s.importState,
 		AdminToken: s.cfg.Control.AdminToken, AllowedHosts: s.cfg.Control.AllowedHosts, Done: s.closing,
 	}))
 }

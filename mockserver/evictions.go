@@ -22,16 +22,19 @@ type evictionLog struct {
 	mu      sync.Mutex
 	last    time.Time // last line written
 	pending store.Eviction
-	total   int64 // records evicted since the start
+	// firstApp is the app of pending's first id ("" with one app).
+	firstApp string
+	total    int64 // records evicted since the start
 }
 
 func newEvictionLog(log *slog.Logger) *evictionLog {
 	return &evictionLog{log: log, now: time.Now}
 }
 
-// add is the store's onEvict: it runs under the store's lock, so it only
-// sums and, at most once per interval, writes one line.
-func (l *evictionLog) add(ev store.Eviction) {
+// add is the store's onEvict (app names the store's app when there are
+// several): it runs under the store's lock, so it only sums and, at most
+// once per interval, writes one line.
+func (l *evictionLog) add(app string, ev store.Eviction) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.total += int64(ev.Count())
@@ -42,7 +45,7 @@ func (l *evictionLog) add(ev store.Eviction) {
 	p.Bytes += ev.Bytes
 	p.Total, p.Max = ev.Total, ev.Max
 	if len(p.IDs) == 0 && len(ev.IDs) > 0 {
-		p.IDs = ev.IDs[:1]
+		p.IDs, l.firstApp = ev.IDs[:1], app
 	}
 	if now := l.now(); l.last.IsZero() || now.Sub(l.last) >= evictionSummaryEvery {
 		l.flushLocked(now)
@@ -65,10 +68,13 @@ func (l *evictionLog) flushLocked(now time.Time) {
 	if len(p.IDs) > 0 {
 		first = p.IDs[0]
 	}
-	l.log.Info("state bound reached: evicted the least recently changed records",
-		"conversations", p.Conversations, "files", p.Files, "end_users", p.EndUsers, "first_id", first,
-		"bytes", p.Bytes, "state_bytes", p.Total, "max_state_bytes", p.Max, "evicted_since_start", l.total)
-	l.pending, l.last = store.Eviction{}, now
+	attrs := []any{"conversations", p.Conversations, "files", p.Files, "end_users", p.EndUsers, "first_id", first}
+	if l.firstApp != "" {
+		attrs = append(attrs, "first_app", l.firstApp)
+	}
+	attrs = append(attrs, "bytes", p.Bytes, "state_bytes", p.Total, "max_state_bytes", p.Max, "evicted_since_start", l.total)
+	l.log.Info("state bound reached: evicted the least recently changed records", attrs...)
+	l.pending, l.last, l.firstApp = store.Eviction{}, now, ""
 }
 
 // evicted is the number of records evicted since the start.

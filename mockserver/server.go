@@ -148,6 +148,11 @@ func CheckAppName(name string) error {
 // top-level fields.
 func appConfigs(cfg Config) ([]AppConfig, error) {
 	if len(cfg.Apps) == 0 {
+		for _, k := range cfg.APIKeys {
+			if err := CheckAPIKey(k); err != nil {
+				return nil, err
+			}
+		}
 		return []AppConfig{{Name: DefaultAppName, Cassettes: cfg.Cassettes, CassetteDir: cfg.Control.CassetteDir,
 			APIKeys: cfg.APIKeys, Mode: cfg.Mode, DefaultCassette: cfg.DefaultCassette, Upstream: cfg.Upstream}}, nil
 	}
@@ -229,6 +234,8 @@ type Server struct {
 // hub is what the apps of one Server share: the process's listener,
 // streams, journal, rules, control API, log and state bound.
 type hub struct {
+	// cfg is the server's Config, defaults applied: each app's cfg is a
+	// copy with the app's own fields (newApp).
 	cfg     Config
 	origins netguard.Origins // Config.CORSOrigin (CORS grants)
 	log     *slog.Logger
@@ -393,7 +400,7 @@ func New(cfg Config) (*Server, error) {
 	srv := &Server{byName: map[string]*appServer{}}
 	var apps []*appServer
 	for _, ac := range appCfgs {
-		a, err := newApp(h, ac)
+		a, err := newApp(h, ac, len(appCfgs) > 1)
 		if err != nil {
 			if len(appCfgs) > 1 {
 				return nil, fmt.Errorf("app %q: %w", ac.Name, err)
@@ -420,16 +427,11 @@ func New(cfg Config) (*Server, error) {
 }
 
 // newApp builds one app of h from its config.
-func newApp(h *hub, ac AppConfig) (*appServer, error) {
+func newApp(h *hub, ac AppConfig, several bool) (*appServer, error) {
 	cfg := h.cfg
 	cfg.Apps = nil
 	cfg.Cassettes, cfg.APIKeys, cfg.Mode, cfg.DefaultCassette = ac.Cassettes, ac.APIKeys, ac.Mode, ac.DefaultCassette
-	cfg.Upstream, cfg.Control.CassetteDir = ac.Upstream, ac.CassetteDir
-	for _, k := range cfg.APIKeys {
-		if err := CheckAPIKey(k); err != nil {
-			return nil, err
-		}
-	}
+	cfg.Upstream, cfg.Control.CassetteDir = ac.Upstream, ac.CassetteDir // keys checked by appConfigs
 	switch cfg.Mode {
 	case "", dify.ModeAgent, dify.ModeAgentChat:
 	default:
@@ -458,8 +460,12 @@ func newApp(h *hub, ac AppConfig) (*appServer, error) {
 	}
 	s := &appServer{hub: h, cfg: cfg, name: ac.Name, app: app, appID: replay.NewUUID()}
 	s.store = store.New(cfg.Now, replay.NewUUID)
+	logName := "" // one app: the log line as it always was
+	if several {
+		logName = ac.Name
+	}
 	s.store.SetAccount(h.account, func(ev store.Eviction) {
-		s.evictions.add(ev)
+		s.evictions.add(logName, ev)
 		if cfg.OnEvict != nil {
 			cfg.OnEvict(ev)
 		}

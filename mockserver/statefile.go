@@ -178,7 +178,7 @@ func (s *Server) exportState() ([]byte, error) {
 
 // importState loads a state file's contents: one app's snapshot goes to
 // the default app; an AppsState's to the apps it names, all of which must
-// exist. Every snapshot is decoded before any app's state is replaced.
+// exist. On error no app's state changed.
 func (s *Server) importState(data []byte) error {
 	var probe struct {
 		Apps json.RawMessage `json:"apps"`
@@ -218,14 +218,21 @@ func (s *Server) importState(data []byte) error {
 		}
 		snaps[s.byName[name]] = snap
 	}
+	// Every app's state is checked before any is replaced: all or none.
+	var commits []func()
 	for _, a := range s.apps { // in order, so that errors come the same way each time
 		snap, ok := snaps[a]
 		if !ok {
 			continue
 		}
-		if err := a.store.Import(snap); err != nil {
+		commit, err := a.store.PrepareImport(snap)
+		if err != nil {
 			return fmt.Errorf("app %q: %v", a.name, err)
 		}
+		commits = append(commits, commit)
+	}
+	for _, commit := range commits {
+		commit()
 	}
 	return nil
 }

@@ -125,6 +125,11 @@ type Options struct {
 	App func(name string) (AppTarget, error)
 	// Apps describes every app for GET /__mock/api (nil: one app).
 	Apps func() []AppInfo
+	// ExportAll and ImportAll are the state of every app, as a state
+	// file holds it (?app=* on /state/export and /state/import); nil: the
+	// routes know one app's state only.
+	ExportAll func() ([]byte, error)
+	ImportAll func([]byte) error
 	// AdminToken, when set, is required on every request.
 	AdminToken string
 	// AllowedHosts are host names accepted besides loopback ones.
@@ -134,6 +139,10 @@ type Options struct {
 	// Heartbeat is the live-update keep-alive interval (default 15s).
 	Heartbeat time.Duration
 }
+
+// AllApps is the ?app= value that names every app (/state/export and
+// /state/import).
+const AllApps = "*"
 
 // AppTarget is one app's part of the control API.
 type AppTarget struct {
@@ -238,6 +247,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		status = http.StatusInternalServerError
 		body, _ = json.Marshal(apiError{Code: "internal_server_error", Message: err.Error(), Status: status})
 	}
+	writeRawJSON(w, status, body)
+}
+
+// writeRawJSON writes an encoded JSON body and its newline.
+func writeRawJSON(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)+1))
@@ -554,6 +568,18 @@ func (h *Handler) stateUser(w http.ResponseWriter, r *http.Request, ps httproute
 }
 
 func (h *Handler) exportState(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	if r.URL.Query().Get("app") == AllApps && h.opt.ExportAll != nil {
+		data, err := h.opt.ExportAll()
+		if err != nil {
+			writeErr(w, http.StatusInternalServerError, "internal_server_error", err.Error())
+			return
+		}
+		if r.URL.Query().Get("download") != "" {
+			w.Header().Set("Content-Disposition", `attachment; filename="dify-mock-state.json"`)
+		}
+		writeRawJSON(w, http.StatusOK, data)
+		return
+	}
 	t, ok := h.target(w, r)
 	if !ok {
 		return
@@ -569,6 +595,19 @@ func (h *Handler) exportState(w http.ResponseWriter, r *http.Request, _ httprout
 }
 
 func (h *Handler) importState(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	if r.URL.Query().Get("app") == AllApps && h.opt.ImportAll != nil {
+		var raw json.RawMessage
+		if !decode(w, r, &raw, false) {
+			return
+		}
+		if err := h.opt.ImportAll(raw); err != nil {
+			badRequest(w, "state not imported (nothing changed): "+err.Error())
+			return
+		}
+		h.opt.Journal.Publish(EventState, map[string]string{"app": AllApps})
+		writeJSON(w, http.StatusOK, map[string]string{"result": "success"})
+		return
+	}
 	t, ok := h.target(w, r)
 	if !ok {
 		return

@@ -75,3 +75,17 @@ func TestTakeIsSafeConcurrently(t *testing.T) {
 }
 
 func ptr(f float64) *float64 { return &f }
+
+// A rule with an app applies to that app's requests only.
+func TestRuleApp(t *testing.T) {
+	s := New(nil)
+	if _, err := s.Add(Rule{App: "beta", Fault: "status:503"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Take(Request{App: "alpha", Method: "GET", Path: "/v1/info"}, nil); ok {
+		t.Error("beta's rule applied to alpha's request")
+	}
+	if r, ok := s.Take(Request{App: "beta", Method: "GET", Path: "/v1/info"}, nil); !ok || r.App != "beta" {
+		t.Errorf("beta's rule on beta's request: %+v %v", r, ok)
+	}
+}

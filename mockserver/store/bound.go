@@ -61,7 +61,7 @@ type Eviction struct {
 	// IDs are the first evicted ids, in eviction order (at most maxIDs).
 	IDs   []string
 	Bytes int64 // estimated bytes freed
-	Total int64 // the store's estimated size after the pass
+	Total int64 // the estimated size after the pass: the account's, shared with other stores
 	Max   int64
 }
 
@@ -312,6 +312,9 @@ func (s *Store) evict(keep *list.Element) {
 		s.feedbacks = kept
 	}
 	ev.Total = s.bytes
+	if s.acct != nil {
+		ev.Total = s.acct.used.Load() // what the bound is compared with
+	}
 	if s.onEvict != nil && ev.Count() > 0 {
 		s.onEvict(ev)
 	}

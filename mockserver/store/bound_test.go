@@ -179,3 +179,60 @@ func TestJSONSizeIsTheMarshalledLength(t *testing.T) {
 		t.Errorf("jsonSize of what JSON cannot encode = %d, want 0", got)
 	}
 }
+
+// Stores sharing an Account are bounded together: the one whose write
+// goes over evicts its own records; Reset and Import keep the account's
+// total equal to the sum of the stores'.
+func TestSharedAccount(t *testing.T) {
+	a, b := boundTestStore(), boundTestStore()
+	big := strings.Repeat("q", 10_000)
+	fill := func(s *Store, user string, n int) []string {
+		t.Helper()
+		u := s.EndUser(user)
+		var ids []string
+		for range n {
+			c := s.NewConversation(u.ID, nil, nil, false)
+			if err := s.AddMessage(dify.Message{ID: s.newID(), ConversationID: c.ID, Query: big, Answer: "ok"}, "x"); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, c.ID)
+		}
+		return ids
+	}
+	fill(a, "alice", 3)
+	one, _ := a.Usage()
+	acct := NewAccount(2 * one) // room for about six conversations in all
+	var evictedA, evictedB int
+	a.SetAccount(acct, func(ev Eviction) { evictedA += ev.Count() })
+	b.SetAccount(acct, func(ev Eviction) { evictedB += ev.Count() })
+	if used, max := acct.Usage(); used != one || max != 2*one {
+		t.Fatalf("account after a joined: %d of %d, want %d of %d", used, max, one, 2*one)
+	}
+	sum := func() int64 {
+		x, _ := a.Usage()
+		y, _ := b.Usage()
+		return x + y
+	}
+	fill(b, "bob", 3)
+	if used, _ := acct.Usage(); used != sum() || used > 2*one {
+		t.Fatalf("after b's writes: account %d, stores %d, bound %d", used, sum(), 2*one)
+	}
+	fill(b, "bob", 3) // b goes over: b evicts its own
+	if evictedA != 0 || evictedB == 0 {
+		t.Errorf("evicted: a %d, b %d; want only b's (b's writes went over)", evictedA, evictedB)
+	}
+	if used, _ := acct.Usage(); used != sum() || used > 2*one {
+		t.Errorf("after b went over: account %d, stores %d, bound %d", used, sum(), 2*one)
+	}
+	snap := a.Export()
+	a.Reset()
+	if used, _ := acct.Usage(); used != sum() {
+		t.Errorf("after a's reset: account %d, stores %d", used, sum())
+	}
+	if err := a.Import(snap); err != nil {
+		t.Fatal(err)
+	}
+	if used, _ := acct.Usage(); used != sum() || used > 2*one {
+		t.Errorf("after a's import: account %d, stores %d, bound %d", used, sum(), 2*one)
+	}
+}

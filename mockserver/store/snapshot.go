@@ -140,19 +140,32 @@ func (s *Store) Export() Snapshot {
 // is unique, every owner exists, every message belongs to its
 // conversation. On error the state is unchanged.
 func (s *Store) Import(snap Snapshot) error {
+	commit, err := s.PrepareImport(snap)
+	if err != nil {
+		return err
+	}
+	commit()
+	return nil
+}
+
+// PrepareImport is Import's first half: it checks snap and builds the
+// state from it without touching the store, and returns what replaces the
+// state with it. Several stores (apps) are imported all or none by
+// preparing each before committing any.
+func (s *Store) PrepareImport(snap Snapshot) (commit func(), err error) {
 	if snap.Version != SnapshotVersion {
-		return fmt.Errorf("state version %d is not supported (want %d)", snap.Version, SnapshotVersion)
+		return nil, fmt.Errorf("state version %d is not supported (want %d)", snap.Version, SnapshotVersion)
 	}
 	fresh := New(s.now, s.newID)
 	for i, u := range snap.EndUsers {
 		if u.ID == "" || u.Session == "" {
-			return fmt.Errorf("end_users[%d]: id and user are required", i)
+			return nil, fmt.Errorf("end_users[%d]: id and user are required", i)
 		}
 		if _, dup := fresh.usersID[u.ID]; dup {
-			return fmt.Errorf("end_users[%d]: duplicate id %q", i, u.ID)
+			return nil, fmt.Errorf("end_users[%d]: duplicate id %q", i, u.ID)
 		}
 		if _, dup := fresh.users[u.Session]; dup {
-			return fmt.Errorf("end_users[%d]: duplicate user %q", i, u.Session)
+			return nil, fmt.Errorf("end_users[%d]: duplicate user %q", i, u.Session)
 		}
 		eu := &EndUser{ID: u.ID, Session: u.Session, Anonymous: u.Anonymous || u.Session == DefaultUser, CreatedAt: u.CreatedAt}
 		fresh.users[u.Session] = eu
@@ -160,13 +173,13 @@ func (s *Store) Import(snap Snapshot) error {
 	}
 	for i, f := range snap.Files {
 		if f.Result.ID == "" {
-			return fmt.Errorf("files[%d]: file.id is required", i)
+			return nil, fmt.Errorf("files[%d]: file.id is required", i)
 		}
 		if _, ok := fresh.usersID[f.OwnerID]; !ok {
-			return fmt.Errorf("files[%d]: owner_id %q is not an end user of this state", i, f.OwnerID)
+			return nil, fmt.Errorf("files[%d]: owner_id %q is not an end user of this state", i, f.OwnerID)
 		}
 		if _, dup := fresh.files[f.Result.ID]; dup {
-			return fmt.Errorf("files[%d]: duplicate id %q", i, f.Result.ID)
+			return nil, fmt.Errorf("files[%d]: duplicate id %q", i, f.Result.ID)
 		}
 		fc := f
 		fresh.files[f.Result.ID] = &File{Result: fc.Result, OwnerID: fc.OwnerID}
@@ -184,16 +197,16 @@ func (s *Store) Import(snap Snapshot) error {
 	for _, i := range order {
 		sc := snap.Conversations[i]
 		if sc.ID == "" {
-			return fmt.Errorf("conversations[%d]: id is required", i)
+			return nil, fmt.Errorf("conversations[%d]: id is required", i)
 		}
 		if _, ok := fresh.usersID[sc.OwnerID]; !ok {
-			return fmt.Errorf("conversations[%d]: owner_id %q is not an end user of this state", i, sc.OwnerID)
+			return nil, fmt.Errorf("conversations[%d]: owner_id %q is not an end user of this state", i, sc.OwnerID)
 		}
 		if _, dup := fresh.convs[sc.ID]; dup {
-			return fmt.Errorf("conversations[%d]: duplicate id %q", i, sc.ID)
+			return nil, fmt.Errorf("conversations[%d]: duplicate id %q", i, sc.ID)
 		}
 		if sc.NextTurn < 0 {
-			return fmt.Errorf("conversations[%d]: next_turn must not be negative", i)
+			return nil, fmt.Errorf("conversations[%d]: next_turn must not be negative", i)
 		}
 		fresh.seq++
 		k := key{t: time.Unix(sc.CreatedAt, 0), seq: fresh.seq}
@@ -207,13 +220,13 @@ func (s *Store) Import(snap Snapshot) error {
 		}
 		for j, sm := range sc.Messages {
 			if sm.ID == "" {
-				return fmt.Errorf("conversations[%d].messages[%d]: id is required", i, j)
+				return nil, fmt.Errorf("conversations[%d].messages[%d]: id is required", i, j)
 			}
 			if sm.ConversationID != "" && sm.ConversationID != sc.ID {
-				return fmt.Errorf("conversations[%d].messages[%d]: conversation_id %q is not its conversation", i, j, sm.ConversationID)
+				return nil, fmt.Errorf("conversations[%d].messages[%d]: conversation_id %q is not its conversation", i, j, sm.ConversationID)
 			}
 			if _, dup := fresh.messages[sm.ID]; dup {
-				return fmt.Errorf("conversations[%d].messages[%d]: duplicate id %q", i, j, sm.ID)
+				return nil, fmt.Errorf("conversations[%d].messages[%d]: duplicate id %q", i, j, sm.ID)
 			}
 			m := sm.Message
 			m.ConversationID = sc.ID
@@ -222,7 +235,7 @@ func (s *Store) Import(snap Snapshot) error {
 				ownerID: sc.OwnerID, index: len(c.messages)}
 			if fr := sm.FeedbackRow; fr != nil {
 				if fr.ID == "" || fr.Rating == "" {
-					return fmt.Errorf("conversations[%d].messages[%d].feedback_row: id and rating are required", i, j)
+					return nil, fmt.Errorf("conversations[%d].messages[%d].feedback_row: id and rating are required", i, j)
 				}
 				st.feedback = &Feedback{ID: fr.ID, MessageID: m.ID, ConversationID: sc.ID, Rating: fr.Rating, Content: fr.Content,
 					FromEndUserID: sc.OwnerID, CreatedAt: fr.CreatedAt, UpdatedAt: fr.UpdatedAt}
@@ -252,13 +265,13 @@ func (s *Store) Import(snap Snapshot) error {
 	seen := map[string]bool{}
 	for i, a := range snap.Annotations {
 		if a.ID == "" {
-			return fmt.Errorf("annotations[%d]: id is required", i)
+			return nil, fmt.Errorf("annotations[%d]: id is required", i)
 		}
 		if seen[a.ID] {
-			return fmt.Errorf("annotations[%d]: duplicate id %q", i, a.ID)
+			return nil, fmt.Errorf("annotations[%d]: duplicate id %q", i, a.ID)
 		}
 		if a.HitCount < 0 {
-			return fmt.Errorf("annotations[%d]: hit_count must not be negative", i)
+			return nil, fmt.Errorf("annotations[%d]: hit_count must not be negative", i)
 		}
 		seen[a.ID] = true
 		fresh.ann.rows = append(fresh.ann.rows, &Annotation{ID: a.ID, Question: a.Question, Answer: a.Answer,
@@ -279,19 +292,20 @@ func (s *Store) Import(snap Snapshot) error {
 	// than the bound never stalls other requests while it shrinks.
 	_, maxBytes := s.Usage()
 	if maxBytes > 0 && fresh.ann.bytes > maxBytes {
-		return fmt.Errorf("annotations: %d bytes (estimated) would pass the state bound of %d bytes", fresh.ann.bytes, maxBytes)
+		return nil, fmt.Errorf("annotations: %d bytes (estimated) would pass the state bound of %d bytes", fresh.ann.bytes, maxBytes)
 	}
 	var evicted Eviction
 	fresh.maxBytes, fresh.onEvict = maxBytes, func(ev Eviction) { evicted = ev }
 	fresh.evict(nil)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.replace(fresh)
-	s.seq = max(s.seq, fresh.seq)
-	if evicted.Count() > 0 && s.onEvict != nil {
-		s.onEvict(evicted)
-	}
-	return nil
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.replace(fresh)
+		s.seq = max(s.seq, fresh.seq)
+		if evicted.Count() > 0 && s.onEvict != nil {
+			s.onEvict(evicted)
+		}
+	}, nil
 }
 
 // Reset empties the store.

@@ -7,19 +7,25 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/difyops/terraform-provider-dify/mockserver"
 	"github.com/difyops/terraform-provider-dify/mockserver/appdsl"
+	"github.com/difyops/terraform-provider-dify/mockserver/record"
 )
 
 // Several apps in one serve (docs/mock/apps.md): --app NAME=PATH,
 // --apps DIR, --app-key NAME=KEY (or DIFY_MOCK_APP_KEYS) and a keys.txt
 // in an app folder.
 
-// appKeysEnv holds --app-key values, comma-separated NAME=KEY pairs.
-const appKeysEnv = "DIFY_MOCK_APP_KEYS"
+// appKeysEnv holds --app-key values, comma-separated NAME=KEY pairs;
+// appUpstreamKeysEnv the --app-upstream-key ones.
+const (
+	appKeysEnv         = "DIFY_MOCK_APP_KEYS"
+	appUpstreamKeysEnv = "DIFY_MOCK_APP_UPSTREAM_KEYS"
+)
 
 // keysFile is the file of an app folder that lists the app's API keys.
 const keysFile = "keys.txt"
@@ -27,15 +33,6 @@ const keysFile = "keys.txt"
 // appSpec is one app named on the command line, before it is loaded.
 type appSpec struct {
 	name, path string
-}
-
-// servedApp is one loaded app: its configuration and where it came from
-// (for the banner).
-type servedApp struct {
-	cfg mockserver.AppConfig
-	// explicitKeys: its keys were given (--app-key, keys.txt) rather than
-	// defaulted to app-NAME, which anyone can guess.
-	explicitKeys bool
 }
 
 // appSpecs are the apps of --app (in order) and --apps (its subfolders,
@@ -105,52 +102,114 @@ func appSpecs(apps []string, appsDir string) ([]appSpec, error) {
 	return out, nil
 }
 
-// parseAppKeys reads --app-key NAME=KEY values into keys by app name. An
-// error never shows a key: it names the app, or says what is missing.
+// parseAppKeys reads --app-key NAME=KEY values into keys by app name.
 func parseAppKeys(values []string, apps []appSpec) (map[string][]string, error) {
-	known := map[string]bool{}
-	var names []string
-	for _, a := range apps {
-		known[a.name] = true
-		names = append(names, a.name)
-	}
+	return parseNamedKeys("--app-key", values, apps)
+}
+
+// parseNamedKeys reads a flag's NAME=KEY values into keys by app name. An
+// error never shows a key: it names the app, or says what is missing.
+func parseNamedKeys(flag string, values []string, apps []appSpec) (map[string][]string, error) {
 	keys := map[string][]string{}
 	for i, v := range values {
 		name, key, ok := strings.Cut(v, "=")
 		if !ok || name == "" || key == "" {
-			return nil, fmt.Errorf("--app-key (value %d): want NAME=KEY", i+1)
+			return nil, fmt.Errorf("%s (value %d): want NAME=KEY", flag, i+1)
 		}
-		if !known[name] {
-			return nil, fmt.Errorf("--app-key for %q: no such app (apps: %s)", name, strings.Join(names, ", "))
+		if err := knownApp(flag, name, apps); err != nil {
+			return nil, err
 		}
 		if err := mockserver.CheckAPIKey(key); err != nil {
-			return nil, fmt.Errorf("--app-key for %q: %v", name, err)
+			return nil, fmt.Errorf("%s for %q: %v", flag, name, err)
 		}
 		keys[name] = append(keys[name], key)
 	}
 	return keys, nil
 }
 
-// loadApps loads each app's cassettes and keys (flags first, then its
-// keys.txt). An app given no key is reached by app-NAME when there are
-// several (mockserver.DefaultAppKey), by any key when it is alone.
-func loadApps(specs []appSpec, flagKeys map[string][]string, logger *slog.Logger) ([]servedApp, error) {
-	var out []servedApp
+// knownApp refuses a flag's app name that no --app/--apps gave, naming
+// the apps.
+func knownApp(flag, name string, apps []appSpec) error {
+	names := make([]string, len(apps))
+	for i, a := range apps {
+		if a.name == name {
+			return nil
+		}
+		names[i] = a.name
+	}
+	return fmt.Errorf("%s for %q: no such app (apps: %s)", flag, name, strings.Join(names, ", "))
+}
+
+// appUpstream is an app's hybrid mode: its upstream and key.
+type appUpstream struct{ url, key string }
+
+// parseAppUpstreams reads --app-upstream NAME=URL and the apps' upstream
+// keys (--app-upstream-key or DIFY_MOCK_APP_UPSTREAM_KEYS): one each.
+func parseAppUpstreams(values, keyValues []string, apps []appSpec) (map[string]appUpstream, error) {
+	keys, err := parseNamedKeys("--app-upstream-key", keyValues, apps)
+	if err != nil {
+		return nil, err
+	}
+	urls := map[string][]string{}
+	for _, v := range values {
+		name, url, ok := strings.Cut(v, "=")
+		if !ok || name == "" || url == "" {
+			return nil, fmt.Errorf("--app-upstream %q: want NAME=URL", v)
+		}
+		if err := knownApp("--app-upstream", name, apps); err != nil {
+			return nil, err
+		}
+		urls[name] = append(urls[name], url)
+	}
+	out := map[string]appUpstream{}
+	for _, a := range apps { // in the apps' order: the same error first each time
+		name, us := a.name, urls[a.name]
+		switch {
+		case len(us) == 0:
+			if len(keys[name]) > 0 {
+				return nil, fmt.Errorf("--app-upstream-key for %q: the app has no --app-upstream", name)
+			}
+			continue
+		case len(us) > 1:
+			return nil, fmt.Errorf("--app-upstream for %q is given %d times: an app has one upstream", name, len(us))
+		case len(keys[name]) == 0:
+			return nil, fmt.Errorf("--app-upstream for %q needs the app's upstream key: set %s=%s=KEY (or pass --app-upstream-key)", name, appUpstreamKeysEnv, name)
+		case len(keys[name]) > 1:
+			return nil, fmt.Errorf("--app-upstream-key for %q is given %d times: an app has one upstream key", name, len(keys[name]))
+		}
+		out[name] = appUpstream{url: us[0], key: keys[name][0]}
+	}
+	return out, nil
+}
+
+// appKeys are each app's keys: its --app-key ones, then its keys.txt's.
+// An app with none is reached by app-NAME when there are several
+// (mockserver.DefaultAppKey), by any key when it is alone.
+func appKeys(specs []appSpec, flagKeys map[string][]string) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, s := range specs {
+		fileKeys, err := readKeysFile(s.path)
+		if err != nil {
+			return nil, fmt.Errorf("app %q: %v", s.name, err)
+		}
+		if keys := append(slices.Clone(flagKeys[s.name]), fileKeys...); len(keys) > 0 {
+			out[s.name] = keys
+		}
+	}
+	return out, nil
+}
+
+// loadApps loads each app's cassettes into its configuration, with its
+// keys and its upstream (hybrid mode), if any.
+func loadApps(specs []appSpec, keys map[string][]string, upstreams map[string]*record.Recorder, logger *slog.Logger) ([]mockserver.AppConfig, error) {
+	var out []mockserver.AppConfig
 	for _, s := range specs {
 		set, err := loadAppSource(s.path, logger)
 		if err != nil {
 			return nil, fmt.Errorf("app %q: %v", s.name, err)
 		}
-		keys := flagKeys[s.name]
-		fileKeys, err := readKeysFile(s.path)
-		if err != nil {
-			return nil, fmt.Errorf("app %q: %v", s.name, err)
-		}
-		keys = append(keys, fileKeys...)
-		out = append(out, servedApp{
-			cfg:          mockserver.AppConfig{Name: s.name, Cassettes: set, CassetteDir: cassetteDir(s.path), APIKeys: keys},
-			explicitKeys: len(keys) > 0,
-		})
+		out = append(out, mockserver.AppConfig{Name: s.name, Cassettes: set, CassetteDir: cassetteDir(s.path), APIKeys: keys[s.name],
+			Upstream: upstreams[s.name]})
 	}
 	return out, nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -159,7 +158,7 @@ func TestServeAppsFlagErrors(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(alpha, keysFile), []byte("app-good\napp secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := loadApps([]appSpec{{name: "alpha", path: alpha}}, nil, slog.New(slog.DiscardHandler))
+	_, err := appKeys([]appSpec{{name: "alpha", path: alpha}}, nil)
 	if err == nil || !strings.Contains(err.Error(), "line 2") || strings.Contains(err.Error(), "secret") {
 		t.Errorf("bad keys.txt: %v", err)
 	}
@@ -172,6 +171,74 @@ func TestServeAppsFlagErrors(t *testing.T) {
 	code := runServe(t.Context(), []string{"--apps", dir, "--addr", "0.0.0.0:0"}, io.Discard, &errOut)
 	if code != 2 || !strings.Contains(errOut.String(), "every app a key") {
 		t.Errorf("remote without keys: exit %d %s", code, errOut.String())
+	}
+}
+
+// TestServeAppsHybrid: --app-upstream puts one app in hybrid mode (its key
+// from DIFY_MOCK_APP_UPSTREAM_KEYS); the other app replays its folder.
+func TestServeAppsHybrid(t *testing.T) {
+	up := startUpstreamMock(t, "name: live\nquery: Who wrote?\nsteps:\n  - answer: Somebody wrote it.\n")
+	dir := t.TempDir()
+	live := filepath.Join(dir, "live")
+	if err := os.Mkdir(live, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	appFolder(t, dir, "replay")
+	t.Setenv(appUpstreamKeysEnv, "live="+recordUpstreamKey)
+	s := startServe(t, "--apps", dir, "--app-upstream", "live="+up+"/v1", "--addr", "127.0.0.1:0", "--speed", "0", "--log-level", "warn")
+	base := s.waitBanner(regexp.MustCompile(`API base URL  (http://127\.0\.0\.1:\d+/v1)`))[0]
+	if !strings.Contains(s.out.String(), "upstream "+up+"/v1: unrecorded chats stream from it live") {
+		t.Errorf("banner lacks the live app's upstream:\n%s", s.out.String())
+	}
+	chat := func(key string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, base+"/chat-messages",
+			strings.NewReader(`{"query":"Who wrote the Iliad?","inputs":{},"response_mode":"streaming","user":"u1"}`))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(body)
+	}
+	resp, body := chat("app-live")
+	if resp.StatusCode != 200 || resp.Header.Get("X-Dify-Mock-Upstream") != "live" || !strings.Contains(body, "Somebody wrote it.") {
+		t.Errorf("the live app's chat: %d %v %.300s", resp.StatusCode, resp.Header, body)
+	}
+	resp, body = chat("app-replay")
+	if resp.StatusCode != 200 || resp.Header.Get("X-Dify-Mock-Upstream") != "" || strings.Contains(body, "Somebody wrote it.") {
+		t.Errorf("the replaying app's chat: %d %v %.300s", resp.StatusCode, resp.Header, body)
+	}
+	s.stop()
+	if _, err := os.Stat(filepath.Join(live, "who-wrote-the-iliad.yaml")); err != nil {
+		t.Errorf("the live turn was not saved into the app's folder: %v", err)
+	}
+	if strings.Contains(s.out.String()+s.errOut.String(), recordUpstreamKey) {
+		t.Error("the upstream key was printed")
+	}
+
+	for _, c := range []struct {
+		args []string
+		keys string // DIFY_MOCK_APP_UPSTREAM_KEYS
+		want string
+	}{
+		{[]string{"--app-upstream", "live=" + up}, "", "--app-upstream needs --app"},
+		{[]string{"--apps", dir, "--app-upstream", "ghost=" + up}, "", `--app-upstream for "ghost": no such app (apps: live, replay)`},
+		{[]string{"--apps", dir, "--app-upstream", "replay=" + up}, "", `"replay" needs the app's upstream key`},
+		{[]string{"--apps", dir, "--app-upstream", "replay=" + up}, "live=" + recordUpstreamKey + ",replay=" + recordUpstreamKey, `"live": the app has no --app-upstream`},
+	} {
+		var errOut strings.Builder
+		if _, err := parseServe(c.args, func(k string) string {
+			if k == appUpstreamKeysEnv {
+				return c.keys
+			}
+			return ""
+		}, io.Discard, &errOut); err == nil || !strings.Contains(errOut.String(), c.want) || strings.Contains(errOut.String(), recordUpstreamKey) {
+			t.Errorf("%q: %v %s; want %q", c.args, err, errOut.String(), c.want)
+		}
 	}
 }
 

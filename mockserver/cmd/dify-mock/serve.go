@@ -63,6 +63,10 @@ type serveOptions struct {
 	appKeys listFlag
 	specs   []appSpec
 	keys    map[string][]string
+	// Hybrid mode per app: --app-upstream NAME=URL and its key.
+	appUpstreams    listFlag
+	appUpstreamKeys listFlag
+	upstreams       map[string]appUpstream
 	// guessable are the apps reached by app-NAME, given no key.
 	guessable map[string]bool
 }
@@ -104,12 +108,14 @@ func newServeFlags(o *serveOptions) *commandFlags {
 	fs.DurationVar(&o.upstreamTimeout, "upstream-timeout", mockserver.DefaultUpstreamTimeout, "how long a live turn may take to send its first frame before the mock falls back to a recorded turn")
 	fs.IntVar(&o.maxNewTurns, "max-new-turns", DefaultMaxNewTurns, "turns one run of hybrid mode may add to --cassettes (0 = answer live without saving)")
 	fs.Var(&o.apps, "app", "serve an app from a folder (app.yaml and its cassettes) as `NAME=PATH`; repeatable: each request goes to the app its API key belongs to, the first is the default (docs/mock/apps.md)")
-	fs.StringVar(&o.appsDir, "apps", "", "serve each subfolder of this folder as an app named after it (sorted; the first is the default)")
+	fs.StringVar(&o.appsDir, "apps", "", "serve each subfolder of `DIR` as an app named after it (sorted, after any --app; the first is the default)")
+	fs.Var(&o.appUpstreams, "app-upstream", "hybrid mode for one app, as `NAME=URL` (repeatable): its unrecorded chats stream from this Dify app and are saved into its folder; the key from "+appUpstreamKeysEnv+" (NAME=KEY pairs)")
+	fs.Var(&o.appUpstreamKeys, "app-upstream-key", "upstream key of an app, as `NAME=KEY` (repeatable); prefer "+appUpstreamKeysEnv+", which keeps it out of the process list")
 	fs.Var(&o.appKeys, "app-key", "API key of an app, as `NAME=KEY` (repeatable; env "+appKeysEnv+": comma-separated); an app folder's keys.txt adds more; an app without any gets app-NAME")
 	f.withEnv("addr", "cassettes", "speed", "api-key", "cors-origin", "mode", "default-cassette", "run-timeout",
 		"max-model-requests", "log-level", "fault", "pprof-addr", "allow-remote", "max-state-bytes", "body-timeout",
 		"console", "admin-token", "admin-allow-host", "journal", "journal-size", "journal-bytes", "state-file", "watch-cassettes",
-		"exit-with-parent", "match", "match-threshold", "upstream-key", "upstream-timeout", "max-new-turns", "app", "apps")
+		"exit-with-parent", "match", "match-threshold", "upstream-key", "upstream-timeout", "max-new-turns", "app", "apps", "app-upstream")
 	f.footer = fmt.Sprintf("Per request: X-Dify-Mock-Cassette picks a cassette, X-Dify-Mock-Speed sets the speed and\n"+
 		"%s injects a fault (slow headers, HTTP 429/5xx, a broken or stalled stream, …);\n"+
 		"'dify-mock faults' lists them with an example each.", fault.Header)
@@ -127,9 +133,12 @@ func parseServe(args []string, getenv func(string) string, stdout, stderr io.Wri
 	if err := f.noArgs(stderr); err != nil {
 		return nil, err
 	}
-	if len(o.appKeys.values) == 0 {
-		if v := getenv(appKeysEnv); v != "" {
-			_ = o.appKeys.setFromEnv(v)
+	for _, l := range []struct {
+		flag *listFlag
+		env  string
+	}{{&o.appKeys, appKeysEnv}, {&o.appUpstreamKeys, appUpstreamKeysEnv}} {
+		if v := getenv(l.env); v != "" && len(l.flag.values) == 0 {
+			_ = l.flag.setFromEnv(v)
 		}
 	}
 	if err := checkApps(o); err != nil {
@@ -197,6 +206,9 @@ func checkApps(o *serveOptions) error {
 		if len(o.appKeys.values) > 0 {
 			return errors.New("--app-key needs --app NAME=PATH or --apps DIR; one app's keys are --api-key")
 		}
+		if len(o.appUpstreams.values) > 0 {
+			return errors.New("--app-upstream needs --app NAME=PATH or --apps DIR; one app's is --upstream")
+		}
 		return nil
 	}
 	for _, c := range []struct {
@@ -208,7 +220,7 @@ func checkApps(o *serveOptions) error {
 		{"--api-key", len(o.apiKeys.values) > 0, "give each app's keys with --app-key NAME=KEY or its keys.txt"},
 		{"--mode", o.mode != "", "each app has its description's mode"},
 		{"--default-cassette", o.defaultCassette != "", "mark the default in each app's folder (default: true)"},
-		{"--upstream", o.upstream != "", "hybrid mode serves one app"},
+		{"--upstream", o.upstream != "", "give each app's with --app-upstream NAME=URL"},
 	} {
 		if c.set {
 			return fmt.Errorf("%s is for one app and cannot be used with --app/--apps: %s", c.flag, c.use)
@@ -222,7 +234,17 @@ func checkApps(o *serveOptions) error {
 	if err != nil {
 		return err
 	}
-	o.specs, o.keys = specs, keys
+	ups, err := parseAppUpstreams(o.appUpstreams.values, o.appUpstreamKeys.values, specs)
+	if err != nil {
+		return err
+	}
+	if len(ups) > 0 && o.upstreamTimeout <= 0 {
+		return fmt.Errorf("--upstream-timeout %v: want a positive duration", o.upstreamTimeout)
+	}
+	if len(ups) > 0 && o.maxNewTurns < 0 {
+		return fmt.Errorf("--max-new-turns %d: want 0 or more", o.maxNewTurns)
+	}
+	o.specs, o.keys, o.upstreams = specs, keys, ups
 	return nil
 }
 
@@ -237,12 +259,18 @@ func startUpstream(ctx context.Context, o *serveOptions, logger *slog.Logger) (*
 	if o.upstream == "" {
 		return nil, nil
 	}
-	saved := o.maxNewTurns
+	return newUpstream(ctx, o.upstream, o.upstreamKey, o.cassettes, o.maxNewTurns, logger)
+}
+
+// newUpstream is hybrid mode's recorder of one folder: the serve one's
+// (--upstream) or an app's (--app-upstream).
+func newUpstream(ctx context.Context, url, key, dir string, maxNewTurns int, logger *slog.Logger) (*record.Recorder, error) {
+	saved := maxNewTurns
 	if saved == 0 {
 		saved = -1 // record.Config: negative saves nothing
 	}
 	return record.New(ctx, record.Config{
-		Upstream: o.upstream, UpstreamKey: o.upstreamKey, Dir: o.cassettes, MaxTurns: saved, SkipRecordedQueries: true,
+		Upstream: url, UpstreamKey: key, Dir: dir, MaxTurns: saved, SkipRecordedQueries: true,
 		Logf: func(format string, args ...any) { logger.Info("upstream: " + fmt.Sprintf(format, args...)) },
 	})
 }
@@ -289,30 +317,39 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	var apps []mockserver.AppConfig
 	if len(o.specs) > 0 {
-		served, err := loadApps(o.specs, o.keys, logger)
+		keys, err := appKeys(o.specs, o.keys)
 		if err != nil {
 			fmt.Fprintf(stderr, "dify-mock serve: %v\n", err)
 			return 1
 		}
-		explicit := 0
-		o.guessable = map[string]bool{}
-		for _, a := range served {
-			apps = append(apps, a.cfg)
-			if a.explicitKeys {
-				explicit++
-			} else if len(served) > 1 {
-				o.guessable[a.cfg.Name] = true
-			}
-		}
 		// Beyond loopback, every app needs a key of its own: app-NAME is
 		// anyone's guess, and a lone app without keys takes any key.
 		keyed := 0
-		if explicit == len(served) {
-			keyed = explicit
+		if len(keys) == len(o.specs) {
+			keyed = len(keys)
 		}
 		if err := checkExposure(o.addr, o.allowRemote, keyed); err != nil {
 			fmt.Fprintf(stderr, "dify-mock serve: %v\n", strings.Replace(err.Error(), "Pass --api-key KEY", "Give every app a key (--app-key NAME=KEY or its keys.txt)", 1))
 			return 2
+		}
+		o.guessable = map[string]bool{}
+		recorders := map[string]*record.Recorder{}
+		for _, spec := range o.specs {
+			if len(keys[spec.name]) == 0 && len(o.specs) > 1 {
+				o.guessable[spec.name] = true
+			}
+			if u, ok := o.upstreams[spec.name]; ok {
+				// Before the folder is loaded: it fetches the app's
+				// description (app.yaml) into it, as --upstream does.
+				if recorders[spec.name], err = newUpstream(ctx, u.url, u.key, spec.path, o.maxNewTurns, logger); err != nil {
+					fmt.Fprintf(stderr, "dify-mock serve: --app-upstream for %q: %v\n", spec.name, err)
+					return 1
+				}
+			}
+		}
+		if apps, err = loadApps(o.specs, keys, recorders, logger); err != nil {
+			fmt.Fprintf(stderr, "dify-mock serve: %v\n", err)
+			return 1
 		}
 	}
 	srv, err := mockserver.New(mockserver.Config{Apps: apps,
@@ -405,7 +442,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 func printBanner(w io.Writer, srv *mockserver.Server, source string, addr, pprofAddr net.Addr, o *serveOptions) {
 	if len(o.specs) > 0 {
-		printAppsBanner(w, srv, o.guessable)
+		printAppsBanner(w, srv, o)
 	} else {
 		fmt.Fprintf(w, "dify-mock: serving %q (mode %s) from %s\n", srv.App().Info.Name, srv.Mode(), source)
 	}
@@ -515,7 +552,7 @@ func printBanner(w io.Writer, srv *mockserver.Server, source string, addr, pprof
 
 // printAppsBanner lists the apps of --app/--apps: name, mode, folder, how
 // many keys (never the keys) and cassettes.
-func printAppsBanner(w io.Writer, srv *mockserver.Server, guessable map[string]bool) {
+func printAppsBanner(w io.Writer, srv *mockserver.Server, o *serveOptions) {
 	apps := srv.Apps()
 	fmt.Fprintf(w, "dify-mock: serving %d app(s), each chosen by its API key (the first is the default)\n", len(apps))
 	width := 0
@@ -527,12 +564,19 @@ func printAppsBanner(w io.Writer, srv *mockserver.Server, guessable map[string]b
 		switch {
 		case a.Keys() == 0:
 			keys = "any \"Bearer app-…\" key"
-		case guessable[a.Name()]:
+		case o.guessable[a.Name()]:
 			// Not a secret: the documented key of an app given none.
 			keys = "key " + mockserver.DefaultAppKey(a.Name())
 		default:
 			keys = fmt.Sprintf("%d key(s)", a.Keys())
 		}
 		fmt.Fprintf(w, "  app %-*s  %q (mode %s) from %s: %s, %d cassette(s)\n", width, a.Name(), a.Description().Info.Name, a.Mode(), a.CassetteDir(), keys, len(a.CassetteNames()))
+		if u, ok := o.upstreams[a.Name()]; ok {
+			saving := fmt.Sprintf("up to %d new turn(s) this run", o.maxNewTurns)
+			if o.maxNewTurns == 0 {
+				saving = "not saved (--max-new-turns 0)"
+			}
+			fmt.Fprintf(w, "      %-*s  upstream %s: unrecorded chats stream from it live, %s\n", width, "", u.url, saving)
+		}
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"io/fs"
 )
 
-//go:generate go run gen.go
+//go:generate go run ../mockserver/internal/author/gencassettes
 
 //go:embed *.yaml
 var files embed.FS

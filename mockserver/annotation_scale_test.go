@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/difyops/terraform-provider-dify/mockserver"
-	"github.com/difyops/terraform-provider-dify/mockserver/store"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/store"
 )
 
 // Without the race detector only: it slows the matcher tenfold, and this

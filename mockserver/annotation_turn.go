@@ -9,8 +9,8 @@ import (
 
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
-	"github.com/difyops/terraform-provider-dify/mockserver/replay"
-	"github.com/difyops/terraform-provider-dify/mockserver/store"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/replay"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/store"
 )
 
 // HeaderAnnotation is set on a chat response that an annotation answered:

@@ -13,8 +13,8 @@ import (
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
-	"github.com/difyops/terraform-provider-dify/mockserver/conformance"
-	"github.com/difyops/terraform-provider-dify/mockserver/fault"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/conformance"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/fault"
 )
 
 func TestAuth(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/difyops/terraform-provider-dify/dify"
-	"github.com/difyops/terraform-provider-dify/mockserver/pydantic"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/pydantic"
 )
 
 // Speech-to-text limits and failures (docs/api §11).

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
-	"github.com/difyops/terraform-provider-dify/mockserver/control"
-	"github.com/difyops/terraform-provider-dify/mockserver/fault"
-	"github.com/difyops/terraform-provider-dify/mockserver/replay"
-	"github.com/difyops/terraform-provider-dify/mockserver/similar"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/control"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/fault"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/replay"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/similar"
 )
 
 // catalog is the loaded chat cassettes and everything derived from them.

@@ -8,10 +8,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/difyops/terraform-provider-dify/mockserver/fault"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/fault"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/replay"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/store"
 	"github.com/difyops/terraform-provider-dify/mockserver/journal"
-	"github.com/difyops/terraform-provider-dify/mockserver/replay"
-	"github.com/difyops/terraform-provider-dify/mockserver/store"
 )
 
 // chatStream is a chat turn admitted to stream, handed from admit to

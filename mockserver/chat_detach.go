@@ -13,9 +13,9 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/difyops/terraform-provider-dify/mockserver/detach"
-	"github.com/difyops/terraform-provider-dify/mockserver/rawstream"
-	"github.com/difyops/terraform-provider-dify/mockserver/replay"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/detach"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/rawstream"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/replay"
 )
 
 // IdleTimeout is how long a connection may wait for the client's next

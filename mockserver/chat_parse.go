@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	"github.com/difyops/terraform-provider-dify/dify"
-	"github.com/difyops/terraform-provider-dify/mockserver/pydantic"
-	"github.com/difyops/terraform-provider-dify/mockserver/replay"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/pydantic"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/replay"
 )
 
 // Blocking-mode rejections (docs/api §2.2).

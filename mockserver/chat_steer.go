@@ -8,11 +8,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/difyops/terraform-provider-dify/mockserver/fault"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/fault"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/replay"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/store"
 	"github.com/difyops/terraform-provider-dify/mockserver/journal"
-	"github.com/difyops/terraform-provider-dify/mockserver/replay"
 	"github.com/difyops/terraform-provider-dify/mockserver/rules"
-	"github.com/difyops/terraform-provider-dify/mockserver/store"
 )
 
 // Steering (docs/mock/running.md "What plays"). A chat turn is decided by

@@ -10,8 +10,8 @@ import (
 	"unicode"
 
 	"github.com/difyops/terraform-provider-dify/dify"
-	"github.com/difyops/terraform-provider-dify/mockserver/pydantic"
-	"github.com/difyops/terraform-provider-dify/mockserver/replay"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/pydantic"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/replay"
 )
 
 // uuidNil is constants.UUID_NIL (api/constants/__init__.py).

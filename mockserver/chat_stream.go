@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/difyops/terraform-provider-dify/internal/freshstack"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/replay"
 	"github.com/difyops/terraform-provider-dify/mockserver/journal"
-	"github.com/difyops/terraform-provider-dify/mockserver/replay"
 )
 
 // playChat streams the turn admit prepared. It runs after prepareChat

@@ -8,7 +8,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/difyops/terraform-provider-dify/dify"
-	"github.com/difyops/terraform-provider-dify/mockserver/pydantic"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/pydantic"
 )
 
 // Conversation variables (docs/api §31), after Dify's conversation.py

@@ -9,8 +9,8 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/difyops/terraform-provider-dify/dify"
-	"github.com/difyops/terraform-provider-dify/mockserver/pydantic"
-	"github.com/difyops/terraform-provider-dify/mockserver/store"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/pydantic"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/store"
 )
 
 // queryUser is the end user named by ?user= (optional: the default user).
@@ -230,3 +230,11 @@ func (s *appServer) suggested(w http.ResponseWriter, r *http.Request, ps httprou
 	}
 	writeJSON(w, http.StatusOK, dify.SuggestedQuestions{Result: "success", Data: data})
 }
+
+// GeneratedConversationName is the name the mock gives a conversation
+// whose first query is query, when the client asks for a generated name
+// (auto_generate_name, the default): Dify asks a model; the mock takes the
+// query with white space collapsed, cut to 47 characters plus "..." when
+// longer than 50 (docs/mock/api-coverage.md).
+// Tests of clients use it to expect the name.
+func GeneratedConversationName(query string) string { return store.GenerateName(query) }

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/difyops/terraform-provider-dify/dify"
-	"github.com/difyops/terraform-provider-dify/mockserver/store"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/store"
 )
 
 // TestConversationPageIsMarshal: the listing put together from the rows'

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/difyops/terraform-provider-dify/mockserver/pydantic"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/pydantic"
 )
 
 // apiError is Dify's error envelope (docs/api §1.4): {"code","message","status"},

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/difyops/terraform-provider-dify/mockserver/store"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/store"
 )
 
 // evictionSummaryEvery spaces the state bound's log lines: the first

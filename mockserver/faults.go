@@ -13,8 +13,8 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
-	"github.com/difyops/terraform-provider-dify/mockserver/fault"
-	"github.com/difyops/terraform-provider-dify/mockserver/rawstream"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/fault"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/rawstream"
 )
 
 // Fault injection (docs/mock/faults.md). Which spec applies is decided

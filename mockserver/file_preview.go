@@ -9,8 +9,8 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
-	"github.com/difyops/terraform-provider-dify/mockserver/pydantic"
-	"github.com/difyops/terraform-provider-dify/mockserver/store"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/pydantic"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/store"
 )
 
 // filePreviewQuery is FilePreviewQuery

@@ -2,8 +2,8 @@ package mockserver
 
 import (
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
-	"github.com/difyops/terraform-provider-dify/mockserver/fault"
-	"github.com/difyops/terraform-provider-dify/mockserver/netguard"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/fault"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/netguard"
 )
 
 // Request headers that steer the mock per request.

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/difyops/terraform-provider-dify/mockserver"
-	"github.com/difyops/terraform-provider-dify/mockserver/author"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
-	"github.com/difyops/terraform-provider-dify/mockserver/lint"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/author"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/lint"
 	"github.com/difyops/terraform-provider-dify/mockserver/record"
 )
 

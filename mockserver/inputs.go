@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/difyops/terraform-provider-dify/dify"
-	"github.com/difyops/terraform-provider-dify/mockserver/pydantic"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/pydantic"
 )
 
 // prepareInputs is what Dify's BaseAppGenerator._prepare_user_inputs makes

@@ -14,9 +14,9 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
-	"github.com/difyops/terraform-provider-dify/mockserver/detach"
-	"github.com/difyops/terraform-provider-dify/mockserver/netguard"
-	"github.com/difyops/terraform-provider-dify/mockserver/secrets"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/detach"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/netguard"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/secrets"
 )
 
 // recordingWriter remembers the status for the access log; Unwrap lets
@@ -127,7 +127,7 @@ type accessLine struct {
 }
 
 // logRequest writes the access line, or leaves it for the end of a stream
-// that outlives the handler (mockserver/detach). Its own frame (not
+// that outlives the handler (mockserver/internal/detach). Its own frame (not
 // inlined): the attributes and the record are a few hundred bytes that
 // would otherwise sit in front's frame, below every stream's deepest
 // call (stack.go).

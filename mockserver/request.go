@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/difyops/terraform-provider-dify/mockserver/pydantic"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/pydantic"
 )
 
 // maxJSONBody bounds JSON request bodies; larger bodies get 413 (docs/api §1.4).

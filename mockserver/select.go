@@ -8,8 +8,8 @@ import (
 	"unicode"
 
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
-	"github.com/difyops/terraform-provider-dify/mockserver/replay"
-	"github.com/difyops/terraform-provider-dify/mockserver/similar"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/replay"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/similar"
 )
 
 // turnRef names one recorded turn.
@@ -121,7 +121,7 @@ type pick struct {
 //  3. the turn whose recorded query equals the query;
 //  4. the turn whose query matches after folding case and whitespace;
 //  5. with a threshold (--match similar): the turn whose query is the most
-//     similar (mockserver/similar) at or above it;
+//     similar (mockserver/internal/similar) at or above it;
 //  6. the default cassette's first turn.
 //
 // convCassette/next describe the conversation ("" for a new one).

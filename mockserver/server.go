@@ -3,10 +3,13 @@
 // replays recorded chat streams with their original per-frame timing and
 // keeps consistent state for every other endpoint. Routes live under /v1.
 //
-// Public API: this package (New, Config and what they take),
-// mockserver/mocktest and mockserver/cassette are for other modules. Every
-// other package under mockserver/ is the mock's own and may change in any
-// release (CONTRIBUTING.md, "Layout").
+// Public API: this package (New, Config, AppConfig, Server and what they
+// take and return), and mockserver/cassette (the cassette format),
+// mockserver/mocktest (the mock inside a Go test), mockserver/rules,
+// mockserver/journal and mockserver/record (the recorder of Config.Upstream).
+// None of them hands out a type of a private package; the mock's own
+// packages are under mockserver/internal/ and may change in any release
+// (CONTRIBUTING.md, "Layout").
 package mockserver
 
 import (
@@ -31,16 +34,16 @@ import (
 	"github.com/difyops/terraform-provider-dify/cassettes"
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
-	"github.com/difyops/terraform-provider-dify/mockserver/control"
-	"github.com/difyops/terraform-provider-dify/mockserver/detach"
-	"github.com/difyops/terraform-provider-dify/mockserver/fault"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/control"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/detach"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/fault"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/netguard"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/rawstream"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/replay"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/store"
 	"github.com/difyops/terraform-provider-dify/mockserver/journal"
-	"github.com/difyops/terraform-provider-dify/mockserver/netguard"
-	"github.com/difyops/terraform-provider-dify/mockserver/rawstream"
 	"github.com/difyops/terraform-provider-dify/mockserver/record"
-	"github.com/difyops/terraform-provider-dify/mockserver/replay"
 	"github.com/difyops/terraform-provider-dify/mockserver/rules"
-	"github.com/difyops/terraform-provider-dify/mockserver/store"
 )
 
 // Defaults for Config's zero values (docs/api §18).
@@ -74,9 +77,9 @@ type Config struct {
 	// annotations past it are refused (docs/security.md).
 	MaxStateBytes int64
 	// OnEvict, when set, gets every eviction pass's summary (its first
-	// store.Eviction.IDs name what went), besides the summary log lines.
+	// Eviction.IDs name what went), besides the summary log lines.
 	// It runs under the store's lock and must not call the server.
-	OnEvict func(store.Eviction)
+	OnEvict func(Eviction)
 	// BodyReadTimeout bounds how long a client may take to send a request
 	// body (0 = DefaultBodyReadTimeout, negative = no bound). It never
 	// applies while a response streams.
@@ -196,6 +199,22 @@ func appConfigs(cfg Config) ([]AppConfig, error) {
 	}
 	return apps, nil
 }
+
+// Eviction summarises one pass of the state bound (Config.OnEvict).
+type Eviction struct {
+	// App is the app whose state the pass evicted from.
+	App string
+	// Conversations, Files and EndUsers count what went.
+	Conversations, Files, EndUsers int
+	// IDs are the first evicted ids, in eviction order (a few, not all).
+	IDs []string
+	// Bytes is the estimated size freed; Total the estimated size of every
+	// app's state after the pass; Max the bound (Config.MaxStateBytes).
+	Bytes, Total, Max int64
+}
+
+// Count is how many objects the pass evicted.
+func (e Eviction) Count() int { return e.Conversations + e.Files + e.EndUsers }
 
 // Match values (Config.Match, serve --match).
 const (
@@ -467,7 +486,8 @@ func newApp(h *hub, ac AppConfig, several bool) (*appServer, error) {
 	s.store.SetAccount(h.account, func(ev store.Eviction) {
 		s.evictions.add(logName, ev)
 		if cfg.OnEvict != nil {
-			cfg.OnEvict(ev)
+			cfg.OnEvict(Eviction{App: ac.Name, Conversations: ev.Conversations, Files: ev.Files, EndUsers: ev.EndUsers,
+				IDs: ev.IDs, Bytes: ev.Bytes, Total: ev.Total, Max: ev.Max})
 		}
 	})
 	s.mode = cfg.Mode

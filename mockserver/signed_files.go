@@ -22,9 +22,9 @@ import (
 
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
-	"github.com/difyops/terraform-provider-dify/mockserver/pydantic"
-	"github.com/difyops/terraform-provider-dify/mockserver/replay"
-	"github.com/difyops/terraform-provider-dify/mockserver/store"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/pydantic"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/replay"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/store"
 )
 
 // filesAccessTimeout is FILES_ACCESS_TIMEOUT's default

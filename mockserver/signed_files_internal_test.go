@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
-	"github.com/difyops/terraform-provider-dify/mockserver/replay"
-	"github.com/difyops/terraform-provider-dify/mockserver/store"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/replay"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/store"
 )
 
 func getSigned(t *testing.T, s *Server, url string) (int, http.Header, []byte) {

@@ -24,7 +24,6 @@ import (
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver"
 	"github.com/difyops/terraform-provider-dify/mockserver/journal"
-	"github.com/difyops/terraform-provider-dify/mockserver/store"
 )
 
 // TestSoak runs mixed traffic for SOAK_DURATION (default 3s, `make soak`
@@ -355,7 +354,7 @@ func newSoakLedger() *soakLedger {
 }
 
 // evict is the server's OnEvict.
-func (l *soakLedger) evict(ev store.Eviction) {
+func (l *soakLedger) evict(ev mockserver.Eviction) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if time.Since(l.rotated) > soakEvictWindow {

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/difyops/terraform-provider-dify/mockserver/store"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/store"
 )
 
 // maxStateFile bounds a state file read at start. The read itself stops

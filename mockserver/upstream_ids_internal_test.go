@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
-	"github.com/difyops/terraform-provider-dify/mockserver/replay"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/replay"
 )
 
 const (

@@ -10,7 +10,7 @@ import (
 
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver"
-	"github.com/difyops/terraform-provider-dify/mockserver/fault"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/fault"
 )
 
 // TestValuesAsDifysFrameworkWritesThem: values Dify's web stack normalises

@@ -17,7 +17,6 @@ import (
 
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver"
-	"github.com/difyops/terraform-provider-dify/mockserver/store"
 )
 
 const convAddr = "dify_conversation.test"
@@ -83,7 +82,7 @@ func TestAccConversationResource(t *testing.T) {
 					statecheck.ExpectKnownValue(convAddr, tfjsonpath.New("id"), knownvalue.StringRegexp(regexp.MustCompile(`^[0-9a-f-]{36}$`))),
 					statecheck.ExpectKnownValue(convAddr, tfjsonpath.New("user"), knownvalue.StringExact("acc-user")),
 					statecheck.ExpectKnownValue(convAddr, tfjsonpath.New("answer"), knownvalue.StringExact(folded.Answer)),
-					statecheck.ExpectKnownValue(convAddr, tfjsonpath.New("name"), knownvalue.StringExact(store.GenerateName(rec.Request.Query))),
+					statecheck.ExpectKnownValue(convAddr, tfjsonpath.New("name"), knownvalue.StringExact(mockserver.GeneratedConversationName(rec.Request.Query))),
 					statecheck.ExpectKnownValue(convAddr, tfjsonpath.New("agent_thoughts"), knownvalue.ListExact(thoughts)),
 					statecheck.ExpectKnownValue(convAddr, tfjsonpath.New("usage"), knownvalue.ObjectExact(map[string]knownvalue.Check{
 						"prompt_tokens":         knownvalue.Int64Exact(folded.Usage.PromptTokens),

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ensure-haproxy.sh — find HAProxy (2.6 or newer) for the scale-out test
-# (mockserver/scaleout, docs/mock/scale-out.md) and print its absolute path
+# (mockserver/internal/scaleout, docs/mock/scale-out.md) and print its absolute path
 # as the last line of stdout.
 #
 # Order of preference:

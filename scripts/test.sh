@@ -242,14 +242,14 @@ stage_lint() {
 }
 
 stage_unit() {
-	# The scale-out test (mockserver/scaleout) needs HAProxy; without one
+	# The scale-out test (mockserver/internal/scaleout) needs HAProxy; without one
 	# it skips and says why.
 	local out
 	if out="$("$REPO_ROOT/scripts/ensure-haproxy.sh")"; then
 		HAPROXY="$(tail -n1 <<<"$out")"
 		export HAPROXY
 	else
-		warn "no HAProxy: the scale-out test (mockserver/scaleout) is skipped"
+		warn "no HAProxy: the scale-out test (mockserver/internal/scaleout) is skipped"
 	fi
 	# Acceptance tests run in their own stage with TF_ACC=1.
 	local from rc=0
@@ -285,12 +285,12 @@ fuzz_seeds_ran() {
 }
 
 # --- hook: the dify-mock web console in a real headless Chromium, driven
-# from Go with chromedp (mockserver/console/browser_test.go).
+# from Go with chromedp (mockserver/internal/console/browser_test.go).
 stage_browser() {
 	local out chrome
 	out="$("$REPO_ROOT/scripts/ensure-chromium.sh")" || die "no Chromium for the browser tests (see scripts/ensure-chromium.sh)"
 	chrome="$(tail -n1 <<<"$out")"
-	CHROME_PATH="$chrome" DIFY_MOCK_BROWSER_TEST=1 go_test -timeout 10m -run '^TestBrowser' ./mockserver/console/...
+	CHROME_PATH="$chrome" DIFY_MOCK_BROWSER_TEST=1 go_test -timeout 10m -run '^TestBrowser' ./mockserver/internal/console/...
 }
 
 stage_terraform() {

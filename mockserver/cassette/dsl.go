@@ -7,14 +7,14 @@ import (
 )
 
 // ProvenanceDSL marks an app description that dify-mock derived from a Dify
-// app DSL file (mockserver/appdsl) rather than recorded or authored: it only
+// app DSL file (mockserver/internal/appdsl) rather than recorded or authored: it only
 // exists in memory, so Decode never accepts it in a cassette file.
 const ProvenanceDSL = "dsl"
 
 // IsAppDSL reports whether data is a Dify app DSL document, the YAML file
 // Dify's "Export DSL" writes (api/services/app_dsl_service.py): a top-level
 // mapping with `kind: app` and an `app` block, and no dify_mock block. The
-// loader skips such files (mockserver/appdsl reads them); an author app
+// loader skips such files (mockserver/internal/appdsl reads them); an author app
 // scenario (`kind: app` with info/parameters) has no `app` block, so it is
 // not one.
 func IsAppDSL(data []byte) bool {

@@ -39,7 +39,7 @@ func (s *Set) Get(name string) (*Cassette, bool) {
 
 // LoadDir loads every *.yaml file directly inside dir (subfolders such as
 // scenarios/ are ignored). Dify app DSL files (IsAppDSL) are skipped:
-// mockserver/appdsl.Load reads a folder that holds one.
+// mockserver/internal/appdsl.Load reads a folder that holds one.
 func LoadDir(dir string) (*Set, error) {
 	info, err := os.Stat(dir)
 	if err != nil {
@@ -77,7 +77,7 @@ func load(fsys fs.FS, label string) (*Set, error) {
 		if IsAppDSL(data) {
 			// A Dify app DSL file is the folder's app description in
 			// another format, named as Dify exports name it;
-			// mockserver/appdsl loads it.
+			// mockserver/internal/appdsl loads it.
 			continue
 		}
 		if err := ValidName(name); err != nil {

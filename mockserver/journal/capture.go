@@ -17,8 +17,8 @@ import (
 	"github.com/difyops/terraform-provider-dify/internal/bufpool"
 	"github.com/difyops/terraform-provider-dify/internal/freshstack"
 	"github.com/difyops/terraform-provider-dify/internal/unwrap"
-	"github.com/difyops/terraform-provider-dify/mockserver/detach"
-	"github.com/difyops/terraform-provider-dify/mockserver/secrets"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/detach"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/secrets"
 )
 
 // MaxBody is how much of a request body the journal keeps.
@@ -57,7 +57,7 @@ func (j *Journal) MiddlewareFor(app string, next http.Handler) http.Handler {
 			if body != nil {
 				body.finish(rec)
 			}
-			// A stream that outlives the handler (mockserver/detach)
+			// A stream that outlives the handler (mockserver/internal/detach)
 			// finishes its entry when it ends.
 			if t := detach.Of(w); t == nil || !finishLater(t, rec, cw.status) {
 				rec.Finish(cw.status)

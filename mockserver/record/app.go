@@ -14,7 +14,7 @@ import (
 
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
-	"github.com/difyops/terraform-provider-dify/mockserver/upstream"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/upstream"
 )
 
 // recordApp fetches the app description (GET /, /info, /parameters, /meta,

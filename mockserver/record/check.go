@@ -11,7 +11,7 @@ import (
 
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
-	"github.com/difyops/terraform-provider-dify/mockserver/secrets"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/secrets"
 )
 
 // SaveRefusedError is returned (and logged) when a cassette about to be

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
-	"github.com/difyops/terraform-provider-dify/mockserver/netguard"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/netguard"
 )
 
 // The recorder spends a real key, so only its owner may use it: a web page

@@ -15,7 +15,7 @@ import (
 
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
-	"github.com/difyops/terraform-provider-dify/mockserver/similar"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/similar"
 )
 
 // Forwarding one chat turn for dify-mock serve's hybrid mode (serve
@@ -339,7 +339,7 @@ func (r *Recorder) recordedQuery(q string) (string, bool) {
 }
 
 // SameQuery reports whether two queries have the same words, whatever
-// their order, case, punctuation and spacing (mockserver/similar scores
+// their order, case, punctuation and spacing (mockserver/internal/similar scores
 // them 1).
 func SameQuery(a, b string) bool {
 	return similar.Score(similar.Parse(a), similar.Parse(b)) >= 1

@@ -38,9 +38,9 @@ import (
 	"github.com/dnaeon/go-vcr/v2/recorder"
 
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
-	"github.com/difyops/terraform-provider-dify/mockserver/netguard"
-	"github.com/difyops/terraform-provider-dify/mockserver/secrets"
-	"github.com/difyops/terraform-provider-dify/mockserver/upstream"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/netguard"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/secrets"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/upstream"
 )
 
 // Request body limits: chat bodies are small JSON; uploads go up to Dify's
@@ -63,7 +63,7 @@ type Config struct {
 	// Rules are extra redactions applied after the built-in scrubbing.
 	Rules []Rule
 	// Transport carries upstream requests under the outbound policy
-	// (mockserver/upstream: the upstream's origin only, no redirects,
+	// (mockserver/internal/upstream: the upstream's origin only, no redirects,
 	// bounded answers); nil means upstream.NewBaseTransport.
 	Transport http.RoundTripper
 	// Logf receives one line per notable event; nil discards. Lines never

@@ -16,7 +16,7 @@ import (
 	vcr "github.com/dnaeon/go-vcr/v2/cassette"
 
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
-	"github.com/difyops/terraform-provider-dify/mockserver/secrets"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/secrets"
 )
 
 // session is one chat cassette being recorded: a conversation's turns and

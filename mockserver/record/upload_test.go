@@ -22,9 +22,9 @@ import (
 	vcr "github.com/dnaeon/go-vcr/v2/cassette"
 
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
-	"github.com/difyops/terraform-provider-dify/mockserver/lint"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/lint"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/secrets"
 	"github.com/difyops/terraform-provider-dify/mockserver/record"
-	"github.com/difyops/terraform-provider-dify/mockserver/secrets"
 )
 
 // readUpload reads an upload as Dify would and notes each file part's

@@ -345,7 +345,7 @@ func files(t *testing.T, dir string) map[string][]byte {
 }
 
 // TestRecordRefusesARedirectingUpstream: the app description is fetched
-// under the outbound policy (mockserver/upstream): a redirect to another
+// under the outbound policy (mockserver/internal/upstream): a redirect to another
 // origin is refused at start, and a proxied request's redirect reaches the
 // client as it is; the other origin never sees the key or a request.
 func TestRecordRefusesARedirectingUpstream(t *testing.T) {

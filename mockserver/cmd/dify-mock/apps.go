@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/difyops/terraform-provider-dify/mockserver"
-	"github.com/difyops/terraform-provider-dify/mockserver/appdsl"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/appdsl"
 	"github.com/difyops/terraform-provider-dify/mockserver/record"
 )
 

@@ -3,8 +3,8 @@ package main
 import (
 	"log/slog"
 
-	"github.com/difyops/terraform-provider-dify/mockserver/appdsl"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/appdsl"
 )
 
 // loadAppSource loads what --cassettes names: a cassette folder, a Dify app

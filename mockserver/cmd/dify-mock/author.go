@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/difyops/terraform-provider-dify/mockserver/author"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/author"
 )
 
 // runAuthor is `dify-mock author`: exit status 0 on success, 1 when a

@@ -5,7 +5,7 @@ import (
 	"net"
 	"sort"
 
-	"github.com/difyops/terraform-provider-dify/mockserver/netguard"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/netguard"
 )
 
 // A mock reachable from other machines lets anyone who reaches it use it

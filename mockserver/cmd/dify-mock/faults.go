@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/difyops/terraform-provider-dify/mockserver/fault"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/fault"
 )
 
 func runFaults(_ context.Context, args []string, stdout, stderr io.Writer) int {

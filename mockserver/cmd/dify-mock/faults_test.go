@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/difyops/terraform-provider-dify/mockserver/fault"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/fault"
 )
 
 func TestFaultsListsTheVocabulary(t *testing.T) {

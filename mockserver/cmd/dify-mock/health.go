@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/difyops/terraform-provider-dify/mockserver/fault"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/fault"
 )
 
 // runHealth asks a running mock for GET /v1/ (no key needed, docs/api §1.1) and

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/difyops/terraform-provider-dify/mockserver/lint"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/lint"
 )
 
 const lintAbout = `Checks cassettes and Dify app DSL files: files, or folders (every *.yaml

@@ -8,7 +8,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/difyops/terraform-provider-dify/mockserver/netguard"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/netguard"
 )
 
 // The profiling listener (serve --pprof-addr) is opt-in and separate from

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/difyops/terraform-provider-dify/mockserver/netguard"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/netguard"
 	"github.com/difyops/terraform-provider-dify/mockserver/record"
 )
 

@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"github.com/difyops/terraform-provider-dify/mockserver"
-	"github.com/difyops/terraform-provider-dify/mockserver/author"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/author"
 )
 
 // recordUpstreamKey is shaped like a Dify app key; it is not a live key.

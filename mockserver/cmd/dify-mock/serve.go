@@ -16,9 +16,9 @@ import (
 	"github.com/difyops/terraform-provider-dify/internal/textlog"
 	"github.com/difyops/terraform-provider-dify/mockserver"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
-	"github.com/difyops/terraform-provider-dify/mockserver/fault"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/fault"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/netguard"
 	"github.com/difyops/terraform-provider-dify/mockserver/journal"
-	"github.com/difyops/terraform-provider-dify/mockserver/netguard"
 	"github.com/difyops/terraform-provider-dify/mockserver/record"
 )
 

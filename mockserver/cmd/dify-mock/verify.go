@@ -16,9 +16,9 @@ import (
 
 	"github.com/difyops/terraform-provider-dify/mockserver"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
-	"github.com/difyops/terraform-provider-dify/mockserver/conformance"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/conformance"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/verify"
 	"github.com/difyops/terraform-provider-dify/mockserver/record"
-	"github.com/difyops/terraform-provider-dify/mockserver/verify"
 )
 
 const verifyAbout = `Runs the same conformance cases against your Dify and against dify-mock,

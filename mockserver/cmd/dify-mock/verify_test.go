@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/difyops/terraform-provider-dify/mockserver"
-	"github.com/difyops/terraform-provider-dify/mockserver/verify"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/verify"
 )
 
 const verifyTestKey = "app-CliVerifySecret0b1c2d3e4f"

@@ -239,7 +239,8 @@ func TestHybridWalkthrough(t *testing.T) {
 	}
 	outputs.Write(body)
 
-	// Saved as a cassette lint accepts.
+	// Saved as a cassette lint accepts, once the response has ended.
+	mockserver.WaitLiveSaves(e.srv)
 	saved := filepath.Join(dir, "plan-a-weekend-in-seoul.yaml")
 	if _, err := os.Stat(saved); err != nil {
 		t.Fatalf("not saved: %v\n%s", err, logs)
@@ -260,12 +261,13 @@ func TestHybridWalkthrough(t *testing.T) {
 	if len(upMsgs.Data) != 2 || upMsgs.Data[1]["query"] != "And where should we eat on Sunday?" {
 		t.Fatalf("upstream conversation %s holds %+v; want both turns", upConv, upMsgs.Data)
 	}
+	mockserver.WaitLiveSaves(e.srv)
 	set, err := cassette.LoadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c, _ := set.Get("plan-a-weekend-in-seoul"); c == nil || len(c.Turns) != 2 {
-		t.Fatalf("the cassette does not hold both turns: %+v", c)
+		t.Fatalf("the cassette does not hold both turns: %+v\n%s", c, logs)
 	}
 
 	// The upstream stops: the same question is answered from the folder,

@@ -152,6 +152,9 @@ type Server struct {
 	// upstreamConvs maps conversations the upstream answered to its own
 	// (hybrid mode, chat_upstream.go).
 	upstreamConvs upstreamConversations
+	// liveSaves are the live turns being saved after their response
+	// (chat_upstream.go).
+	liveSaves sync.WaitGroup
 
 	// back is the listener that detached streams' connections return
 	// through (Listener, chat_detach.go); nil: streams stay on net/http's

@@ -182,6 +182,7 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request, lc *liveChat)
 		return err.Error()
 	}
 	lt.end(fwd, context.Cause(ctx), r.Context().Err() != nil)
+	lt.sent = nil // the recorder holds the frames for the save, and releases them
 	if fwd.Pending() {
 		// The response ends when this handler returns; the save comes
 		// after, and Shutdown waits for it as for a stream.
@@ -268,6 +269,8 @@ func (lt *liveTurn) store() {
 	}
 	lt.cs.bound = bound
 	freshstack.Run(func() { lt.s.storeTurn(lt.cs, &replay.Report{Result: bound.Fold(len(lt.sent))}) }) // stack.go
+	// The message is stored: the compiled turn is not held until the save.
+	lt.cs.bound = nil
 }
 
 // finish ends a stream the upstream did not end, with the mock's frame

@@ -45,7 +45,7 @@ func (l *liveIDs) rewriteInPlace(raw []byte) string {
 }
 
 func (l *liveIDs) learn(raw []byte) string {
-	fr, _ := dify.NewFrameReader(bytes.NewReader(raw)).Next()
+	fr := dify.ParseFrame(raw)
 	if fr.Data == nil {
 		return ""
 	}

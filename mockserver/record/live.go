@@ -334,7 +334,7 @@ type pendingSave struct {
 	prev, done  chan struct{} // the save before this one; closed when this one ends
 }
 
-// Pending reports that the turn waits for Save.
+// Pending reports that the turn waits for Save (which releases Frames).
 func (f *Forwarded) Pending() bool { return f.pending != nil }
 
 // Save saves a forwarded turn that Forward left pending (a no-op
@@ -367,7 +367,11 @@ func (r *Recorder) Save(fwd *Forwarded) {
 		}
 		return nil
 	}
-	data, ok := r.saveTurnGated(p.s, p.user, p.query, p.out, p.body, p.status, p.header, fwd.Frames, p.headersAt, gate)
+	// The frames are not held past the point where the interaction has
+	// its own copy: a save holds an answer's frames once at any time.
+	frames := fwd.Frames
+	fwd.Frames = nil
+	saved, ok := r.saveTurnGated(p.s, p.user, p.query, p.out, p.body, p.status, p.header, frames, p.headersAt, gate)
 	r.mu.Lock()
 	fwd.Cassette = p.s.name // a clash at write time may have renamed it
 	r.mu.Unlock()
@@ -379,13 +383,7 @@ func (r *Recorder) Save(fwd *Forwarded) {
 		}
 		return
 	}
-	fwd.Saved = true
-	p.s.mu.Lock()
-	path := p.s.path
-	p.s.mu.Unlock()
-	if f, err := cassette.Decode(path, data); err == nil {
-		fwd.Added, _ = cassette.ParseChat(fwd.Cassette, path, f)
-	}
+	fwd.Saved, fwd.Added = true, saved
 }
 
 // LintRefusedError is a live turn not saved because its cassette would

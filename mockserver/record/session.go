@@ -152,8 +152,9 @@ func (r *Recorder) save(s *session, change func(*session)) bool {
 
 // saveGated is save with one more gate after the secret check: gate
 // (when not nil) sees the exact bytes about to be written and may refuse
-// them, as the secret check does. It returns the bytes written.
-func (r *Recorder) saveGated(s *session, change func(*session), gate func(name string, data []byte) error) ([]byte, bool) {
+// them, as the secret check does. It returns the cassette written, as the
+// check decoded it.
+func (r *Recorder) saveGated(s *session, change func(*session), gate func(name string, data []byte) error) (*cassette.Cassette, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.failed != nil {
@@ -166,8 +167,9 @@ func (r *Recorder) saveGated(s *session, change func(*session), gate func(name s
 	}
 	f := &cassette.File{Meta: r.chatMeta(s), Interactions: s.interactions}
 	data, err := cassette.Encode(f)
+	var saved *cassette.Cassette
 	if err == nil {
-		err = r.check(s.name, data, cassette.KindChat)
+		saved, err = r.checkChat(s.name, data, cassette.KindChat)
 	}
 	if err == nil && gate != nil {
 		err = gate(s.name, data)
@@ -181,7 +183,8 @@ func (r *Recorder) saveGated(s *session, change func(*session), gate func(name s
 		return nil, false
 	}
 	r.logf("saved %s (%d turn(s), %d interaction(s))", s.path, s.turns, len(s.interactions))
-	return data, true
+	saved.Name, saved.Path = s.name, s.path
+	return saved, true
 }
 
 // refuse marks s failed (s.mu held) and reports err.

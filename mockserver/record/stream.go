@@ -166,8 +166,8 @@ func (r *Recorder) saveTurn(s *session, user, query string, out *http.Request, b
 }
 
 // saveTurnGated is saveTurn with an extra save-time gate (nil = none; see
-// save) and the bytes written.
-func (r *Recorder) saveTurnGated(s *session, user, query string, out *http.Request, body []byte, status int, header http.Header, frames []cassette.RecordedFrame, headersAt time.Duration, gate func(name string, data []byte) error) ([]byte, bool) {
+// saveGated), returning the cassette written.
+func (r *Recorder) saveTurnGated(s *session, user, query string, out *http.Request, body []byte, status int, header http.Header, frames []cassette.RecordedFrame, headersAt time.Duration, gate func(name string, data []byte) error) (*cassette.Cassette, bool) {
 	in, err := r.turnInteraction(out, body, status, header, frames, headersAt)
 	if err != nil {
 		s.mu.Lock()

@@ -65,7 +65,7 @@ func ParseFrame(raw []byte) SSEFrame {
 	const prefix = "data: "
 	if n := len(raw); n >= len(prefix)+2 && string(raw[:len(prefix)]) == prefix && raw[n-1] == '\n' && raw[n-2] == '\n' {
 		data := raw[len(prefix) : n-2]
-		if bytes.IndexAny(data, "\r\n") < 0 {
+		if !bytes.ContainsAny(data, "\r\n") {
 			return SSEFrame{Data: data[:len(data):len(data)], Raw: raw}
 		}
 	}

@@ -50,8 +50,8 @@ func (n *notes) add(note string) {
 
 func (n notes) String() string { return strings.Join(n, "; ") }
 
-// cleanFrame is f cleaned as described above, and what was changed; nil
-// for a frame without an event, which is dropped.
+// cleanFrame is f cleaned as described above (n collects what was
+// changed); nil for a frame without an event, which is dropped.
 func (r *Recorder) cleanFrame(f dify.SSEFrame, n *notes) []byte {
 	if f.Empty() {
 		n.add(noteDropped)

@@ -276,15 +276,11 @@ func (r *Recorder) Forward(ctx context.Context, t ChatTurn, relay func(raw []byt
 	fwd.Turn = s.offered
 	first := s.offered == 0
 	s.offered++
-	orphan := !first && s.turns == 0
 	s.mu.Unlock()
 
 	switch {
 	case closedConversation:
 		fwd.NotSaved = fmt.Sprintf("its conversation is no longer open for recording (%d more recently used conversations are)", openBound)
-	case orphan:
-		// Replayed without its first turn it would answer out of context.
-		fwd.NotSaved = "the conversation's first turn was not saved"
 	case relayErr != nil:
 		fwd.NotSaved = "the client disconnected before the stream ended"
 	case streamErr != nil:
@@ -293,12 +289,6 @@ func (r *Recorder) Forward(ctx context.Context, t ChatTurn, relay func(raw []byt
 		fwd.NotSaved = "saving is off (--max-new-turns 0)"
 	case !r.takeTurn():
 		fwd.NotSaved = fmt.Sprintf("this run already added %d turn(s), the --max-new-turns cap", r.maxTurns)
-	}
-	if fwd.NotSaved == "" && first && r.skipRecorded {
-		if file, ok := r.recordedQuery(t.Query); ok {
-			r.giveTurnBack()
-			fwd.NotSaved = "its query is already recorded in " + file
-		}
 	}
 	if fwd.NotSaved != "" {
 		r.logf("cassette %s: turn %d not saved: %s", fwd.Cassette, fwd.Turn, fwd.NotSaved)
@@ -314,7 +304,8 @@ func (r *Recorder) Forward(ctx context.Context, t ChatTurn, relay func(raw []byt
 	}
 	// The save waits for Save, off the caller's response; saves keep the
 	// order their streams ended in (a conversation's turns in turn order).
-	p := &pendingSave{s: s, user: t.User, query: t.Query, out: out, body: body, status: resp.StatusCode, header: resp.Header, headersAt: headersAt, done: make(chan struct{})}
+	p := &pendingSave{s: s, user: t.User, query: t.Query, out: out, body: body, status: resp.StatusCode, header: resp.Header, headersAt: headersAt,
+		first: first, dedupe: first && r.skipRecorded, done: make(chan struct{})}
 	r.mu.Lock()
 	p.prev, r.saveTail = r.saveTail, p.done
 	r.mu.Unlock()
@@ -331,7 +322,16 @@ type pendingSave struct {
 	status      int
 	header      http.Header
 	headersAt   time.Duration
-	prev, done  chan struct{} // the save before this one; closed when this one ends
+	// first: the conversation's first turn. A later turn is saved only
+	// if the first was: replayed without it, it would answer out of
+	// context. Known once the saves before it have run (they run in turn
+	// order), so it is decided at save time.
+	first bool
+	// dedupe: a new conversation, saved only if no cassette in the folder
+	// has its query yet (Config.SkipRecordedQueries). The folder is read
+	// at save time, off the response path.
+	dedupe     bool
+	prev, done chan struct{} // the save before this one; closed when this one ends
 }
 
 // Pending reports that the turn waits for Save (which releases Frames).
@@ -358,6 +358,22 @@ func (r *Recorder) Save(fwd *Forwarded) {
 	defer close(p.done)
 	if r.beforeSave != nil {
 		r.beforeSave(fwd.Cassette)
+	}
+	p.s.mu.Lock()
+	orphan := !p.first && p.s.turns == 0
+	p.s.mu.Unlock()
+	if orphan {
+		fwd.NotSaved = "the conversation's first turn was not saved"
+	} else if p.dedupe {
+		if file, ok := r.recordedQuery(p.query); ok {
+			fwd.NotSaved = "its query is already recorded in " + file
+		}
+	}
+	if fwd.NotSaved != "" {
+		r.giveTurnBack()
+		fwd.Frames = nil
+		r.logf("cassette %s: turn %d not saved: %s", fwd.Cassette, fwd.Turn, fwd.NotSaved)
+		return
 	}
 	var lintErr error
 	gate := func(name string, data []byte) error {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver"
+	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 	"github.com/difyops/terraform-provider-dify/mockserver/journal"
 	"github.com/difyops/terraform-provider-dify/mockserver/lint"
 	"github.com/difyops/terraform-provider-dify/mockserver/record"
@@ -547,5 +548,43 @@ func TestHybridLiveFollowUpMovesUpdatedAt(t *testing.T) {
 	}
 	if c := conversation(); c.UpdatedAt != 1800000100 || c.CreatedAt != 1800000000 {
 		t.Errorf("after a live follow-up: created_at %d updated_at %d; want updated_at 1800000100", c.CreatedAt, c.UpdatedAt)
+	}
+}
+
+// A follow-up whose stream ends before its first turn's save has run is
+// saved after it, as the cassette's next turn: saves run in the order the
+// streams ended.
+func TestHybridLiveFollowUpBeforeTheFirstSave(t *testing.T) {
+	up := newFakeUpstream(t)
+	dir := t.TempDir()
+	release := make(chan struct{})
+	var saves atomic.Int32
+	e, logs := hybridEnvRec(t, up, dir, func(c *record.Config) {
+		c.BeforeSave = func(string) {
+			if saves.Add(1) == 1 {
+				<-release // the first save waits until the follow-up has ended
+			}
+		}
+	}, func(c *mockserver.Config) { c.Speed = 0 })
+	streamAnswer(up, false, upDelta("Day one."), upEnd(upUsage))
+	_, body := rawAsk(e, "Plan two days in Busan")
+	conv, _ := wholeFramesNoError(t, body)[0]["conversation_id"].(string)
+	streamAnswer(up, false, upDelta("Day two."), upEnd(upUsage))
+	resp, follow := hybridAsk(e, "And the second day?", conv)
+	if resp.Header.Get(mockserver.HeaderUpstream) != "live" || len(follow) == 0 {
+		t.Fatalf("follow-up: %v", resp.Header)
+	}
+	close(release)
+	mockserver.WaitLiveSaves(e.srv)
+	set, err := cassette.LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := set.Get("plan-two-days-in-busan")
+	if !ok || len(c.Turns) != 2 || c.Turns[1].Request.Query != "And the second day?" {
+		t.Fatalf("cassette %+v; want both turns in order\n%s", c, logs)
+	}
+	if rep := lint.Paths([]string{dir}); !rep.OK() {
+		t.Errorf("lint: %v", rep.Problems)
 	}
 }

@@ -57,6 +57,22 @@ type FrameReader struct {
 	started bool  // past the first line (BOM handling)
 }
 
+// ParseFrame parses raw, the bytes of one frame (an SSEFrame's Raw), as
+// Next would. A frame in the form Dify sends (one "data: " line, then a
+// blank line) is parsed without a reader, and its Data shares raw's
+// bytes: recorders and the mock parse every frame of a stream this way.
+func ParseFrame(raw []byte) SSEFrame {
+	const prefix = "data: "
+	if n := len(raw); n >= len(prefix)+2 && string(raw[:len(prefix)]) == prefix && raw[n-1] == '\n' && raw[n-2] == '\n' {
+		data := raw[len(prefix) : n-2]
+		if !bytes.ContainsAny(data, "\r\n") {
+			return SSEFrame{Data: data[:len(data):len(data)], Raw: raw}
+		}
+	}
+	f, _ := NewFrameReader(bytes.NewReader(raw)).Next()
+	return f
+}
+
 // NewFrameReader returns a FrameReader reading r.
 func NewFrameReader(r io.Reader) *FrameReader {
 	return &FrameReader{br: bufio.NewReaderSize(r, 8<<10), max: MaxFrameSize}

@@ -3,7 +3,9 @@ package mockserver
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -110,6 +112,78 @@ func (s *appServer) ReloadCassettes() ([]string, error) {
 		s.journal.Publish(control.EventCassettes, map[string]string{"app": s.name})
 	}
 	return append([]string(nil), c.names...), nil
+}
+
+// addCassette serves cs, a chat cassette hybrid mode has just written (a
+// new one, or a longer version of one it wrote before), without reading
+// the folder again: the new catalog shares every other cassette's compiled
+// turns with the current one and only cs is compiled. The nearest-turn
+// index is rebuilt from the recorded queries, which costs what parsing the
+// queries costs, not what loading the files does.
+func (s *appServer) addCassette(cs *cassette.Cassette) error {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	c, err := s.cat().withCassette(cs, s.cfg.DefaultCassette)
+	if err != nil {
+		return err
+	}
+	s.catalog.Store(c)
+	s.log.Info("cassette added", "app", s.name, "cassette", cs.Name, "turns", len(cs.Turns), "cassettes", len(c.names))
+	if s.journal != nil {
+		s.journal.Publish(control.EventCassettes, map[string]string{"app": s.name})
+	}
+	return nil
+}
+
+// withCassette is c with cs added, or replacing the cassette of its name.
+// configured is the configured default cassette (Config.DefaultCassette),
+// which wins while it is loaded; otherwise the default is picked as
+// cassette.LoadDir picks it: the one marked default, else the first name.
+func (c *catalog) withCassette(cs *cassette.Cassette, configured string) (*catalog, error) {
+	sc, err := replay.Compile(cs)
+	if err != nil {
+		return nil, err
+	}
+	n := &catalog{set: &cassette.Set{Cassettes: maps.Clone(c.set.Cassettes), Default: c.set.Default}, scripts: maps.Clone(c.scripts),
+		faults: maps.Clone(c.faults), threshold: c.threshold}
+	if c.set.App != nil {
+		n.set.App = c.set.App
+	}
+	if n.set.Cassettes == nil {
+		n.set.Cassettes = map[string]*cassette.Cassette{}
+	}
+	n.set.Cassettes[cs.Name] = cs
+	n.scripts[cs.Name] = sc
+	delete(n.faults, cs.Name)
+	if cs.Meta.Fault != "" {
+		spec, err := fault.Parse(cs.Meta.Fault)
+		if err != nil {
+			return nil, fmt.Errorf("%s: dify_mock.fault: %v. Known faults: %s", cs.Path, err, fault.Names())
+		}
+		n.faults[cs.Name] = spec
+	}
+	n.names = slices.Sorted(maps.Keys(n.scripts))
+	n.set.Names = n.names
+	var marked []string
+	for _, name := range n.names {
+		if n.set.Cassettes[name].Meta.Default {
+			marked = append(marked, name)
+		}
+	}
+	switch {
+	case len(marked) > 1:
+		return nil, fmt.Errorf("more than one cassette is marked default: %s", strings.Join(marked, ", "))
+	case len(marked) == 1:
+		n.set.Default = marked[0]
+	default:
+		n.set.Default = n.names[0]
+	}
+	n.def = n.set.Default
+	if _, ok := n.scripts[configured]; ok && configured != "" {
+		n.def = configured
+	}
+	n.indexQueries()
+	return n, nil
 }
 
 // WatchCassettes starts reloading the cassette folder whenever its *.yaml

@@ -50,14 +50,9 @@ func (s *appServer) admit(w http.ResponseWriter, r *http.Request, req *chatReque
 		s.writeRecordedError(w, t)
 		return nil
 	}
-	conv := plan.conv
-	if plan.followUp {
-		s.store.ContinueConversation(conv.ID)
-	} else {
-		conv = s.store.NewConversation(req.endUserID, req.inputs, s.introduction(req.inputs), req.autoName)
-		if plan.annotation == "" {
-			s.store.SetReplay(conv.ID, plan.ref.cassette, plan.ref.turn)
-		}
+	conv := s.openConversation(req, plan.conv, plan.followUp)
+	if !plan.followUp && plan.annotation == "" {
+		s.store.SetReplay(conv.ID, plan.ref.cassette, plan.ref.turn)
 	}
 	taskID, msgID := replay.NewUUID(), replay.NewUUID()
 	tk, ok := s.beginStream(taskID, req.endUserID)
@@ -102,6 +97,19 @@ func (s *appServer) admit(w http.ResponseWriter, r *http.Request, req *chatReque
 	}
 	w.WriteHeader(http.StatusOK)
 	return &chatStream{bound: bound, tk: tk, conv: conv, req: req, plan: plan, now: now, rec: rec}
+}
+
+// openConversation is the one way a turn opens its conversation, whatever
+// answers it (a recorded turn here, the upstream in chat_upstream.go): a
+// new conversation is created (Dify creates it before the agent runs,
+// _init_generate_records) and a follow-up's conversation moves its
+// updated_at (_init_generate_records does, when a turn begins).
+func (s *appServer) openConversation(req *chatRequest, conv store.Conversation, followUp bool) store.Conversation {
+	if followUp {
+		s.store.ContinueConversation(conv.ID)
+		return conv
+	}
+	return s.store.NewConversation(req.endUserID, req.inputs, s.introduction(req.inputs), req.autoName)
 }
 
 // writeRecordedError replays a recorded pre-stream error (a non-200 turn).

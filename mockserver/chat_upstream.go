@@ -119,14 +119,30 @@ func (s *appServer) upstreamFor(conv string) string {
 	return up
 }
 
-// serveLive answers lc from the upstream. When the upstream fails before
-// its first frame nothing has been written (no conversation created, no
-// header sent) and the reason is returned for the fallback; "" means the
-// response is complete.
+// serveLive answers lc from the upstream, through the chat pipeline's
+// phases (chat.go) as a live turn has them:
+//
+//   - open, at the first whole frame (liveTurn.open): the conversation by
+//     admit's one way (openConversation), the ids, the headers, the
+//     journal's choice;
+//   - relay (liveTurn.relay): each whole frame, cleaned by the recorder
+//     (record/clean.go: line ends, UTF-8, the key redacted), with the
+//     mock's ids, stored before the frame that ends the stream as a
+//     replayed turn is;
+//   - end (liveTurn.end): the outcome; a stream the upstream broke, or the
+//     shutdown cut, ends with one error event after its last whole frame,
+//     as a faulted replay ends; the turn stored; the upstream conversation
+//     mapped;
+//   - save, once the response has ended (liveTurn.save): the cassette
+//     written, the catalog given the turn (catalog.withCassette), the
+//     journal told.
+//
+// When the upstream fails before its first frame nothing has been written
+// (no conversation created, no header sent) and the reason is returned for
+// the fallback; "" means the response is complete.
 func (s *appServer) serveLive(w http.ResponseWriter, r *http.Request, lc *liveChat) (fallback string) {
-	taskID, msgID := replay.NewUUID(), replay.NewUUID()
-	req := lc.req
-	tk, ok := s.beginStream(taskID, req.endUserID)
+	taskID := replay.NewUUID()
+	tk, ok := s.beginStream(taskID, lc.req.endUserID)
 	if !ok {
 		writeError(w, errShuttingDown)
 		return ""
@@ -145,73 +161,12 @@ func (s *appServer) serveLive(w http.ResponseWriter, r *http.Request, lc *liveCh
 		case <-ctx.Done():
 		}
 	}()
-
-	var (
-		conv    = lc.conv
-		ids     *liveIDs
-		binding replay.Binding
-		rc      = http.NewResponseController(w)
-		sent    []cassette.RecordedFrame
-		start   = time.Now()
-		stored  bool
-	)
-	// storeOnce stores the turn as far as it was sent (chat_store.go).
-	storeOnce := func() {
-		if stored || ids == nil {
-			return
-		}
-		stored = true
-		bound, err := liveBound(s.mode, req.query, sent, binding)
-		if err != nil {
-			s.log.Warn("upstream: the live turn was not stored", "error", err.Error())
-			return
-		}
-		cs := &chatStream{bound: bound, conv: conv, req: req, plan: &turnPlan{}, now: binding.Now}
-		freshstack.Run(func() { s.storeTurn(cs, &replay.Report{Result: bound.Fold(len(sent))}) }) // stack.go
-	}
-	relay := func(raw []byte) error {
-		if ids == nil { // the first frame: the turn is the upstream's now
-			if !lc.followUp {
-				conv = s.store.NewConversation(req.endUserID, req.inputs, s.introduction(req.inputs), req.autoName)
-			}
-			ids = newLiveIDs(conv.ID, msgID, taskID)
-			binding = replay.Binding{ConversationID: conv.ID, MessageID: msgID, TaskID: taskID, Now: s.store.Now()}
-			h := w.Header()
-			h.Set("Content-Type", "text/event-stream; charset=utf-8")
-			h.Set("Cache-Control", "no-cache")
-			h.Set(HeaderMatch, matchUpstream)
-			h.Set(HeaderUpstream, "live")
-			w.WriteHeader(http.StatusOK)
-			// A live turn plays at the upstream's pace: speed 1.
-			lc.rec.Choice(journal.Choice{Rule: lc.rule, Fault: fault.None, Speed: 1, Match: matchUpstream, Upstream: "live"})
-		}
-		out, event := ids.rewrite(raw)
-		off := time.Since(start)
-		sent = append(sent, cassette.RecordedFrame{Offset: off, Raw: out})
-		if event == dify.EventMessageEnd || event == dify.EventError {
-			// Stored before the frame that ends the stream, as a replayed
-			// turn is: a client acting on message_end finds the message.
-			storeOnce()
-		}
-		if _, err := w.Write(out); err != nil {
-			return err
-		}
-		lc.rec.Frame(len(sent)-1, event, off, off, out)
-		return rc.Flush()
-	}
-	// endLive ends a stream the upstream did not end with an error frame
-	// of the mock's, stored with the turn.
-	endLive := func(frame []byte) {
-		sent = append(sent, cassette.RecordedFrame{Offset: time.Since(start), Raw: frame})
-		storeOnce()
-		if _, err := w.Write(frame); err == nil {
-			_ = rc.Flush()
-		}
-	}
+	lt := &liveTurn{s: s, lc: lc, w: w, sink: &flushSink{w: w, rc: http.NewResponseController(w)},
+		taskID: taskID, msgID: replay.NewUUID(), start: time.Now()}
 	fwd, err := s.cfg.Upstream.Forward(ctx, record.ChatTurn{
-		Query: req.query, Inputs: req.inputs, User: req.user, ConversationID: s.upstreamFor(lc.conv.ID),
+		Query: lc.req.query, Inputs: lc.req.inputs, User: lc.req.user, ConversationID: s.upstreamFor(lc.conv.ID),
 		FirstFrameTimeout: s.cfg.UpstreamTimeout, IdleTimeout: liveIdleTimeout,
-	}, relay)
+	}, lt.relay)
 	if err != nil {
 		var ue *record.UpstreamError
 		if errors.As(err, &ue) && ue.Kind == record.UpstreamStatus && (ue.Status == http.StatusUnauthorized || ue.Status == http.StatusForbidden) {
@@ -226,52 +181,174 @@ func (s *appServer) serveLive(w http.ResponseWriter, r *http.Request, lc *liveCh
 		}
 		return err.Error()
 	}
+	lt.end(fwd, context.Cause(ctx), r.Context().Err() != nil)
+	lt.sent = nil // the recorder holds the frames for the save, and releases them
+	if fwd.Pending() {
+		// The response ends when this handler returns; the save comes
+		// after, and Shutdown waits for it as for a stream.
+		s.streams.Add(1)
+		s.liveSaves.Add(1)
+		go func() {
+			defer s.streams.Done()
+			defer s.liveSaves.Done()
+			lt.save(fwd)
+		}()
+	}
+	return ""
+}
 
+// liveTurn is one live turn as it streams (serveLive).
+type liveTurn struct {
+	s             *appServer
+	lc            *liveChat
+	w             http.ResponseWriter
+	sink          *flushSink
+	taskID, msgID string
+	start         time.Time
+
+	// Set at the first frame (open).
+	cs      *chatStream
+	ids     *liveIDs
+	binding replay.Binding
+	// sent are the frames written, sharing their bytes with the
+	// recorder's (Forwarded.Frames): the answer is held once.
+	sent   []cassette.RecordedFrame
+	stored bool
+}
+
+// open is admit for a live turn, at its first frame: the turn is the
+// upstream's now.
+func (lt *liveTurn) open() {
+	s, lc := lt.s, lt.lc
+	conv := s.openConversation(lc.req, lc.conv, lc.followUp)
+	lt.ids = newLiveIDs(conv.ID, lt.msgID, lt.taskID)
+	lt.binding = replay.Binding{ConversationID: conv.ID, MessageID: lt.msgID, TaskID: lt.taskID, Now: s.store.Now()}
+	lt.cs = &chatStream{conv: conv, req: lc.req, plan: &turnPlan{}, now: lt.binding.Now, rec: lc.rec}
+	h := lt.w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set(HeaderMatch, matchUpstream)
+	h.Set(HeaderUpstream, "live")
+	lt.w.WriteHeader(http.StatusOK)
+	// A live turn plays at the upstream's pace: speed 1.
+	lc.rec.Choice(journal.Choice{Rule: lc.rule, Fault: fault.None, Speed: 1, Match: matchUpstream, Upstream: "live"})
+}
+
+// relay writes one whole upstream frame (record.Recorder.Forward's relay).
+// The ids are rewritten in place: the recorder keeps the same bytes.
+func (lt *liveTurn) relay(raw []byte) error {
+	if lt.ids == nil {
+		lt.open()
+	}
+	event := lt.ids.rewriteInPlace(raw)
+	off := time.Since(lt.start)
+	lt.sent = append(lt.sent, cassette.RecordedFrame{Offset: off, Raw: raw})
+	if event == dify.EventMessageEnd || event == dify.EventError {
+		// Stored before the frame that ends the stream, as a replayed
+		// turn is: a client acting on message_end finds the message.
+		lt.store()
+	}
+	if _, err := lt.sink.Write(raw); err != nil {
+		return err
+	}
+	lt.lc.rec.Frame(len(lt.sent)-1, event, off, off, raw)
+	return lt.sink.Flush()
+}
+
+// store is the store phase (chat_store.go), once: the turn as far as it
+// was sent.
+func (lt *liveTurn) store() {
+	if lt.stored || lt.ids == nil {
+		return
+	}
+	lt.stored = true
+	bound, err := liveBound(lt.s.mode, lt.lc.req.query, lt.sent, lt.binding)
+	if err != nil {
+		lt.s.log.Warn("upstream: the live turn was not stored", "error", err.Error())
+		return
+	}
+	lt.cs.bound = bound
+	freshstack.Run(func() { lt.s.storeTurn(lt.cs, &replay.Report{Result: bound.Fold(len(lt.sent))}) }) // stack.go
+	// The message is stored: the compiled turn is not held until the save.
+	lt.cs.bound = nil
+}
+
+// finish ends a stream the upstream did not end, with the mock's frame
+// (stored with the turn), after the last whole frame.
+func (lt *liveTurn) finish(frame []byte) {
+	lt.sent = append(lt.sent, cassette.RecordedFrame{Offset: time.Since(lt.start), Raw: frame})
+	lt.store()
+	if _, err := lt.sink.Write(frame); err == nil {
+		_ = lt.sink.Flush()
+	}
+}
+
+// end is the end phase: the outcome, the frame that ends a stream the
+// upstream did not end, the store and the upstream conversation's mapping.
+func (lt *liveTurn) end(fwd *record.Forwarded, cause error, clientGone bool) {
+	s := lt.s
 	outcome := replay.Completed.String()
-	cause := context.Cause(ctx)
 	switch {
 	case errors.Is(cause, errLiveStopped):
 		// As Dify answers a stop: message_end, the answer as far as it
 		// streamed (replay's Stopped).
 		outcome = replay.Stopped.String()
-		if !stored {
-			endLive(binding.MessageEndFrame())
+		if !lt.stored {
+			lt.finish(lt.binding.MessageEndFrame())
 		}
 	case errors.Is(cause, errLiveShutdown):
 		outcome = replay.ShuttingDown.String()
-		endLive(binding.ErrorFrame("internal_server_error", http.StatusInternalServerError, replay.ShutdownMessage))
-	case r.Context().Err() != nil:
+		lt.finish(lt.binding.ErrorFrame("internal_server_error", http.StatusInternalServerError, replay.ShutdownMessage))
+	case clientGone:
 		outcome = replay.Disconnected.String()
-	case fwd.StreamErr != nil && !stored:
+	case fwd.StreamErr != nil && !lt.stored:
 		outcome = "upstream stream broke"
-		s.log.Warn("upstream: the live stream broke", "frames", len(sent), "error", fwd.StreamErr.Error())
-		endLive(binding.ErrorFrame("internal_server_error", http.StatusInternalServerError,
+		s.log.Warn("upstream: the live stream broke", "frames", len(lt.sent), "error", fwd.StreamErr.Error())
+		lt.finish(lt.binding.ErrorFrame("internal_server_error", http.StatusInternalServerError,
 			"dify-mock: the upstream stream broke: "+fwd.StreamErr.Error()))
 	}
-
-	storeOnce() // a stream without message_end: as far as it went
-	if fwd.Saved {
-		s.store.SetReplay(conv.ID, fwd.Cassette, fwd.Turn)
-	}
+	lt.store() // a stream without message_end: as far as it went
 	if fwd.ConversationID != "" {
-		s.upstreamConvs.set(conv.ID, fwd.ConversationID)
+		s.upstreamConvs.set(lt.cs.conv.ID, fwd.ConversationID)
 	}
-	lc.rec.Update(func(e *journal.Entry) {
-		e.Outcome, e.Upstream, e.Match, e.Rule = outcome, "live", matchUpstream, lc.rule
+	if fwd.Normalised != "" {
+		s.log.Info("upstream: the live turn's bytes were normalised", "how", fwd.Normalised)
+	}
+	lt.lc.rec.Update(func(e *journal.Entry) {
+		e.Outcome, e.Upstream, e.Match, e.Rule = outcome, "live", matchUpstream, lt.lc.rule
+		e.Cassette, e.Normalised = fwd.Cassette, fwd.Normalised
+		if !fwd.Pending() {
+			e.NotSaved = fwd.NotSaved
+		}
+	})
+}
+
+// save is the save phase, after the response: the recorder writes the
+// cassette, the catalog takes the saved cassette without reading the
+// folder, and the journal entry says what became of the turn.
+func (lt *liveTurn) save(fwd *record.Forwarded) {
+	s := lt.s
+	s.cfg.Upstream.Save(fwd)
+	if fwd.Saved {
+		s.store.SetReplay(lt.cs.conv.ID, fwd.Cassette, fwd.Turn)
+		if fwd.Added != nil {
+			if err := s.addCassette(fwd.Added); err != nil {
+				s.log.Error("upstream: the saved turn is not served (the loaded set is kept)", "cassette", fwd.Cassette, "error", err.Error())
+			}
+		}
+	} else {
+		s.log.Warn("upstream: the live turn was not saved", "cassette", fwd.Cassette, "reason", fwd.NotSaved)
+	}
+	lt.lc.rec.Amend(func(e *journal.Entry) {
+		e.Cassette = fwd.Cassette
 		if fwd.Saved {
-			e.Cassette, e.Saved = fwd.Cassette, true
+			e.Saved = true
 			t := fwd.Turn
 			e.Turn = &t
 		} else {
 			e.NotSaved = fwd.NotSaved
 		}
 	})
-	if fwd.Saved {
-		if _, err := s.ReloadCassettes(); err != nil {
-			s.log.Error("upstream: the saved turn was not reloaded (the loaded set is kept)", "error", err.Error())
-		}
-	}
-	return ""
 }
 
 var (

@@ -48,6 +48,9 @@ type fakeUpstream struct {
 	mode   atomic.Value             // "", "401", "503", "redirect", "slow"
 	target string                   // where "redirect" points
 	chats  atomic.Int32
+	// answer, when set (mode "answer"), writes the chat answer: the tests
+	// of what the upstream's stream may hold (hybrid_live_test.go).
+	answer func(w http.ResponseWriter, r *http.Request)
 }
 
 // scenarioDir is a fresh folder holding the cassette authored from
@@ -108,6 +111,9 @@ func (f *fakeUpstream) serve(w http.ResponseWriter, r *http.Request) {
 			_, _ = io.WriteString(w, `data: {"event":"agent_message","conversation_id":"c1c1c1c1-0000-4000-8000-000000000001","message_id":"a1a1a1a1-0000-4000-8000-000000000002","created_at":1764471600,"task_id":"b1b1b1b1-0000-4000-8000-000000000003","id":"a1a1a1a1-0000-4000-8000-000000000002","answer":"Half an ans"}`+"\n\n")
 			http.NewResponseController(w).Flush()
 			panic(http.ErrAbortHandler)
+		case "answer":
+			f.answer(w, r)
+			return
 		case "slow":
 			select {
 			case <-time.After(3 * time.Second):
@@ -137,14 +143,24 @@ func (f *fakeUpstream) get(path string, out any) {
 // hybridEnv is a mock in hybrid mode in front of up, serving and growing dir.
 func hybridEnv(t *testing.T, up *fakeUpstream, dir string, edit func(*mockserver.Config)) (*env, *lockedBuffer) {
 	t.Helper()
+	return hybridEnvRec(t, up, dir, nil, edit)
+}
+
+// hybridEnvRec is hybridEnv with the recorder's configuration edited too.
+func hybridEnvRec(t *testing.T, up *fakeUpstream, dir string, editRec func(*record.Config), edit func(*mockserver.Config)) (*env, *lockedBuffer) {
+	t.Helper()
 	logs := &lockedBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	rec, err := record.New(context.Background(), record.Config{
+	rc := record.Config{
 		Upstream: up.ts.URL + "/v1", UpstreamKey: hybridKey, Dir: dir, MaxTurns: 20, SkipRecordedQueries: true,
 		Logf: func(format string, args ...any) {
 			logger.Info("upstream: " + strings.TrimSpace(fmt.Sprintf(format, args...)))
 		},
-	})
+	}
+	if editRec != nil {
+		editRec(&rc)
+	}
+	rec, err := record.New(context.Background(), rc)
 	if err != nil {
 		t.Fatalf("record.New: %v", err)
 	}
@@ -239,7 +255,8 @@ func TestHybridWalkthrough(t *testing.T) {
 	}
 	outputs.Write(body)
 
-	// Saved as a cassette lint accepts.
+	// Saved as a cassette lint accepts, once the response has ended.
+	mockserver.WaitLiveSaves(e.srv)
 	saved := filepath.Join(dir, "plan-a-weekend-in-seoul.yaml")
 	if _, err := os.Stat(saved); err != nil {
 		t.Fatalf("not saved: %v\n%s", err, logs)
@@ -260,12 +277,13 @@ func TestHybridWalkthrough(t *testing.T) {
 	if len(upMsgs.Data) != 2 || upMsgs.Data[1]["query"] != "And where should we eat on Sunday?" {
 		t.Fatalf("upstream conversation %s holds %+v; want both turns", upConv, upMsgs.Data)
 	}
+	mockserver.WaitLiveSaves(e.srv)
 	set, err := cassette.LoadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c, _ := set.Get("plan-a-weekend-in-seoul"); c == nil || len(c.Turns) != 2 {
-		t.Fatalf("the cassette does not hold both turns: %+v", c)
+		t.Fatalf("the cassette does not hold both turns: %+v\n%s", c, logs)
 	}
 
 	// The upstream stops: the same question is answered from the folder,

@@ -318,6 +318,9 @@ type appServer struct {
 	// upstreamConvs maps conversations the upstream answered to its own
 	// (hybrid mode, chat_upstream.go).
 	upstreamConvs upstreamConversations
+	// liveSaves are this app's live turns being saved after their
+	// response (chat_upstream.go).
+	liveSaves sync.WaitGroup
 }
 
 // task is a live stream that POST /chat-messages/:task_id/stop can end.

@@ -25,19 +25,27 @@ func newLiveIDs(conv, msg, task string) *liveIDs {
 	return &liveIDs{conv: conv, msg: msg, task: task, seen: map[string]bool{}}
 }
 
-// rewrite returns raw with every known upstream id replaced, and the
-// frame's event name ("" for a frame without JSON data).
-func (l *liveIDs) rewrite(raw []byte) ([]byte, string) {
+// rewriteInPlace replaces every known upstream id in raw with the mock's
+// (a UUID for a UUID: the length stays) and returns the frame's event name
+// ("" for a frame without JSON data). It rewrites in place so that the
+// recorder, which keeps the same bytes, holds no second copy of the answer.
+func (l *liveIDs) rewriteInPlace(raw []byte) string {
 	event := l.learn(raw)
-	out := raw
 	for i, f := range l.from {
-		out = bytes.ReplaceAll(out, f, l.to[i])
+		for rest := raw; ; {
+			k := bytes.Index(rest, f)
+			if k < 0 {
+				break
+			}
+			copy(rest[k:], l.to[i])
+			rest = rest[k+len(f):]
+		}
 	}
-	return out, event
+	return event
 }
 
 func (l *liveIDs) learn(raw []byte) string {
-	fr, _ := dify.NewFrameReader(bytes.NewReader(raw)).Next()
+	fr := dify.ParseFrame(raw)
 	if fr.Data == nil {
 		return ""
 	}
@@ -54,7 +62,7 @@ func (l *liveIDs) learn(raw []byte) string {
 		// Dify's ids are UUIDs; anything shorter could occur in an answer's
 		// text by accident, and a UUID replaced by a UUID keeps every
 		// frame's length.
-		if !dify.IsUUID(p[0]) || l.seen[p[0]] || p[0] == p[1] {
+		if !dify.IsUUID(p[0]) || len(p[0]) != len(p[1]) || l.seen[p[0]] || p[0] == p[1] {
 			continue
 		}
 		l.seen[p[0]] = true

@@ -34,7 +34,7 @@ func TestLiveFramesCarryTheMocksIDs(t *testing.T) {
 	}
 	var sent []cassette.RecordedFrame
 	for i, raw := range up {
-		out, _ := ids.rewrite(raw)
+		out := rewritten(ids, raw)
 		for _, old := range []string{upConv, upMsg, upTask} {
 			if strings.Contains(string(out), old) {
 				t.Fatalf("frame %d still carries upstream id %s: %s", i, old, out)
@@ -61,6 +61,13 @@ func TestLiveFramesCarryTheMocksIDs(t *testing.T) {
 	if len(res.Thoughts) != 1 || res.Thoughts[0].ID != upTh || res.Thoughts[0].MessageID != msg {
 		t.Errorf("thoughts = %+v; want the streamed thought id and the mock's message id", res.Thoughts)
 	}
+}
+
+// rewritten is raw with ids.rewriteInPlace applied to a copy.
+func rewritten(ids *liveIDs, raw []byte) []byte {
+	out := append([]byte(nil), raw...)
+	ids.rewriteInPlace(out)
+	return out
 }
 
 func TestUpstreamConversationsAreBounded(t *testing.T) {
@@ -92,7 +99,7 @@ func FuzzLiveIDs(f *testing.F) {
 		conv, msg, task := replay.NewUUID(), replay.NewUUID(), replay.NewUUID()
 		ids := newLiveIDs(conv, msg, task)
 		for _, raw := range [][]byte{a, b, a} {
-			out, _ := ids.rewrite(raw)
+			out := rewritten(ids, raw)
 			if len(out) != len(raw) {
 				t.Fatalf("%q became %q: another length", raw, out)
 			}
@@ -105,7 +112,7 @@ func FuzzLiveIDs(f *testing.F) {
 			}
 		}
 		probe := []byte("data: {\"conversation_id\":\"" + upConv + "\"}\n\n")
-		if out, _ := ids.rewrite(probe); strings.Contains(string(out), upConv) && conv != upConv {
+		if out := rewritten(ids, probe); strings.Contains(string(out), upConv) && conv != upConv {
 			t.Fatalf("the upstream conversation id survived: %q", out)
 		}
 	})

@@ -126,9 +126,12 @@ type Entry struct {
 	// Upstream is hybrid mode's part: "live" for a turn the upstream
 	// answered, "fallback: REASON" when a recorded turn answered instead.
 	// Saved says a live turn was saved as Cassette's Turn; NotSaved why not.
-	Upstream string `json:"upstream,omitempty"`
-	Saved    bool   `json:"saved,omitempty"`
-	NotSaved string `json:"not_saved,omitempty"`
+	// Normalised says how the upstream's bytes were cleaned before they
+	// were relayed and saved (docs/mock/hybrid.md), "" when they came clean.
+	Upstream   string `json:"upstream,omitempty"`
+	Saved      bool   `json:"saved,omitempty"`
+	NotSaved   string `json:"not_saved,omitempty"`
+	Normalised string `json:"normalised,omitempty"`
 
 	// Truncated names the fields that were longer than the journal keeps
 	// ("path", "query", "origin", "user", "conversation_id", "body",
@@ -565,6 +568,16 @@ func (r *Record) Update(fn func(*Entry)) {
 	r.mu.Lock()
 	fn(&r.e)
 	r.mu.Unlock()
+}
+
+// Amend is Update for a change made after the response (a live turn's
+// save): the journal's subscribers (the console) are told.
+func (r *Record) Amend(fn func(*Entry)) {
+	if r == nil {
+		return
+	}
+	r.Update(fn)
+	r.publish(EventUpdate)
 }
 
 // Choice is what the mock chose for a chat request: a cassette turn or an

@@ -1,7 +1,6 @@
 package record
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -41,21 +40,30 @@ func (e *SaveRefusedError) Error() string {
 // are scanned as a last net. The upstream key is searched for literally,
 // case-insensitively.
 func (r *Recorder) check(name string, data []byte, kind string) error {
+	_, err := r.checkChat(name, data, kind)
+	return err
+}
+
+// checkChat is check, returning a chat cassette as it decoded it (nil for
+// an app description): a caller that serves what it saved need not decode
+// the file a second time.
+func (r *Recorder) checkChat(name string, data []byte, kind string) (*cassette.Cassette, error) {
 	refuse := func(findings ...string) error {
 		return &SaveRefusedError{Cassette: name, Findings: findings}
 	}
 	f, err := cassette.Decode(name, data)
 	if err != nil {
-		return refuse(fmt.Sprintf("the encoded cassette does not decode: %v", err))
+		return nil, refuse(fmt.Sprintf("the encoded cassette does not decode: %v", err))
 	}
+	var chat *cassette.Cassette
 	switch kind {
 	case cassette.KindChat:
-		_, err = cassette.ParseChat(name, name, f)
+		chat, err = cassette.ParseChat(name, name, f)
 	case cassette.KindApp:
 		_, err = cassette.ParseApp(name, name, f)
 	}
 	if err != nil {
-		return refuse(fmt.Sprintf("the cassette would not load: %v", err))
+		return nil, refuse(fmt.Sprintf("the cassette would not load: %v", err))
 	}
 	var findings []string
 	scan := func(where, text string) {
@@ -107,9 +115,9 @@ func (r *Recorder) check(name string, data []byte, kind string) error {
 		}
 	}
 	if len(findings) > 0 {
-		return refuse(dedupe(findings)...)
+		return nil, refuse(dedupe(findings)...)
 	}
-	return nil
+	return chat, nil
 }
 
 func scanHeader(scan func(where, text string), where string, h map[string][]string) {
@@ -165,7 +173,7 @@ func joinedAnswer(frames []cassette.RecordedFrame, event string) (string, []answ
 // their order (thought, tool, tool_input, observation), so that a key split
 // across two of them shows; "" for other frames.
 func joinedThought(raw []byte) string {
-	fr, _ := dify.NewFrameReader(bytes.NewReader(raw)).Next()
+	fr := dify.ParseFrame(raw)
 	if fr.Data == nil {
 		return ""
 	}
@@ -195,7 +203,7 @@ type frameFields struct {
 // not JSON gives zero values.
 func parseFrameFields(raw []byte) frameFields {
 	var f frameFields
-	fr, _ := dify.NewFrameReader(bytes.NewReader(raw)).Next()
+	fr := dify.ParseFrame(raw)
 	if fr.Data != nil {
 		_ = json.Unmarshal(fr.Data, &f)
 	}

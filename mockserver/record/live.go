@@ -15,6 +15,7 @@ import (
 
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/lint"
 	"github.com/difyops/terraform-provider-dify/mockserver/internal/similar"
 )
 
@@ -50,8 +51,9 @@ type Forwarded struct {
 	Header http.Header
 	// ConversationID is the upstream conversation the turn belongs to.
 	ConversationID string
-	// Frames are the upstream's frames, bytes as sent (upstream ids) and
-	// offsets from the request start.
+	// Frames are the upstream's whole frames, cleaned (clean.go) and as
+	// relay left them, with their offsets from the request start. A frame
+	// the stream cut is not among them.
 	Frames []cassette.RecordedFrame
 	// StreamErr is what cut the stream short (nil when it ended cleanly).
 	StreamErr error
@@ -60,9 +62,17 @@ type Forwarded struct {
 	Cassette string
 	Turn     int
 	// Saved reports that the cassette file now holds the turn; NotSaved
-	// says why not otherwise.
+	// says why not otherwise. Both are final once Save returned.
 	Saved    bool
 	NotSaved string
+	// Normalised says how cleaning changed the upstream's bytes
+	// (clean.go), "" when they came clean.
+	Normalised string
+	// Added is the saved cassette as written (all its turns), for the
+	// caller to serve without reading the folder again; nil unless Saved.
+	Added *cassette.Cassette
+
+	pending *pendingSave // the save Save runs
 }
 
 // Kinds of UpstreamError.
@@ -106,10 +116,12 @@ type liveBody struct {
 	ConversationID string         `json:"conversation_id,omitempty"`
 }
 
-// Forward sends t upstream and calls relay with each frame of the answer as
-// soon as it is complete; an error from relay (the client left) ends the
-// upstream request, and the turn is not saved, as `record` does not save a
-// turn its client abandoned. It returns an *UpstreamError when the turn
+// Forward sends t upstream and calls relay with each whole frame of the
+// answer, cleaned (clean.go), as soon as it is complete; relay may rewrite
+// the frame in place without changing its length. An error from relay (the
+// client left) ends the upstream request, and the turn is not saved, as
+// `record` does not save a turn its client abandoned. A turn to save is
+// left pending: the caller runs Save once its client has the answer. It returns an *UpstreamError when the turn
 // failed before the first frame (relay was never called).
 //
 // The turn joins the session of its upstream conversation, else starts one
@@ -183,11 +195,36 @@ func (r *Recorder) Forward(ctx context.Context, t ChatTurn, relay func(raw []byt
 	}
 	fwd := &Forwarded{Header: resp.Header}
 	seen := map[string]bool{}
-	var relayErr error
+	var (
+		relayErr, streamErr error
+		frames              []cassette.RecordedFrame
+		cleaned             notes
+	)
 	ended := false // a message_end or error event came: the turn is whole
-	frames, streamErr := readFrames(resp.Body, start, func(f dify.SSEFrame) {
+	sse := &lineEnds{r: resp.Body}
+	fr := dify.NewFrameReader(sse)
+	for {
+		f, err := fr.Next()
+		if err != nil {
+			// Only whole frames go on: a frame the upstream cut (a broken
+			// connection, the idle bound, the answer cap) is dropped
+			// whole, so the caller can end the stream with a frame of
+			// its own after the last whole one.
+			switch {
+			case errors.Is(err, io.ErrUnexpectedEOF):
+				streamErr = errCutMidFrame
+			case !errors.Is(err, io.EOF):
+				streamErr = err
+			}
+			break
+		}
 		frameTimer()
-		ff := parseFrameFields(f.Raw)
+		raw := r.cleanFrame(f, &cleaned)
+		if raw == nil {
+			continue
+		}
+		off := time.Since(start)
+		ff := parseFrameFields(raw)
 		if fwd.ConversationID == "" {
 			fwd.ConversationID = ff.ConversationID
 		}
@@ -197,11 +234,17 @@ func (r *Recorder) Forward(ctx context.Context, t ChatTurn, relay func(raw []byt
 		// ids would never be looked up.
 		r.indexOnce(r.byConversation, ff.ConversationID, s, seen)
 		if relayErr == nil {
-			if relayErr = relay(f.Raw); relayErr != nil {
+			if relayErr = relay(raw); relayErr != nil {
 				cancel(errClientGone)
 			}
 		}
-	})
+		// Kept as relay left it (it may rewrite ids in place): one copy
+		// of the answer serves the caller's store and the save.
+		frames = append(frames, cassette.RecordedFrame{Offset: off, Raw: raw})
+	}
+	if sse.seen {
+		cleaned.add(noteLineEnds)
+	}
 	if watchdog != nil {
 		watchdog.Stop()
 	}
@@ -222,7 +265,10 @@ func (r *Recorder) Forward(ctx context.Context, t ChatTurn, relay func(raw []byt
 		// A connection cut between frames reads as the end of the body.
 		streamErr = errNoEnd
 	}
-	fwd.Frames, fwd.StreamErr = frames, streamErr
+	if streamErr != nil {
+		streamErr = errors.New(r.scrub.string(streamErr.Error()))
+	}
+	fwd.Frames, fwd.StreamErr, fwd.Normalised = frames, streamErr, cleaned.String()
 	r.mu.Lock()
 	fwd.Cassette = s.name
 	r.mu.Unlock()
@@ -230,43 +276,150 @@ func (r *Recorder) Forward(ctx context.Context, t ChatTurn, relay func(raw []byt
 	fwd.Turn = s.offered
 	first := s.offered == 0
 	s.offered++
-	orphan := !first && s.turns == 0
 	s.mu.Unlock()
 
 	switch {
 	case closedConversation:
 		fwd.NotSaved = fmt.Sprintf("its conversation is no longer open for recording (%d more recently used conversations are)", openBound)
-	case orphan:
-		// Replayed without its first turn it would answer out of context.
-		fwd.NotSaved = "the conversation's first turn was not saved"
 	case relayErr != nil:
 		fwd.NotSaved = "the client disconnected before the stream ended"
 	case streamErr != nil:
-		fwd.NotSaved = "the upstream stream broke: " + r.scrub.string(streamErr.Error())
+		fwd.NotSaved = "the upstream stream broke: " + streamErr.Error()
 	case r.maxTurns < 0:
 		fwd.NotSaved = "saving is off (--max-new-turns 0)"
 	case !r.takeTurn():
 		fwd.NotSaved = fmt.Sprintf("this run already added %d turn(s), the --max-new-turns cap", r.maxTurns)
 	}
-	if fwd.NotSaved == "" && first && r.skipRecorded {
-		if file, ok := r.recordedQuery(t.Query); ok {
-			r.giveTurnBack()
-			fwd.NotSaved = "its query is already recorded in " + file
-		}
-	}
 	if fwd.NotSaved != "" {
 		r.logf("cassette %s: turn %d not saved: %s", fwd.Cassette, fwd.Turn, fwd.NotSaved)
 		return fwd, nil
 	}
-	fwd.Saved = r.saveTurn(s, t.User, t.Query, out, body, resp, frames, headersAt)
-	if !fwd.Saved {
+	if t.ConversationID != "" {
+		// The saved turn is the stream as relayed, whose ids relay may
+		// have rewritten: its request names the conversation as its
+		// stream does, so that the cassette's turns hang together.
+		if conv := parseFrameFields(frames[0].Raw).ConversationID; conv != "" && conv != t.ConversationID {
+			body, _ = json.Marshal(liveBody{Query: t.Query, Inputs: inputs, User: t.User, ResponseMode: dify.ResponseModeStreaming, ConversationID: conv})
+		}
+	}
+	// The save waits for Save, off the caller's response; saves keep the
+	// order their streams ended in (a conversation's turns in turn order).
+	p := &pendingSave{s: s, user: t.User, query: t.Query, out: out, body: body, status: resp.StatusCode, header: resp.Header, headersAt: headersAt,
+		first: first, dedupe: first && r.skipRecorded, done: make(chan struct{})}
+	r.mu.Lock()
+	p.prev, r.saveTail = r.saveTail, p.done
+	r.mu.Unlock()
+	fwd.pending = p
+	return fwd, nil
+}
+
+// pendingSave is a forwarded turn waiting for Save.
+type pendingSave struct {
+	s           *session
+	user, query string
+	out         *http.Request
+	body        []byte
+	status      int
+	header      http.Header
+	headersAt   time.Duration
+	// first: the conversation's first turn. A later turn is saved only
+	// if the first was: replayed without it, it would answer out of
+	// context. Known once the saves before it have run (they run in turn
+	// order), so it is decided at save time.
+	first bool
+	// dedupe: a new conversation, saved only if no cassette in the folder
+	// has its query yet (Config.SkipRecordedQueries). The folder is read
+	// at save time, off the response path.
+	dedupe     bool
+	prev, done chan struct{} // the save before this one; closed when this one ends
+}
+
+// Pending reports that the turn waits for Save (which releases Frames).
+func (f *Forwarded) Pending() bool { return f.pending != nil }
+
+// Save saves a forwarded turn that Forward left pending (a no-op
+// otherwise), after the saves of the turns that ended before it, and
+// sets Saved, NotSaved, Cassette and Added. Callers run it once the client
+// has its answer: a save writes the whole cassette file.
+//
+// The turn is saved only if the cassette then passes `dify-mock lint`
+// (mockserver/lint): what the upstream sends is cleaned frame by frame
+// (clean.go), and what cleaning cannot mend is refused here, so a team's
+// CI never meets a file hybrid mode wrote that lint rejects.
+func (r *Recorder) Save(fwd *Forwarded) {
+	p := fwd.pending
+	if p == nil {
+		return
+	}
+	fwd.pending = nil
+	if p.prev != nil {
+		<-p.prev
+	}
+	defer close(p.done)
+	if r.beforeSave != nil {
+		r.beforeSave(fwd.Cassette)
+	}
+	p.s.mu.Lock()
+	orphan := !p.first && p.s.turns == 0
+	p.s.mu.Unlock()
+	if orphan {
+		fwd.NotSaved = "the conversation's first turn was not saved"
+	} else if p.dedupe {
+		if file, ok := r.recordedQuery(p.query); ok {
+			fwd.NotSaved = "its query is already recorded in " + file
+		}
+	}
+	if fwd.NotSaved != "" {
+		r.giveTurnBack()
+		fwd.Frames = nil
+		r.logf("cassette %s: turn %d not saved: %s", fwd.Cassette, fwd.Turn, fwd.NotSaved)
+		return
+	}
+	var lintErr error
+	gate := func(name string, data []byte) error {
+		if probs := lint.Bytes(name+".yaml", data); len(probs) > 0 {
+			lintErr = &LintRefusedError{Cassette: name, Problems: probs}
+			return lintErr
+		}
+		return nil
+	}
+	// The frames are not held past the point where the interaction has
+	// its own copy: a save holds an answer's frames once at any time.
+	frames := fwd.Frames
+	fwd.Frames = nil
+	saved, ok := r.saveTurnGated(p.s, p.user, p.query, p.out, p.body, p.status, p.header, frames, p.headersAt, gate)
+	r.mu.Lock()
+	fwd.Cassette = p.s.name // a clash at write time may have renamed it
+	r.mu.Unlock()
+	if !ok {
 		r.giveTurnBack()
 		fwd.NotSaved = "the save was refused (see the log)"
+		if lintErr != nil {
+			fwd.NotSaved = lintErr.Error()
+		}
+		return
 	}
-	r.mu.Lock()
-	fwd.Cassette = s.name // a clash at write time may have renamed it
-	r.mu.Unlock()
-	return fwd, nil
+	fwd.Saved, fwd.Added = true, saved
+}
+
+// LintRefusedError is a live turn not saved because its cassette would
+// fail `dify-mock lint`; nothing was written.
+type LintRefusedError struct {
+	Cassette string
+	Problems []lint.Problem
+}
+
+func (e *LintRefusedError) Error() string {
+	const show = 3
+	list := make([]string, 0, show)
+	for i, p := range e.Problems {
+		if i == show {
+			list = append(list, fmt.Sprintf("and %d more", len(e.Problems)-show))
+			break
+		}
+		list = append(list, p.String())
+	}
+	return "not saved: the cassette would fail dify-mock lint: " + strings.Join(list, "; ")
 }
 
 var (
@@ -274,6 +427,8 @@ var (
 	errIdle       = errors.New("the upstream stream went silent")
 	errClientGone = errors.New("the client disconnected")
 	errNoEnd      = errors.New("it ended without message_end")
+	// errCutMidFrame is a body that ended inside a frame.
+	errCutMidFrame = errors.New("the connection ended in the middle of a frame")
 )
 
 // takeTurn reserves one of the run's MaxTurns saves; false when none is

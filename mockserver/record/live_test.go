@@ -41,6 +41,14 @@ func forward(t *testing.T, rec *record.Recorder, turn record.ChatTurn) (*record.
 		got = append(got, relayed{time.Since(start), string(raw)})
 		return nil
 	})
+	if err == nil {
+		kept, pending := fwd.Frames, fwd.Pending()
+		rec.Save(fwd) // as the mock does once its client has the answer
+		if pending && fwd.Frames != nil {
+			t.Error("Save kept the frames")
+		}
+		fwd.Frames = kept // for the tests' assertions
+	}
 	return fwd, got, err
 }
 

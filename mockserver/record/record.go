@@ -90,6 +90,13 @@ type Config struct {
 	// (SameQuery): a folder that several mocks grow keeps one answer per
 	// question.
 	SkipRecordedQueries bool
+	// MaxBody bounds one upstream answer's body (0 = upstream.DefaultMaxBody,
+	// 64 MiB); a live turn past it is cut after its last whole frame.
+	MaxBody int64
+	// BeforeSave, when set, runs before each save Forward left pending
+	// (Save), with the cassette's name: tests use it to make a save
+	// observably slow.
+	BeforeSave func(cassette string)
 }
 
 // Recorder is the record-mode http.Handler.
@@ -110,6 +117,7 @@ type Recorder struct {
 	skipRecorded bool  // Config.SkipRecordedQueries
 	savedTurns   int   // turns Forward saved (under mu)
 	maxUpload    int64 // streamed upload body limit (maxOtherBody; lowered by tests)
+	beforeSave   func(string)
 
 	mu     sync.Mutex
 	closed bool
@@ -132,6 +140,7 @@ type Recorder struct {
 	refused        []error                       // the first maxRefusalsKept refused saves
 	moreRefused    int                           // refused saves past those
 	written        map[string]bool               // one entry per file, bounded by the turns saved
+	saveTail       chan struct{}                 // closed when the last pending save ends (Save)
 }
 
 // New checks cfg, fetches the app description from the upstream and writes
@@ -143,7 +152,7 @@ func New(ctx context.Context, cfg Config) (*Recorder, error) {
 	if strings.TrimSpace(cfg.UpstreamKey) == "" {
 		return nil, errors.New("no upstream API key: set DIFY_MOCK_UPSTREAM_KEY or pass --upstream-key")
 	}
-	up, err := upstream.New(upstream.Config{URL: cfg.Upstream, Key: cfg.UpstreamKey, Base: cfg.Transport})
+	up, err := upstream.New(upstream.Config{URL: cfg.Upstream, Key: cfg.UpstreamKey, Base: cfg.Transport, MaxBody: cfg.MaxBody})
 	if err != nil {
 		return nil, err
 	}
@@ -186,6 +195,7 @@ func New(ctx context.Context, cfg Config) (*Recorder, error) {
 		maxTurns:       cfg.MaxTurns,
 		skipRecorded:   cfg.SkipRecordedQueries,
 		maxUpload:      maxOtherBody,
+		beforeSave:     cfg.BeforeSave,
 	}
 	if err := r.recordApp(ctx); err != nil {
 		return nil, err

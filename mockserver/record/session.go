@@ -146,31 +146,45 @@ func (r *Recorder) newSessionLocked(base, requested, user string) *session {
 // the session failed: it is not written again (its file, if any, keeps the
 // last good version).
 func (r *Recorder) save(s *session, change func(*session)) bool {
+	_, ok := r.saveGated(s, change, nil)
+	return ok
+}
+
+// saveGated is save with one more gate after the secret check: gate
+// (when not nil) sees the exact bytes about to be written and may refuse
+// them, as the secret check does. It returns the cassette written, as the
+// check decoded it.
+func (r *Recorder) saveGated(s *session, change func(*session), gate func(name string, data []byte) error) (*cassette.Cassette, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.failed != nil {
 		r.logf("cassette %s: not saved (an earlier save was refused)", s.name)
-		return false
+		return nil, false
 	}
 	change(s)
 	if s.turns == 0 {
-		return false
+		return nil, false
 	}
 	f := &cassette.File{Meta: r.chatMeta(s), Interactions: s.interactions}
 	data, err := cassette.Encode(f)
+	var saved *cassette.Cassette
 	if err == nil {
-		err = r.check(s.name, data, cassette.KindChat)
+		saved, err = r.checkChat(s.name, data, cassette.KindChat)
+	}
+	if err == nil && gate != nil {
+		err = gate(s.name, data)
 	}
 	if err != nil {
 		r.refuse(s, err)
-		return false
+		return nil, false
 	}
 	if err := r.writeSession(s, data); err != nil {
 		r.refuse(s, fmt.Errorf("cassette %s: %w", s.name, err))
-		return false
+		return nil, false
 	}
 	r.logf("saved %s (%d turn(s), %d interaction(s))", s.path, s.turns, len(s.interactions))
-	return true
+	saved.Name, saved.Path = s.name, s.path
+	return saved, true
 }
 
 // refuse marks s failed (s.mu held) and reports err.

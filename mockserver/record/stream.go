@@ -161,14 +161,21 @@ func readFrames(body io.Reader, start time.Time, each func(dify.SSEFrame)) ([]ca
 // the answer's frames) to session s and saves the session. It reports
 // whether the cassette was written.
 func (r *Recorder) saveTurn(s *session, user, query string, out *http.Request, body []byte, resp *http.Response, frames []cassette.RecordedFrame, headersAt time.Duration) bool {
-	in, err := r.turnInteraction(out, body, resp, frames, headersAt)
+	_, ok := r.saveTurnGated(s, user, query, out, body, resp.StatusCode, resp.Header, frames, headersAt, nil)
+	return ok
+}
+
+// saveTurnGated is saveTurn with an extra save-time gate (nil = none; see
+// saveGated), returning the cassette written.
+func (r *Recorder) saveTurnGated(s *session, user, query string, out *http.Request, body []byte, status int, header http.Header, frames []cassette.RecordedFrame, headersAt time.Duration, gate func(name string, data []byte) error) (*cassette.Cassette, bool) {
+	in, err := r.turnInteraction(out, body, status, header, frames, headersAt)
 	if err != nil {
 		s.mu.Lock()
 		r.refuse(s, &SaveRefusedError{Cassette: s.name, Findings: []string{err.Error()}})
 		s.mu.Unlock()
-		return false
+		return nil, false
 	}
-	return r.save(s, func(s *session) {
+	return r.saveGated(s, func(s *session) {
 		r.mu.Lock()
 		waiting := r.claimPendingLocked(user)
 		r.mu.Unlock()
@@ -178,7 +185,7 @@ func (r *Recorder) saveTurn(s *session, user, query string, out *http.Request, b
 		if s.turns == 1 {
 			s.firstQuery = r.scrub.string(query)
 		}
-	})
+	}, gate)
 }
 
 // learnIDs ties the conversation, message and task ids a stream reveals to
@@ -202,12 +209,12 @@ func (r *Recorder) learnIDs(s *session, data []byte, seen map[string]bool) {
 
 // turnInteraction builds the scrubbed interaction of a chat turn: a 200
 // answer as frames, an error answer as its body.
-func (r *Recorder) turnInteraction(out *http.Request, body []byte, resp *http.Response, frames []cassette.RecordedFrame, headersAt time.Duration) (*vcr.Interaction, error) {
+func (r *Recorder) turnInteraction(out *http.Request, body []byte, status int, header http.Header, frames []cassette.RecordedFrame, headersAt time.Duration) (*vcr.Interaction, error) {
 	x := cassette.Exchange{
 		Method: out.Method, URL: out.URL.String(), RequestHeader: out.Header, RequestBody: body,
-		Status: resp.StatusCode, ResponseHeader: resp.Header, HeadersAt: headersAt,
+		Status: status, ResponseHeader: header, HeadersAt: headersAt,
 	}
-	if resp.StatusCode == http.StatusOK {
+	if status == http.StatusOK {
 		x.Frames = frames
 	} else {
 		x.Body = frames[0].Raw

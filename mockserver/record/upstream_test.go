@@ -52,7 +52,7 @@ func agentTurn(answer1, answer2 string) []scheduledFrame {
 		{200 * time.Millisecond, dataFrame(`"agent_message","id":"` + msgID + `","answer":` + string(a1))},
 		{400 * time.Millisecond, dataFrame(`"agent_message","id":"` + msgID + `","answer":` + string(a2))},
 		{600 * time.Millisecond, dataFrame(`"message","id":"` + msgID + `","answer":` + string(full) + `,"from_variable_selector":null`)},
-		{620 * time.Millisecond, dataFrame(`"message_end","id":"` + msgID + `","metadata":{"usage":{"prompt_tokens":42,"completion_tokens":15,"total_tokens":57,"total_price":"0.0000720","currency":"USD","latency":0.62}},"files":null`)},
+		{620 * time.Millisecond, dataFrame(`"message_end","id":"` + msgID + `","metadata":{"usage":{"prompt_tokens":42,"prompt_unit_price":"0.001","prompt_price_unit":"0.001","prompt_price":"0.0000420","completion_tokens":15,"completion_unit_price":"0.002","completion_price_unit":"0.001","completion_price":"0.0000300","total_tokens":57,"total_price":"0.0000720","currency":"USD","latency":0.62}},"files":null`)},
 	}
 }
 

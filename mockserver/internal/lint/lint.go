@@ -251,14 +251,28 @@ func fileProblem(file string, line int, format string, args ...any) Problem {
 // linter collects the problems of one file.
 type linter struct {
 	file  string
-	lines []int // YAML line of each interaction
+	data  []byte // the document, for lines
+	lines []int  // YAML line of each interaction, once a problem needs them
 	probs []Problem
+}
+
+// interactionLines is the YAML line of each interaction. The document is
+// parsed for them only when a problem is reported: a clean file (each
+// turn hybrid mode saves) is not parsed a second time.
+func (l *linter) interactionLines() []int {
+	if l.lines == nil && l.data != nil {
+		l.lines = interactionLines(l.data)
+		if l.lines == nil {
+			l.lines = []int{}
+		}
+	}
+	return l.lines
 }
 
 func (l *linter) add(interaction, frame int, format string, args ...any) {
 	line := 0
-	if interaction >= 0 && interaction < len(l.lines) {
-		line = l.lines[interaction]
+	if lines := l.interactionLines(); interaction >= 0 && interaction < len(lines) {
+		line = lines[interaction]
 	}
 	l.probs = append(l.probs, Problem{File: l.file, Line: line, Interaction: interaction, Frame: frame, Message: fmt.Sprintf(format, args...)})
 }
@@ -283,7 +297,7 @@ func lintBytes(file string, data []byte) *fileResult {
 		l.secretSweep(data, nil)
 		return res
 	}
-	l.lines = interactionLines(data)
+	l.data = data
 	res.kind = f.Meta.Kind
 	located := make([]int, len(f.Interactions))
 	switch f.Meta.Kind {
@@ -422,8 +436,9 @@ func (l *linter) secretsIn(i int, in *vcr.Interaction, scanResponseBody bool) in
 func (l *linter) secretSweep(data []byte, located []int) {
 	for _, f := range scanSecrets(data) {
 		i := -1
-		for k := len(l.lines) - 1; k >= 0; k-- {
-			if f.Line >= l.lines[k] {
+		lines := l.interactionLines()
+		for k := len(lines) - 1; k >= 0; k-- {
+			if f.Line >= lines[k] {
 				i = k
 				break
 			}

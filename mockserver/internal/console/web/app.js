@@ -214,6 +214,7 @@ function renderDetail(e) {
   add("Cassette", e.cassette && e.cassette + (e.turn != null ? ", turn " + e.turn : ""));
   add("Match", matchText(e));
   add("Upstream", e.upstream && e.upstream + (e.upstream === "live" ? (e.saved ? ", saved" : e.not_saved ? ", not saved: " + e.not_saved : "") : ""));
+  add("Normalised", e.normalised);
   add("Speed", e.speed);
   add("Rule", e.rule);
   add("Fault", e.fault && e.fault !== "none" ? e.fault : "");

@@ -296,6 +296,15 @@ func TestBrowserConsoleApps(t *testing.T) {
 	if f := failures(); len(f) != 0 {
 		t.Fatalf("the console made failed requests or logged errors:\n%s", strings.Join(f, "\n"))
 	}
+
+	// The address opens the app and the tab it names: helper's state, not
+	// the default app's that the page could load before it knows the apps.
+	do(t, ctx, "open ?app=helper#state", chromedp.Navigate(mock.URL+"/__mock/?app=helper#state"), chromedp.WaitVisible(css("#app-pick")))
+	waitText(t, ctx, "#state-title", "State of app helper")
+	waitText(t, ctx, "#state-totals", "2 end users")
+	if got := evalString(t, ctx, `document.getElementById("app-select").value + " " + [...document.querySelectorAll("#users-table button.link")].map(b => b.textContent).join(",")`); got != "helper bob,cat" {
+		t.Fatalf("?app=helper#state shows %q", got)
+	}
 }
 
 // awaitString evaluates an expression whose value is a promise of a string.

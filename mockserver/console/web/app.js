@@ -522,7 +522,9 @@ function setupRules() {
 // ---------- state
 
 async function loadState() {
+  const app = viewApp();
   const s = await api("GET", appPath("/state"));
+  if (viewApp() !== app) return; // another app was picked meanwhile: its own load shows it
   const t = s.totals;
   $("state-totals").textContent = [plural(t.end_users, "end user"), plural(t.conversations, "conversation"), plural(t.messages, "message"), plural(t.files, "upload")].join(" · ");
   const tb = $("users-table").querySelector("tbody");
@@ -585,7 +587,9 @@ function setupState() {
 // ---------- cassettes and the player
 
 async function loadCassettes() {
+  const app = viewApp();
   const r = await api("GET", appPath("/cassettes"));
+  if (viewApp() !== app) return; // another app was picked meanwhile
   state.cassettes = r.data;
   $("cassette-list").replaceChildren(...r.data.map((c) => el("li", {},
     el("strong", { text: c.name }), c.default ? " (default)" : "", " ", el("span", { class: "muted", text: `${c.provenance}, ${c.turns} turn(s)` + (c.fault ? ", fault " + c.fault : "") }),

@@ -153,7 +153,7 @@ function matches(e) {
   if (state.app && e.app !== state.app) return false;
   const f = state.filter.toLowerCase();
   if (!f) return true;
-  return [e.method + " " + e.path, e.user, String(e.status), e.cassette, e.fault, e.rule, e.app].some((v) => v && String(v).toLowerCase().includes(f));
+  return [e.method + " " + e.path, e.user, String(e.status), e.cassette, e.fault, e.rule, multi() && e.app].some((v) => v && String(v).toLowerCase().includes(f));
 }
 
 // matchText says how a chat turn was chosen (docs/mock/hybrid.md): the

@@ -50,7 +50,8 @@ func (s *appServer) admit(w http.ResponseWriter, r *http.Request, req *chatReque
 		s.writeRecordedError(w, t)
 		return nil
 	}
-	conv := s.openConversation(req, plan.conv, plan.followUp)
+	conv := plan.conv
+	s.openConversation(req, &conv, plan.followUp)
 	if !plan.followUp && plan.annotation == "" {
 		s.store.SetReplay(conv.ID, plan.ref.cassette, plan.ref.turn)
 	}
@@ -104,12 +105,15 @@ func (s *appServer) admit(w http.ResponseWriter, r *http.Request, req *chatReque
 // new conversation is created (Dify creates it before the agent runs,
 // _init_generate_records) and a follow-up's conversation moves its
 // updated_at (_init_generate_records does, when a turn begins).
-func (s *appServer) openConversation(req *chatRequest, conv store.Conversation, followUp bool) store.Conversation {
+func (s *appServer) openConversation(req *chatRequest, conv *store.Conversation, followUp bool) {
+	// conv is a pointer, not a value in and out: the conversation is a
+	// large struct, and two copies of it in this frame took the chat's
+	// connection goroutine past its stack budget (stack.go).
 	if followUp {
 		s.store.ContinueConversation(conv.ID)
-		return conv
+		return
 	}
-	return s.store.NewConversation(req.endUserID, req.inputs, s.introduction(req.inputs), req.autoName)
+	*conv = s.store.NewConversation(req.endUserID, req.inputs, s.introduction(req.inputs), req.autoName)
 }
 
 // writeRecordedError replays a recorded pre-stream error (a non-200 turn).

@@ -220,7 +220,8 @@ type liveTurn struct {
 // upstream's now.
 func (lt *liveTurn) open() {
 	s, lc := lt.s, lt.lc
-	conv := s.openConversation(lc.req, lc.conv, lc.followUp)
+	conv := lc.conv
+	s.openConversation(lc.req, &conv, lc.followUp)
 	lt.ids = newLiveIDs(conv.ID, lt.msgID, lt.taskID)
 	lt.binding = replay.Binding{ConversationID: conv.ID, MessageID: lt.msgID, TaskID: lt.taskID, Now: s.store.Now()}
 	lt.cs = &chatStream{conv: conv, req: lc.req, plan: &turnPlan{}, now: lt.binding.Now, rec: lc.rec}

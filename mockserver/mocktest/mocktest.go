@@ -87,12 +87,13 @@ func WithApps(apps ...mockserver.AppConfig) Option {
 	return func(o *options) { o.cfg.Apps = append(o.cfg.Apps, apps...) }
 }
 
-// WithAppDir adds an app named name served from an app folder (app.yaml
-// and its cassettes, as serve --app NAME=DIR), reached by keys (none:
-// "app-" + name when there are several apps).
+// WithAppDir adds an app named name served from dir as serve --app
+// NAME=PATH serves it (mockserver.LoadApp): an app folder (app.yaml or a
+// Dify DSL file, and its cassettes) or a Dify app DSL file alone, reached
+// by keys (none: "app-" + name when there are several apps).
 func WithAppDir(name, dir string, keys ...string) Option {
 	return func(o *options) {
-		set, err := cassette.LoadDir(dir)
+		set, _, err := mockserver.LoadApp(dir)
 		if err != nil {
 			if o.err == nil {
 				o.err = err

@@ -14,6 +14,13 @@ export interface DifyMockOptions {
   host?: string;
   /** Accepted API keys (`--api-key`); without any, every `Bearer app-…` key is accepted. */
   apiKeys?: string[];
+  /**
+   * Several apps in one server, each reached by its own API keys (`--app NAME=PATH`, in this order: the
+   * first is the default app). A path is an app folder (its `app.yaml` or Dify DSL file and cassettes,
+   * maybe a `keys.txt`) or a Dify app DSL file (`*.yml`). `keys` are passed in `DIFY_MOCK_APP_KEYS`,
+   * never on the command line. See `DifyMock.apps` for the keys that reach each app.
+   */
+  apps?: Record<string, string | DifyMockAppOptions>;
   /** More `serve` flags, e.g. `['--mode', 'agent-chat']`. */
   args?: string[];
   /** Extra environment variables for the server process. */
@@ -24,6 +31,26 @@ export interface DifyMockOptions {
   stdio?: 'ignore' | 'inherit';
 }
 
+/** One app of {@link DifyMockOptions.apps}. */
+export interface DifyMockAppOptions {
+  /** The app folder or Dify app DSL file (relative to the current directory). */
+  path: string;
+  /** API keys that reach this app (`--app-key NAME=KEY`), besides its folder's `keys.txt`. */
+  keys?: string[];
+}
+
+/** One app of a running dify-mock. */
+export interface DifyMockApp {
+  /** Its name, as in `apps`. */
+  name: string;
+  /** The keys that reach it: the ones given, then its `keys.txt`'s; with neither, `app-NAME`. */
+  keys: string[];
+  /** The first of `keys`. */
+  key: string;
+  /** Whether it is the default app (the first): the control API and the console address it without `?app=`. */
+  default: boolean;
+}
+
 /** A running dify-mock. */
 export interface DifyMock {
   /** API base URL for a Dify client, e.g. `http://127.0.0.1:41234/v1`. */
@@ -32,6 +59,8 @@ export interface DifyMock {
   url: string;
   /** The port it listens on. */
   port: number;
+  /** Each app of `options.apps` by name, with its keys (`{}` without `apps`). */
+  apps: Record<string, DifyMockApp>;
   /** The server process. */
   process: ChildProcess;
   /** Stops the server (SIGTERM: in-flight streams get a final frame) and resolves once it has exited. */

@@ -53,6 +53,54 @@ function binaryPath() {
 // The serve banner line that carries the address: "  API base URL  http://127.0.0.1:PORT/v1".
 const BASE_URL_LINE = /API base URL\s+(http:\/\/\S+\/v1)/;
 
+// App names as `serve --app` takes them (docs/mock/apps.md).
+const APP_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+
+/**
+ * The apps of options.apps in order: name, absolute path and the keys that
+ * reach it. Keys are the ones given plus the folder's keys.txt (one a line,
+ * blank and # lines skipped), as serve reads them; an app with neither is
+ * reached by `app-NAME` (serve's default with several apps; with one app
+ * any `app-…` key works, that one too).
+ */
+function appList(apps) {
+  if (apps === undefined) return [];
+  if (apps === null || typeof apps !== 'object' || Array.isArray(apps)) {
+    throw new Error('dify-mock: apps must be an object: { NAME: PATH or { path, keys } }');
+  }
+  return Object.entries(apps).map(([name, app]) => {
+    if (!APP_NAME.test(name)) {
+      throw new Error(`dify-mock: app name ${JSON.stringify(name)}: want 1 to 63 lower-case letters, digits, '-' or '_', starting with a letter or digit`);
+    }
+    const spec = typeof app === 'string' ? { path: app } : app || {};
+    if (typeof spec.path !== 'string' || spec.path === '') {
+      throw new Error(`dify-mock: app ${name}: a path is required (an app folder or a Dify DSL file)`);
+    }
+    const given = spec.keys || [];
+    for (const key of given) {
+      // Keys travel in DIFY_MOCK_APP_KEYS, comma-separated; the message never shows one.
+      if (typeof key !== 'string' || key === '' || key.includes(',')) {
+        throw new Error(`dify-mock: app ${name}: each key must be a non-empty string without a comma`);
+      }
+    }
+    const abs = path.resolve(spec.path);
+    const keys = [...given, ...keysFile(abs)];
+    return { name, path: abs, given, keys: keys.length ? keys : [`app-${name}`] };
+  });
+}
+
+// keysFile reads the keys.txt of an app folder ([] for a DSL file or a
+// folder without one).
+function keysFile(dir) {
+  let text;
+  try {
+    text = fs.readFileSync(path.join(dir, 'keys.txt'), 'utf8');
+  } catch {
+    return [];
+  }
+  return text.split(/\r?\n/).map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+}
+
 /**
  * Starts `dify-mock serve` on a loopback port and resolves once it listens.
  * @param {import('./index').DifyMockOptions} [options]
@@ -60,7 +108,7 @@ const BASE_URL_LINE = /API base URL\s+(http:\/\/\S+\/v1)/;
  */
 function startDifyMock(options = {}) {
   const {
-    speed, cassettes, fault, port = 0, host = '127.0.0.1', apiKeys, args = [], env,
+    speed, cassettes, fault, port = 0, host = '127.0.0.1', apiKeys, apps, args = [], env,
     startTimeoutMs = 15000, stdio = 'ignore',
   } = options;
   // --exit-with-parent: the server ends with this process however it ends
@@ -70,6 +118,18 @@ function startDifyMock(options = {}) {
   if (cassettes) argv.push('--cassettes', path.resolve(cassettes));
   if (fault) argv.push('--fault', fault);
   for (const key of apiKeys || []) argv.push('--api-key', key);
+  let served;
+  try {
+    served = appList(apps);
+  } catch (err) {
+    return Promise.reject(err);
+  }
+  const appEnv = {};
+  for (const a of served) argv.push('--app', `${a.name}=${a.path}`);
+  // The keys go in the environment, not in argv, where any user of the
+  // machine could read them in the process list.
+  const pairs = served.flatMap((a) => a.given.map((k) => `${a.name}=${k}`));
+  if (pairs.length) appEnv.DIFY_MOCK_APP_KEYS = pairs.join(',');
   argv.push(...args);
 
   let exe;
@@ -81,7 +141,7 @@ function startDifyMock(options = {}) {
   const child = spawn(exe, argv, {
     // DIFY_MOCK_* variables of the caller's environment apply to what the
     // options leave unset (flags win over them, as on the command line).
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...env, ...appEnv },
     stdio: ['ignore', 'pipe', 'pipe'],
     windowsHide: true,
   });
@@ -120,6 +180,7 @@ function startDifyMock(options = {}) {
         baseUrl,
         url,
         port: Number(new URL(url).port),
+        apps: Object.fromEntries(served.map((a, i) => [a.name, { name: a.name, keys: a.keys, key: a.keys[0], default: i === 0 }])),
         process: child,
         stop: () => {
           if (child.exitCode === null && child.signalCode === null) {

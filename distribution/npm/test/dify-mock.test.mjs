@@ -5,6 +5,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { createRequire } from 'node:module';
 import * as api from '@difyops/dify-mock';
 import { startDifyMock, binaryPath } from '@difyops/dify-mock';
@@ -44,10 +46,10 @@ test('the type declarations describe exactly what the package exports', () => {
   const declared = [...dts.matchAll(/^export function (\w+)/gm)].map((m) => m[1]).sort();
   const exported = Object.keys(api).filter((k) => k !== 'default' && typeof api[k] === 'function').sort();
   assert.deepEqual(declared, exported);
-  for (const field of ['baseUrl', 'url', 'port', 'process', 'stop()']) {
+  for (const field of ['baseUrl', 'url', 'port', 'apps', 'process', 'stop()']) {
     assert.ok(dts.includes(`  ${field}`), `DifyMock lacks ${field}`);
   }
-  for (const option of ['speed', 'cassettes', 'fault', 'port']) {
+  for (const option of ['speed', 'cassettes', 'fault', 'port', 'apps']) {
     assert.ok(dts.includes(`  ${option}?:`), `DifyMockOptions lacks ${option}`);
   }
 });
@@ -108,4 +110,65 @@ test('options reach the server: fault and API keys', async () => {
 
 test('a server that cannot start rejects with its error', async () => {
   await assert.rejects(startDifyMock({ cassettes: '/nonexistent/cassettes' }), /exited with code 1[\s\S]*nonexistent/);
+});
+
+// dsl writes a minimal Dify app DSL (a legacy Agent) for the apps test.
+function dsl(name, opening) {
+  return `version: 0.3.0\nkind: app\napp:\n  name: ${name}\n  mode: agent-chat\nmodel_config:\n  pre_prompt: ""\n  opening_statement: ${opening}\n`;
+}
+
+test('apps: several apps in one server, each reached by its own keys', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dify-mock-apps-'));
+  fs.writeFileSync(path.join(dir, 'support.yml'), dsl('Support Bot', 'Hi from support'));
+  fs.mkdirSync(path.join(dir, 'sales'));
+  fs.writeFileSync(path.join(dir, 'sales', 'sales.yml'), dsl('Sales Bot', 'Hi from sales'));
+  fs.writeFileSync(path.join(dir, 'sales', 'keys.txt'), '# the sales app\napp-sales-file\n\n');
+  const mock = await startDifyMock({
+    speed: 0,
+    apps: { support: { path: path.join(dir, 'support.yml'), keys: ['app-support-given'] }, sales: path.join(dir, 'sales') },
+  });
+  try {
+    assert.deepEqual(mock.apps, {
+      support: { name: 'support', keys: ['app-support-given'], key: 'app-support-given', default: true },
+      sales: { name: 'sales', keys: ['app-sales-file'], key: 'app-sales-file', default: false },
+    });
+    // The keys were not on the command line.
+    assert.ok(!mock.process.spawnargs.join(' ').includes('app-support-given'), mock.process.spawnargs.join(' '));
+    const get = (p, key) => fetch(`${mock.baseUrl}${p}`, { headers: { Authorization: `Bearer ${key}` } });
+    for (const [name, app, opening] of [['support', 'Support Bot', 'Hi from support'], ['sales', 'Sales Bot', 'Hi from sales']]) {
+      const info = await (await get('/info', mock.apps[name].key)).json();
+      assert.equal(info.name, app);
+      const params = await (await get('/parameters', mock.apps[name].key)).json();
+      assert.equal(params.opening_statement, opening);
+    }
+    // app-support is support's default key only when it is given none.
+    assert.equal((await get('/info', 'app-support')).status, 401);
+    // The same user in both apps is two end users: each app lists only its own conversation.
+    const ids = {};
+    for (const name of ['support', 'sales']) {
+      const res = await fetch(`${mock.baseUrl}/chat-messages`, {
+        method: 'POST', headers: { Authorization: `Bearer ${mock.apps[name].key}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ query: 'Hello', inputs: {}, user: 'same-user', response_mode: 'streaming' }),
+      });
+      assert.equal(res.status, 200);
+      ids[name] = (await readFrames(res.body))[0].event.conversation_id;
+    }
+    assert.notEqual(ids.support, ids.sales);
+    for (const name of ['support', 'sales']) {
+      const list = await (await get('/conversations?user=same-user', mock.apps[name].key)).json();
+      assert.deepEqual(list.data.map((c) => c.id), [ids[name]]);
+    }
+    // The console's control API lists both apps, support first.
+    const ctl = await (await fetch(`${mock.url}/__mock/api`)).json();
+    assert.deepEqual(ctl.apps.map((a) => [a.name, a.default, a.keys]), [['support', true, 1], ['sales', false, 1]]);
+  } finally {
+    await mock.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('apps: a bad name or a missing path rejects before anything starts', async () => {
+  await assert.rejects(startDifyMock({ apps: { Support: './x.yml' } }), /app name "Support"/);
+  await assert.rejects(startDifyMock({ apps: { support: { keys: ['k'] } } }), /app support: a path is required/);
+  await assert.rejects(startDifyMock({ apps: { support: { path: './x.yml', keys: ['a,b'] } } }), /without a comma/);
 });

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-const appdslTestdata = "../../appdsl/testdata/"
+const appdslTestdata = "../../internal/appdsl/testdata/"
 
 // serve --cassettes takes a Dify app DSL file: the banner names its app and
 // mode, and the DSL's warnings are logged with file and line.

@@ -9,7 +9,7 @@ import (
 )
 
 // lintTestdata holds the lint package's valid and broken cassettes.
-const lintTestdata = "../../lint/testdata/"
+const lintTestdata = "../../internal/lint/testdata/"
 
 func runLintCLI(args []string, stdout, stderr io.Writer) int {
 	return run(context.Background(), append([]string{"lint"}, args...), stdout, stderr)

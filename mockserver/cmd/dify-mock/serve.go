@@ -559,6 +559,10 @@ func printAppsBanner(w io.Writer, srv *mockserver.Server, o *serveOptions) {
 	for _, a := range apps {
 		width = max(width, len(a.Name()))
 	}
+	from := map[string]string{} // a DSL file has no cassette folder: name the file
+	for _, spec := range o.specs {
+		from[spec.name] = spec.path
+	}
 	for _, a := range apps {
 		var keys string
 		switch {
@@ -570,7 +574,7 @@ func printAppsBanner(w io.Writer, srv *mockserver.Server, o *serveOptions) {
 		default:
 			keys = fmt.Sprintf("%d key(s)", a.Keys())
 		}
-		fmt.Fprintf(w, "  app %-*s  %q (mode %s) from %s: %s, %d cassette(s)\n", width, a.Name(), a.Description().Info.Name, a.Mode(), a.CassetteDir(), keys, len(a.CassetteNames()))
+		fmt.Fprintf(w, "  app %-*s  %q (mode %s) from %s: %s, %d cassette(s)\n", width, a.Name(), a.Description().Info.Name, a.Mode(), from[a.Name()], keys, len(a.CassetteNames()))
 		if u, ok := o.upstreams[a.Name()]; ok {
 			saving := fmt.Sprintf("up to %d new turn(s) this run", o.maxNewTurns)
 			if o.maxNewTurns == 0 {

@@ -50,7 +50,7 @@ func TestLoadFolderWithDSL(t *testing.T) {
 	// Named as Dify names an export, and .yaml, so the cassette loader
 	// sees it and must skip it.
 	copyFile(t, "testdata/support-agent.yml", filepath.Join(dir, "Support Agent.yaml"))
-	copyFile(t, filepath.Join("..", "..", "cassettes", "plain-answer.yaml"), filepath.Join(dir, "plain-answer.yaml"))
+	copyFile(t, filepath.Join("..", "..", "..", "cassettes", "plain-answer.yaml"), filepath.Join(dir, "plain-answer.yaml"))
 	set, warns, err := appdsl.Load(dir)
 	if err != nil || len(warns) != 0 {
 		t.Fatalf("Load: %v %v", err, warns)
@@ -75,11 +75,11 @@ func TestLoadFolderWithDSL(t *testing.T) {
 }
 
 func TestLoadFolderWithoutDSLIsLoadDir(t *testing.T) {
-	set, warns, err := appdsl.Load(filepath.Join("..", "..", "cassettes"))
+	set, warns, err := appdsl.Load(filepath.Join("..", "..", "..", "cassettes"))
 	if err != nil || warns != nil {
 		t.Fatalf("Load: %v %v", err, warns)
 	}
-	want, err := cassette.LoadDir(filepath.Join("..", "..", "cassettes"))
+	want, err := cassette.LoadDir(filepath.Join("..", "..", "..", "cassettes"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestLoadRefusals(t *testing.T) {
 
 	both := t.TempDir()
 	copyFile(t, "testdata/support-agent.yml", filepath.Join(both, "agent.yml"))
-	copyFile(t, filepath.Join("..", "..", "cassettes", "app.yaml"), filepath.Join(both, "app.yaml"))
+	copyFile(t, filepath.Join("..", "..", "..", "cassettes", "app.yaml"), filepath.Join(both, "app.yaml"))
 
 	notDSL := filepath.Join(t.TempDir(), "notes.yml")
 	if err := os.WriteFile(notDSL, []byte("title: not an app\n"), 0o644); err != nil {
@@ -114,7 +114,7 @@ func TestLoadRefusals(t *testing.T) {
 		{two, "2 Dify app DSL files (" + filepath.Join(two, "a.yml") + ", " + filepath.Join(two, "b.yaml") + ")"},
 		{both, "two app descriptions, " + filepath.Join(both, "agent.yml") + " (Dify app DSL) and " + filepath.Join(both, "app.yaml")},
 		{notDSL, "Missing app data"},
-		{filepath.Join("..", "..", "cassettes", "plain-answer.yaml"), "this is a dify-mock cassette"},
+		{filepath.Join("..", "..", "..", "cassettes", "plain-answer.yaml"), "this is a dify-mock cassette"},
 		{txt, "not a folder and not a Dify app DSL file"},
 		{"testdata/secrets-workflow.yml", "app.mode is workflow"},
 		{filepath.Join(t.TempDir(), "missing"), "no such file"},
@@ -130,7 +130,7 @@ func TestLoadRefusals(t *testing.T) {
 // says it is.
 func TestExampleApps(t *testing.T) {
 	for file, mode := range map[string]string{"support-agent.yml": "agent", "legacy-helper.yml": "agent-chat"} {
-		set, warns, err := appdsl.Load(filepath.Join("..", "..", "examples", "mock-apps", file))
+		set, warns, err := appdsl.Load(filepath.Join("..", "..", "..", "examples", "mock-apps", file))
 		if err != nil || len(warns) != 0 {
 			t.Errorf("%s: %v %v", file, err, warns)
 			continue

@@ -20,7 +20,7 @@ import (
 	"github.com/difyops/terraform-provider-dify/mockserver/internal/lint"
 )
 
-const scenarioDir = "../../cassettes/scenarios"
+const scenarioDir = "../../../cassettes/scenarios"
 
 // generate renders a scenario text and parses the result back the way the
 // mock loads it.
@@ -589,7 +589,7 @@ func TestBuiltinCassettesAreUpToDate(t *testing.T) {
 			t.Fatal(err)
 		}
 		generated[name+".yaml"] = true
-		got, err := os.ReadFile(filepath.Join("../../cassettes", name+".yaml"))
+		got, err := os.ReadFile(filepath.Join("../../../cassettes", name+".yaml"))
 		if err != nil {
 			t.Errorf("%s: no generated cassette: %v (run `go generate ./cassettes`)", source, err)
 			continue
@@ -598,13 +598,13 @@ func TestBuiltinCassettesAreUpToDate(t *testing.T) {
 			t.Errorf("cassettes/%s.yaml is stale or hand-edited: run `go generate ./cassettes`", name)
 		}
 	}
-	all, _ := filepath.Glob("../../cassettes/*.yaml")
+	all, _ := filepath.Glob("../../../cassettes/*.yaml")
 	for _, p := range all {
 		if !generated[filepath.Base(p)] {
 			t.Errorf("cassettes/%s has no scenario in cassettes/scenarios/", filepath.Base(p))
 		}
 	}
-	set, err := cassette.LoadDir("../../cassettes")
+	set, err := cassette.LoadDir("../../../cassettes")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -615,7 +615,7 @@ func TestBuiltinCassettesAreUpToDate(t *testing.T) {
 
 // docs/mock/cassette-format.md promises go-vcr reads the files unchanged.
 func TestBuiltinCassettesLoadWithGoVCR(t *testing.T) {
-	paths, _ := filepath.Glob("../../cassettes/*.yaml")
+	paths, _ := filepath.Glob("../../../cassettes/*.yaml")
 	for _, p := range paths {
 		c, err := vcr.Load(strings.TrimSuffix(p, ".yaml"))
 		if err != nil {
@@ -629,7 +629,7 @@ func TestBuiltinCassettesLoadWithGoVCR(t *testing.T) {
 }
 
 func TestBuiltinAppDescription(t *testing.T) {
-	set, err := cassette.LoadDir("../../cassettes")
+	set, err := cassette.LoadDir("../../../cassettes")
 	if err != nil {
 		t.Fatal(err)
 	}

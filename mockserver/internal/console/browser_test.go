@@ -255,7 +255,7 @@ func screenshots(t *testing.T) func(ctx context.Context, name string) {
 	if os.Getenv("DIFY_MOCK_SCREENSHOTS") != "1" {
 		return func(context.Context, string) {}
 	}
-	dir := filepath.Join("..", "..", "docs", "mock")
+	dir := filepath.Join("..", "..", "..", "docs", "mock")
 	return func(ctx context.Context, name string) {
 		t.Helper()
 		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.scrollTo(0, 0), true`)); err != nil {

@@ -103,10 +103,16 @@ func TestBrowserConsoleUsability(t *testing.T) {
 	}
 
 	ctx := startBrowser(t, chrome)
+	failures := watchFailures(t, ctx)
 	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
 	do(t, ctx, "open console", chromedp.Navigate(mock.URL+"/__mock/"), chromedp.WaitVisible(css("#tab-requests")))
 	waitText(t, ctx, "#live", "live")
 	waitTrue(t, ctx, "three chats listed", `document.querySelectorAll("#req-list li.req").length === 3`)
+	// One app: no app switcher, no app on the requests (docs/mock/apps.md).
+	waitText(t, ctx, "#server-info", "mode ")
+	if n := eval(t, ctx, `(document.getElementById("app-pick").hidden ? 0 : 1) + document.querySelectorAll(".app-tag").length`); n != 0 {
+		t.Fatal("the console of one app shows an app switcher or app tags")
+	}
 
 	// Preflights: hidden by default and counted; shown on request.
 	waitText(t, ctx, "#req-hidden", "1 CORS preflight hidden")
@@ -241,6 +247,13 @@ func TestBrowserConsoleUsability(t *testing.T) {
 	waitText(t, ctx, "#user-detail", "End user bob")
 	if msg := text(t, ctx, "#state-msg"); msg != "" {
 		t.Fatalf("the reset notice outlived the next action: %q", msg)
+	}
+	// Resetting ann while her details were open asked for no user that was
+	// gone: no failed request, no error in the browser's console. (A last
+	// round trip lets the page's requests report first.)
+	awaitString(t, ctx, `fetch("/__mock/api/state").then(r => r.text())`)
+	if f := failures(); len(f) != 0 {
+		t.Fatalf("the console made failed requests or logged errors:\n%s", strings.Join(f, "\n"))
 	}
 }
 

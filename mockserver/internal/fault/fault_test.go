@@ -192,7 +192,7 @@ func TestErrorEventDefaults(t *testing.T) {
 
 // TestDocsCoverTheVocabulary: the user guide names every fault.
 func TestDocsCoverTheVocabulary(t *testing.T) {
-	data, err := os.ReadFile("../../docs/mock/faults.md")
+	data, err := os.ReadFile("../../../docs/mock/faults.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func TestDSLFolderChecks(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "My App.yml"), []byte(dsl), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	app, err := os.ReadFile("../../cassettes/app.yaml")
+	app, err := os.ReadFile("../../../cassettes/app.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

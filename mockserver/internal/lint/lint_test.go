@@ -127,7 +127,7 @@ func TestFolderChecks(t *testing.T) {
 }
 
 func TestBuiltinCassettesPass(t *testing.T) {
-	r := lint.Paths([]string{"../../cassettes"})
+	r := lint.Paths([]string{"../../../cassettes"})
 	if !r.OK() {
 		t.Fatalf("built-in cassettes:\n%s", strings.Join(problems(r), "\n"))
 	}
@@ -142,7 +142,7 @@ func FuzzBytes(f *testing.F) {
 	// Small seeds: the fuzzer minimizes every interesting input, which is
 	// slow for the 10+ kB built-in cassettes.
 	seeds := []string{"testdata/valid.yaml", "testdata/broken/ids.yaml", "testdata/broken/follow-up.yaml",
-		"testdata/broken/after-error.yaml", "testdata/broken/secrets.yaml", "../../cassettes/plain-answer.yaml"}
+		"testdata/broken/after-error.yaml", "testdata/broken/secrets.yaml", "../../../cassettes/plain-answer.yaml"}
 	for _, s := range seeds {
 		data, err := os.ReadFile(s)
 		if err != nil {

@@ -63,7 +63,7 @@ func freeAddr(t *testing.T) string {
 // documented configuration, its addresses replaced by free ones.
 func startBalancer(t *testing.T) *balancer {
 	bin := haproxyBin(t)
-	cfg, err := os.ReadFile(filepath.Join("..", "..", "docs", "mock", "haproxy.cfg"))
+	cfg, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "mock", "haproxy.cfg"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@
 
 const API = "/__mock/api";
 const state = { entries: new Map(), order: [], selected: 0, active: 0, cassettes: [], filter: "", hidePreflight: true,
-  refetch: null, player: null, shownUser: null };
+  refetch: null, player: null, shownUser: null, apps: [], app: "" };
 
 // ---------- helpers
 
@@ -32,7 +32,8 @@ async function api(method, path, body) {
   const text = await r.text();
   let data = null;
   try { data = text ? JSON.parse(text) : null; } catch (e) { data = { message: text }; }
-  if (!r.ok) throw new Error((data && data.message) || r.status + " " + r.statusText);
+  // Errors carry a message; a failed cassette reload, its error.
+  if (!r.ok) throw new Error((data && (data.message || data.error)) || r.status + " " + r.statusText);
   return data;
 }
 function say(id, text, ok) { const p = $(id); p.textContent = text; p.className = "notice " + (ok ? "msg-ok" : "msg-bad"); }
@@ -47,6 +48,54 @@ function setupNotices() {
     }, true);
   }
 }
+// ---------- apps (docs/mock/apps.md): with several, a switcher in the header
+// picks one ("" = all apps for the journal); with one the console shows no
+// app anywhere, as before apps existed.
+
+function multi() { return state.apps.length > 1; }
+// viewApp is the app the per-app panels (state, cassettes) show: the one
+// picked, or the default app under "All apps".
+function viewApp() { return state.app || (state.apps.find((a) => a.default) || state.apps[0] || {}).name || ""; }
+// appPath addresses a per-app control route to viewApp (?app=NAME); with one
+// app it stays as it was.
+function appPath(path) { return multi() ? path + (path.includes("?") ? "&" : "?") + "app=" + encodeURIComponent(viewApp()) : path; }
+// appLabel names an app in the page: its name and, when it has one, /info's name.
+function appLabel(a) { return a.name + (a.app_name ? " — " + a.app_name : "") + (a.default ? " (default)" : ""); }
+
+function setupApps(apps) {
+  state.apps = apps || [];
+  if (!multi()) return;
+  $("app-select").replaceChildren(el("option", { value: "", text: "All apps" }), ...state.apps.map((a) => el("option", { value: a.name, text: appLabel(a) })));
+  $("rule-app").replaceChildren(el("option", { value: "", text: "every app" }), ...state.apps.map((a) => el("option", { value: a.name, text: a.name })));
+  $("app-pick").hidden = false;
+  $("rule-app-wrap").hidden = false;
+  const start = new URLSearchParams(location.search).get("app");
+  if (start && state.apps.some((a) => a.name === start)) $("app-select").value = start;
+  $("app-select").addEventListener("change", () => switchApp($("app-select").value));
+  switchApp($("app-select").value);
+}
+
+// switchApp shows one app (or all): the journal is filtered in the page,
+// the per-app panels load that app's state and cassettes.
+function switchApp(name) {
+  state.app = name;
+  state.shownUser = null;
+  $("user-detail").replaceChildren();
+  $("rule-app").value = name;
+  const url = new URL(location.href);
+  if (name) url.searchParams.set("app", name); else url.searchParams.delete("app");
+  history.replaceState(null, "", url);
+  const shown = viewApp() + (state.app ? "" : " (the default app; pick one above)");
+  $("state-title").textContent = "State of app " + shown;
+  $("cassettes-title").textContent = "Cassettes of app " + shown;
+  $("cassettes-title").hidden = false;
+  $("state-export").href = API + appPath("/state/export?download=1");
+  $("state-export").setAttribute("download", "dify-mock-state-" + viewApp() + ".json");
+  renderList();
+  if (!$("panel-state").hidden) loadState();
+  loadCassettes().catch(() => {});
+}
+
 // plural: "1 message", "2 messages".
 function plural(n, one, many) { return n + " " + (n === 1 ? one : (many || one + "s")); }
 function fmtMs(ms) { return ms >= 1000 ? (ms / 1000).toFixed(2) + " s" : Math.round(ms) + " ms"; }
@@ -101,9 +150,10 @@ function isPreflight(e) { return e.method === "OPTIONS"; }
 
 function matches(e) {
   if (state.hidePreflight && isPreflight(e)) return false;
+  if (state.app && e.app !== state.app) return false;
   const f = state.filter.toLowerCase();
   if (!f) return true;
-  return [e.method + " " + e.path, e.user, String(e.status), e.cassette, e.fault, e.rule].some((v) => v && String(v).toLowerCase().includes(f));
+  return [e.method + " " + e.path, e.user, String(e.status), e.cassette, e.fault, e.rule, multi() && e.app].some((v) => v && String(v).toLowerCase().includes(f));
 }
 
 // matchText says how a chat turn was chosen (docs/mock/hybrid.md): the
@@ -135,7 +185,7 @@ function renderList() {
       tabindex: e.id === state.active ? "0" : "-1", onclick: () => select(e.id) },
       el("span", { class: "muted", text: fmtTime(e.time) }),
       el("span", { class: statusClass(e), text: statusText(e) }),
-      el("span", { text: e.method + " " + e.path }),
+      el("span", {}, multi() ? [el("span", { class: "app-tag", text: e.app || "no app" }), " "] : null, e.method + " " + e.path),
       el("span", { class: "muted", text: e.done ? fmtMs(e.duration_ms) : "in flight" }),
       el("span", { class: "sub", text: sub }));
     return el("li", { class: "req", "data-id": e.id }, b);
@@ -205,6 +255,7 @@ function renderDetail(e) {
   const facts = el("dl", { class: "facts" });
   const add = (k, v) => { if (v !== undefined && v !== null && v !== "") facts.append(el("dt", { text: k }), el("dd", { text: String(v) })); };
   add("Request", e.method + " " + e.path + (e.query ? "?" + e.query : ""));
+  if (multi()) add("App", e.app || "none (its key belongs to no app)");
   add("Status", e.done ? e.status : (e.status ? e.status + ", still streaming…" : "waiting for the headers…"));
   add("Time", new Date(e.time).toISOString());
   add("Duration", fmtMs(e.duration_ms));
@@ -442,7 +493,7 @@ async function loadRules() {
   const tb = $("rules-table").querySelector("tbody");
   tb.replaceChildren(...r.data.map((x) => el("tr", { "data-rule": x.id },
     el("td", { text: x.id + (x.note ? " — " + x.note : "") }),
-    el("td", { text: [x.route || "every route", x.user && "user " + x.user, x.conversation_id && "conversation " + x.conversation_id].filter(Boolean).join(", ") }),
+    el("td", { text: [x.app && "app " + x.app, x.route || "every route", x.user && "user " + x.user, x.conversation_id && "conversation " + x.conversation_id].filter(Boolean).join(", ") }),
     el("td", { text: [x.cassette && "cassette " + x.cassette, x.speed != null && "speed " + x.speed, x.fault && "fault " + x.fault].filter(Boolean).join(", ") }),
     el("td", { text: x.used }),
     el("td", { text: x.remaining == null ? "until deleted" : x.remaining }),
@@ -458,6 +509,7 @@ function setupRules() {
     if (fault === "custom") fault = $("rule-custom").value.trim();
     const body = { route: $("rule-route").value, user: $("rule-user").value.trim(), conversation_id: $("rule-conv").value.trim(),
       cassette: $("rule-cassette").value, fault, times: parseInt($("rule-times").value || "0", 10) };
+    if (multi() && $("rule-app").value) body.app = $("rule-app").value;
     if ($("rule-speed").value !== "") body.speed = parseFloat($("rule-speed").value);
     try {
       const r = await api("POST", "/rules", body);
@@ -471,7 +523,9 @@ function setupRules() {
 // ---------- state
 
 async function loadState() {
-  const s = await api("GET", "/state");
+  const app = viewApp();
+  const s = await api("GET", appPath("/state"));
+  if (viewApp() !== app) return; // another app was picked meanwhile: its own load shows it
   const t = s.totals;
   $("state-totals").textContent = [plural(t.end_users, "end user"), plural(t.conversations, "conversation"), plural(t.messages, "message"), plural(t.files, "upload")].join(" · ");
   const tb = $("users-table").querySelector("tbody");
@@ -479,19 +533,29 @@ async function loadState() {
     el("th", { scope: "row" }, el("button", { type: "button", class: "link", text: u.user, onclick: () => showUser(u.user) })),
     el("td", { text: u.conversations }), el("td", { text: u.messages }), el("td", { text: u.files }),
     el("td", {}, el("button", { type: "button", "aria-label": "Reset end user " + u.user, text: "Reset", onclick: async () => {
-      await api("POST", "/state/reset", { user: u.user }); say("state-msg", "Reset end user " + u.user + ".", true); loadState();
+      try { await api("POST", appPath("/state/reset"), { user: u.user }); say("state-msg", "Reset end user " + u.user + ".", true); }
+      catch (err) { say("state-msg", err.message, false); }
+      loadState();
     } })))));
-  // The open details follow the state: a reset user's deleted data goes.
-  if (state.shownUser !== null) showUser(state.shownUser);
+  // The open details follow the state: a reset user's deleted data goes,
+  // without asking for a user the state no longer has (that would be a 404).
+  if (state.shownUser !== null) {
+    if (s.end_users.some((u) => u.user === state.shownUser)) showUser(state.shownUser);
+    else noUser(state.shownUser);
+  }
   if (!s.end_users.length) tb.append(el("tr", {}, el("td", { colspan: 5, class: "muted", text: "No end users yet." })));
+}
+
+function noUser(user, why) {
+  $("user-detail").replaceChildren(el("h2", { text: "End user " + user }), el("p", { class: "muted", text: "No conversations or uploads" + (why ? " (" + why + ")." : ".") }));
 }
 
 async function showUser(user) {
   state.shownUser = user;
   let u;
-  try { u = await api("GET", "/state/users/" + encodeURIComponent(user)); }
+  try { u = await api("GET", appPath("/state/users/" + encodeURIComponent(user))); }
   catch (err) {
-    if (state.shownUser === user) $("user-detail").replaceChildren(el("h2", { text: "End user " + user }), el("p", { class: "muted", text: "No conversations or uploads (" + err.message + ")." }));
+    if (state.shownUser === user) noUser(user, err.message);
     return;
   }
   if (state.shownUser !== user) return;
@@ -509,13 +573,13 @@ async function showUser(user) {
 
 function setupState() {
   $("state-reset").addEventListener("click", async () => {
-    try { await api("POST", "/state/reset", {}); say("state-msg", "All state was reset.", true); state.shownUser = null; $("user-detail").replaceChildren(); loadState(); }
+    try { await api("POST", appPath("/state/reset"), {}); say("state-msg", multi() ? "All state of app " + viewApp() + " was reset." : "All state was reset.", true); state.shownUser = null; $("user-detail").replaceChildren(); loadState(); }
     catch (err) { say("state-msg", err.message, false); }
   });
   $("state-import").addEventListener("change", async (ev) => {
     const f = ev.target.files[0];
     if (!f) return;
-    try { await api("POST", "/state/import", await f.text()); say("state-msg", "Imported " + f.name + ".", true); loadState(); }
+    try { await api("POST", appPath("/state/import"), await f.text()); say("state-msg", "Imported " + f.name + (multi() ? " into app " + viewApp() : "") + ".", true); loadState(); }
     catch (err) { say("state-msg", err.message, false); }
     ev.target.value = "";
   });
@@ -524,7 +588,9 @@ function setupState() {
 // ---------- cassettes and the player
 
 async function loadCassettes() {
-  const r = await api("GET", "/cassettes");
+  const app = viewApp();
+  const r = await api("GET", appPath("/cassettes"));
+  if (viewApp() !== app) return; // another app was picked meanwhile
   state.cassettes = r.data;
   $("cassette-list").replaceChildren(...r.data.map((c) => el("li", {},
     el("strong", { text: c.name }), c.default ? " (default)" : "", " ", el("span", { class: "muted", text: `${c.provenance}, ${c.turns} turn(s)` + (c.fault ? ", fault " + c.fault : "") }),
@@ -547,7 +613,7 @@ function setupPlayer() {
   $("player-stop").addEventListener("click", stopPlayer);
   $("cassettes-reload").addEventListener("click", async () => {
     try {
-      const r = await api("POST", "/cassettes/reload", {});
+      const r = await api("POST", appPath("/cassettes/reload"), {});
       say("cassettes-msg", `Reloaded ${r.cassettes.length} cassettes from ${r.source}.`, true);
     } catch (err) { say("cassettes-msg", err.message, false); }
     loadCassettes();
@@ -555,7 +621,7 @@ function setupPlayer() {
   $("player-form").addEventListener("submit", async (ev) => {
     ev.preventDefault();
     stopPlayer();
-    const d = await api("GET", "/cassettes/" + encodeURIComponent($("player-cassette").value));
+    const d = await api("GET", appPath("/cassettes/" + encodeURIComponent($("player-cassette").value)));
     const turn = d.turn_list[parseInt($("player-turn").value || "0", 10)];
     const speed = parseFloat($("player-speed").value);
     const out = $("player-out");
@@ -594,8 +660,10 @@ function connect() {
   es.addEventListener("cleared", () => { state.entries.clear(); state.order = []; state.selected = 0; renderList(); $("req-detail").replaceChildren(el("p", { class: "muted", text: "Journal cleared." })); });
   es.addEventListener("lagged", () => loadJournal());
   es.addEventListener("rules", () => { if (!$("panel-rules").hidden) loadRules(); });
-  es.addEventListener("state", () => { if (!$("panel-state").hidden) loadState(); });
-  es.addEventListener("cassettes", () => loadCassettes());
+  // With several apps these events name the app that changed.
+  const ours = (m) => { const ev = m.data ? JSON.parse(m.data) : {}; return !multi() || !ev.data || !ev.data.app || ev.data.app === viewApp(); };
+  es.addEventListener("state", (m) => { if (!$("panel-state").hidden && ours(m)) loadState(); });
+  es.addEventListener("cassettes", (m) => { if (ours(m)) loadCassettes(); });
 }
 
 let listTimer = null;
@@ -615,13 +683,14 @@ async function loadJournal() {
 
 async function loadInfo() {
   const i = await api("GET", "");
+  setupApps(i.apps);
   const journal = i.journal === false ? "journal off" : `journal ${i.journal_size} requests / ${Math.round(i.journal_bytes / 1048576)} MiB, bodies cut at 64 KiB`;
-  $("server-info").textContent = `${i.app} · mode ${i.mode} · speed ${i.speed} · ${journal}` + (i.journal_dropped ? ` (${i.journal_dropped} dropped for size)` : "") + (i.fault ? " · --fault " + i.fault : "");
+  $("server-info").textContent = multi() ? `${state.apps.length} apps · speed ${i.speed} · ${journal}` + (i.journal_dropped ? ` (${i.journal_dropped} dropped for size)` : "") + (i.fault ? " · --fault " + i.fault : "") : `${i.app} · mode ${i.mode} · speed ${i.speed} · ${journal}` + (i.journal_dropped ? ` (${i.journal_dropped} dropped for size)` : "") + (i.fault ? " · --fault " + i.fault : "");
 }
 
 document.addEventListener("DOMContentLoaded", () => {
   setupTabs(); setupNotices(); setupList(); setupRules(); setupState(); setupPlayer();
-  loadInfo().catch((e) => { $("server-info").textContent = e.message; });
-  loadCassettes().catch(() => {});
+  // The apps come first: every per-app request names one.
+  loadInfo().catch((e) => { $("server-info").textContent = e.message; }).then(() => { if (!multi()) loadCassettes().catch(() => {}); });
   connect();
 });

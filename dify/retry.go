@@ -192,6 +192,20 @@ func RetryReportOf(err error) (RetryReport, bool) {
 	return RetryReport{}, false
 }
 
+// ProvesNothingCreated reports whether err, the failure of a call that
+// creates something, proves the server created nothing: the request never
+// left this process (a dial error), or the server answered with an HTTP 4xx
+// before acting on it (Dify validates, authenticates and rate-limits a
+// request before it writes anything; a proxy's 4xx never passed it on). A
+// 5xx, a timeout or a broken connection proves nothing either way: the
+// server may have acted before the failure.
+func ProvesNothingCreated(err error) bool {
+	if apiErr, ok := AsAPIError(err); ok {
+		return !apiErr.Stream && apiErr.Status >= 400 && apiErr.Status < 500
+	}
+	return isDialError(err)
+}
+
 // isDialError reports a failure to open the connection, which proves no
 // request byte reached the server.
 func isDialError(err error) bool {

@@ -362,8 +362,13 @@ func (r *fileResource) Create(ctx context.Context, req resource.CreateRequest, r
 	body := &sizedReader{r: io.TeeReader(rc, h), n: p.size}
 	res, err := r.data.client.UploadFile(ctx, dify.Upload{Filename: p.filename, Reader: body, User: user})
 	if err != nil {
-		r.data.redact.addError(&resp.Diagnostics, "Unable to upload file", err,
-			fmt.Sprintf("Uploading %q (%s) as user %q failed; nothing was recorded in state.", p.filename, humanSize(p.size), user))
+		next := fmt.Sprintf("Uploading %q (%s) as user %q failed before Dify stored anything; nothing was recorded in state.", p.filename, humanSize(p.size), user)
+		if !dify.ProvesNothingCreated(err) {
+			next = fmt.Sprintf("Uploading %q (%s) as user %q failed, and Dify may have stored the file anyway; nothing was recorded in state. "+
+				"Dify's Service API cannot list, import or delete uploads, so such a file stays in Dify's storage; run terraform apply again to upload it anew.",
+				p.filename, humanSize(p.size), user)
+		}
+		r.data.redact.addError(&resp.Diagnostics, "Unable to upload file", err, next)
 		return
 	}
 	if sent := hex.EncodeToString(h.Sum(nil)); sent != before {

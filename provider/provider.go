@@ -22,9 +22,10 @@ import (
 )
 
 var (
-	_ provider.Provider                  = &difyProvider{}
-	_ provider.ProviderWithListResources = &difyProvider{}
-	_ provider.ProviderWithActions       = &difyProvider{}
+	_ provider.Provider                   = &difyProvider{}
+	_ provider.ProviderWithListResources  = &difyProvider{}
+	_ provider.ProviderWithActions        = &difyProvider{}
+	_ provider.ProviderWithValidateConfig = &difyProvider{}
 )
 
 // difyProvider is the dify provider; version is set by the release build.
@@ -94,6 +95,18 @@ func (p *difyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp 
 			},
 		},
 	}
+}
+
+// ValidateConfig reports provider-block values that can never work at
+// `terraform validate`, with the words Configure would use at plan
+// (validateConfigured; one definition of each check).
+func (p *difyProvider) ValidateConfig(ctx context.Context, req provider.ValidateConfigRequest, resp *provider.ValidateConfigResponse) {
+	var cfg providerModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(validateConfigured(cfg)...)
 }
 
 func (p *difyProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {

@@ -78,7 +78,8 @@ func (p *difyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp 
 				Optional: true,
 				MarkdownDescription: "Total attempts (the first included) for calls that are safe to repeat when Dify answers " +
 					"429 or 5xx or the connection fails; `1` disables retries. Between 1 and 20. " +
-					"A chat message is never re-sent once it may have reached Dify. " +
+					"A create (a chat message, an annotation) is sent again only after a 429 that proves nothing was created " +
+					"(Dify's `too_many_requests`/`rate_limit_error`, or a `Retry-After`), never once it may have reached Dify. " +
 					"Defaults to the `" + EnvRetryMaxAttempts + "` environment variable, then to `4`.",
 			},
 			"retry_max_delay": schema.StringAttribute{

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -80,6 +81,10 @@ func TestAccConversationResource_createErrorsAreNotRetried(t *testing.T) {
 // the diagnostic says so. Refused attempts never leave a conversation.
 func TestAccConversationResource_createRetriedOn429(t *testing.T) {
 	env := newMockEnv(t, mockserver.Config{})
+	// providerBlock's 50ms cap would shorten every Retry-After.
+	block := func(maxDelay string, extra ...string) string {
+		return strings.Replace(env.providerBlock(extra...), `retry_max_delay = "50ms"`, `retry_max_delay = "`+maxDelay+`"`, 1)
+	}
 	var before int
 	sent := func(want int) func(*terraform.State) error {
 		return func(*terraform.State) error {
@@ -99,7 +104,7 @@ func TestAccConversationResource_createRetriedOn429(t *testing.T) {
 					before = chatsSent(env)
 					env.fault("POST /v1/chat-messages", "status:429;retry-after=1", 2)
 				},
-				Config: env.providerBlock(`retry_max_attempts = 2`, `retry_max_delay = "2s"`) +
+				Config: block("2s", `retry_max_attempts = 2`) +
 					"\nresource \"dify_conversation\" \"test\" {\n  query = \"Hello\"\n}\n",
 				ExpectError: errRE("Unable to create conversation", `HTTP 429 with code "too_many_requests"`,
 					"made 2 attempts (retry_max_attempts = 2); each one failed", "Dify refused the first message", "nothing was created"),
@@ -115,7 +120,7 @@ func TestAccConversationResource_createRetriedOn429(t *testing.T) {
 					env.fault("POST /v1/chat-messages", "status:429;retry-after=60", 1)
 					env.fault("POST /v1/chat-messages", "status:429;retry-after=1", 1)
 				},
-				Config: env.providerBlock(`retry_max_delay = "2m"`) +
+				Config: block("2m") +
 					"\nresource \"dify_conversation\" \"test\" {\n  query = \"Hello\"\n  timeouts {\n    create = \"10s\"\n  }\n}\n",
 				ExpectError: errRE("Unable to create conversation", "HTTP 429",
 					"made 2 attempts", "next wait (1m0s) would have passed the timeout", "nothing was created"),
@@ -128,7 +133,7 @@ func TestAccConversationResource_createRetriedOn429(t *testing.T) {
 					before = chatsSent(env)
 					env.fault("POST /v1/chat-messages", "status:429;retry-after=1", 1)
 				},
-				Config: env.providerBlock(`retry_max_delay = "2s"`) +
+				Config: block("2s") +
 					"\nresource \"dify_conversation\" \"test\" {\n  query = \"Hello\"\n}\n",
 				Check: resource.ComposeTestCheckFunc(sent(2), expectRemaining(env, 1)),
 			},

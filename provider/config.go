@@ -207,7 +207,9 @@ func validateConfigured(m providerModel) diag.Diagnostics {
 	known := func(v interface {
 		IsNull() bool
 		IsUnknown() bool
-	}) bool { return !v.IsNull() && !v.IsUnknown() }
+	}) bool {
+		return !v.IsNull() && !v.IsUnknown()
+	}
 	var diags diag.Diagnostics
 	if known(m.BaseURL) {
 		diags.Append(checkBaseURL(m.BaseURL.ValueString(), from)...)

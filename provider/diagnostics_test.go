@@ -144,10 +144,12 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // A failed create only says nothing was created when the answer proves it.
 func TestProvesNothingCreated(t *testing.T) {
+	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		<-r.Context().Done() // answer nothing until the client gives up
+		<-release // the request arrived; answer nothing until the test ends
 	}))
 	defer srv.Close()
+	defer close(release)
 	c, err := dify.NewClient(srv.URL+"/v1", "app-k")
 	if err != nil {
 		t.Fatal(err)

@@ -154,8 +154,9 @@ func AnnotationPages(ctx context.Context, l AnnotationLister, p ListAnnotationsP
 }
 
 // CreateAnnotation adds an annotation (docs/api §27.4). It is not retried once
-// the request may have reached the server: a retry could create a second
-// annotation.
+// the request may have reached the server — a retry could create a second
+// annotation — except on a 429 that proves it was refused unprocessed (see
+// retryClass).
 func (c *Client) CreateAnnotation(ctx context.Context, req AnnotationRequest) (*Annotation, error) {
 	body, err := newJSONBody(req)
 	if err != nil {

@@ -161,6 +161,10 @@ func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("dify: %s %s: nil context", r.method, r.path)
 	}
+	report := func(attempt int, stop RetryStop, wait time.Duration, err error) error {
+		return &RetryError{Err: err, RetryReport: RetryReport{Attempts: attempt, MaxAttempts: c.retry.MaxAttempts,
+			Stop: stop, Wait: wait, CreatesOnce: r.class == retryUnsentOnly}}
+	}
 	for attempt := 1; ; attempt++ {
 		resp, err := c.attempt(ctx, r)
 		status, retry, hint := 0, false, time.Duration(0)
@@ -180,15 +184,21 @@ func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
 			return resp, nil
 		default:
 			apiErr := c.readAPIError(resp)
-			status, retry, hint = apiErr.Status, r.class.retryStatus(apiErr.Status), apiErr.RetryAfter
+			status, retry, hint = apiErr.Status, r.class.retryStatus(apiErr), apiErr.RetryAfter
 			err = apiErr
 		}
-		if !retry || attempt >= c.retry.MaxAttempts || (r.body != nil && !r.body.replayable()) {
-			return nil, err
+		switch {
+		case !retry:
+			return nil, report(attempt, RetryNotAllowed, 0, err)
+		case attempt >= c.retry.MaxAttempts:
+			return nil, report(attempt, RetryExhausted, 0, err)
+		case r.body != nil && !r.body.replayable():
+			return nil, report(attempt, RetryBodySent, 0, err)
 		}
 		wait := c.retry.wait(attempt, hint)
 		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
-			return nil, err // the retry could not finish in time; report the real failure
+			// The retry could not finish in time; report the real failure.
+			return nil, report(attempt, RetryNoTime, wait, err)
 		}
 		c.log(ctx, "dify: retrying request", map[string]any{
 			"method":       r.method,
@@ -200,7 +210,8 @@ func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
 			"wait":         wait.String(),
 		})
 		if !sleep(ctx, wait) {
-			return nil, fmt.Errorf("dify: %s %s: %w while waiting to retry after: %w", r.method, r.path, ctx.Err(), err)
+			return nil, report(attempt, RetryCanceled, wait,
+				fmt.Errorf("dify: %s %s: %w while waiting to retry after: %w", r.method, r.path, ctx.Err(), err))
 		}
 	}
 }

@@ -39,9 +39,9 @@ type APIError struct {
 	// Stream is true when the error arrived as an `error` event inside a
 	// chat stream rather than as an HTTP error response.
 	Stream bool
-	// RetryAfter is the server's Retry-After hint (zero when absent). Chat
-	// messages are never retried automatically, so callers can use it to
-	// decide when to try again.
+	// RetryAfter is the server's Retry-After hint (zero when absent). The
+	// client already waited it out between attempts where it retried;
+	// RetryReportOf says whether it did.
 	RetryAfter time.Duration
 }
 

@@ -27,8 +27,11 @@ func (c *Client) ServerInfo(ctx context.Context) (*ServerInfo, error) {
 // apps reject blocking, docs/api §2.2); nil Inputs are sent as {} and an empty
 // User falls back to the client's default user. The request is never
 // retried once it may have reached the server — a retry would send the
-// message twice — so a 429 or 5xx is returned as *APIError at once (see
-// retryClass). The caller must Close the stream; cancelling ctx aborts it.
+// message twice — so a 5xx is returned as *APIError at once; only a 429
+// that proves Dify refused it before creating anything (Dify's rate-limit
+// codes, or a Retry-After) is sent again, within the retry policy and ctx's
+// deadline (see retryClass). The caller must Close the stream; cancelling
+// ctx aborts it.
 func (c *Client) SendChatMessage(ctx context.Context, req ChatRequest) (*ChatStream, error) {
 	req.ResponseMode = ResponseModeStreaming
 	if req.Inputs == nil {

@@ -349,3 +349,116 @@ func TestRetryPolicyWait(t *testing.T) {
 		t.Errorf("normalised = %+v", d)
 	}
 }
+
+// A create is sent again after a 429 that proves Dify refused it before
+// writing anything (its rate-limit codes, or a Retry-After), and after
+// nothing else: a bare 429 or a 5xx may have been acted on.
+func TestRetryCreateOnRefusal(t *testing.T) {
+	const quota = `{"code":"too_many_requests","message":"Too many requests. Please try again later.","status":429}`
+	const daily = `{"code":"rate_limit_error","message":"Rate Limit Error","status":429}`
+	refusals := map[string]func(http.ResponseWriter, *http.Request, int){
+		"retry-after": func(w http.ResponseWriter, r *http.Request, n int) {
+			w.Header().Set("Retry-After", "1")
+			jsonReply(429, `<html>slow down</html>`)(w, r, n)
+		},
+		"too_many_requests": jsonReply(429, quota),
+		"rate_limit_error":  jsonReply(429, daily),
+	}
+	stream := readTestdata(t, "new-agent.sse")
+	creates := map[string]func(*Client) error{
+		"chat": func(c *Client) error {
+			s, err := c.SendChatMessage(testContext(t), ChatRequest{Query: "q"})
+			if err == nil {
+				_, err = Collect(s)
+			}
+			return err
+		},
+		"annotation": func(c *Client) error {
+			_, err := c.CreateAnnotation(testContext(t), AnnotationRequest{Question: "q", Answer: "a"})
+			return err
+		},
+	}
+	succeed := func(w http.ResponseWriter, r *http.Request, n int) {
+		if r.URL.Path == "/v1/chat-messages" {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = w.Write(stream)
+			return
+		}
+		jsonReply(200, `{"id":"0b2e9c1a-5d3f-4e61-9a55-0c7e2f3b8d11","question":"q","answer":"a","hit_count":0,"created_at":1}`)(w, r, n)
+	}
+	policy := WithRetryPolicy(RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Second})
+	for refusal, refuse := range refusals {
+		for name, create := range creates {
+			t.Run(name+"/"+refusal, func(t *testing.T) {
+				rec := &recorder{respond: func(w http.ResponseWriter, r *http.Request, n int) {
+					if n == 1 {
+						refuse(w, r, n)
+						return
+					}
+					succeed(w, r, n)
+				}}
+				c := newTestClient(t, rec, policy)
+				if err := create(c); err != nil {
+					t.Fatal(err)
+				}
+				if rec.count() != 2 {
+					t.Errorf("requests = %d, want 2 (the refusal and the retry)", rec.count())
+				}
+			})
+		}
+	}
+
+	t.Run("exhausted", func(t *testing.T) {
+		rec := &recorder{respond: jsonReply(429, quota)}
+		c := newTestClient(t, rec, policy)
+		err := creates["chat"](c)
+		rep, ok := RetryReportOf(err)
+		if !ok || rep.Attempts != 3 || rep.MaxAttempts != 3 || rep.Stop != RetryExhausted || !rep.CreatesOnce || rec.count() != 3 {
+			t.Errorf("report = %+v (%v), %d requests; want 3 attempts, exhausted", rep, ok, rec.count())
+		}
+		if !IsRateLimited(err) {
+			t.Errorf("the 429 is lost: %v", err)
+		}
+	})
+
+	t.Run("not proven", func(t *testing.T) {
+		for _, failure := range []int{429, 500, 503} { // failThen's 429 has neither mark
+			rec := &recorder{respond: failThen(t, succeed, failure, failure)}
+			c := newTestClient(t, rec, policy)
+			err := creates["chat"](c)
+			rep, ok := RetryReportOf(err)
+			if !ok || rep.Attempts != 1 || rep.Stop != RetryNotAllowed || rec.count() != 1 {
+				t.Errorf("%d: report = %+v (%v), %d requests; want one attempt, not allowed", failure, rep, ok, rec.count())
+			}
+		}
+	})
+
+	t.Run("retry-after beyond the deadline", func(t *testing.T) {
+		rec := &recorder{respond: func(w http.ResponseWriter, r *http.Request, n int) {
+			w.Header().Set("Retry-After", "60")
+			jsonReply(429, quota)(w, r, n)
+		}}
+		c := newTestClient(t, rec, WithRetryPolicy(RetryPolicy{MaxAttempts: 3, MaxDelay: time.Minute}))
+		ctx, cancel := context.WithTimeout(testContext(t), 5*time.Second)
+		defer cancel()
+		_, err := c.SendChatMessage(ctx, ChatRequest{Query: "q"})
+		rep, _ := RetryReportOf(err)
+		if rep.Stop != RetryNoTime || rep.Wait != time.Minute || rec.count() != 1 {
+			t.Errorf("report = %+v, %d requests; want no time for a 1m wait, one request", rep, rec.count())
+		}
+	})
+
+	t.Run("upload body read once", func(t *testing.T) {
+		rec := &recorder{respond: func(w http.ResponseWriter, r *http.Request, n int) {
+			_, _ = io.Copy(io.Discard, r.Body) // the transport sends the body
+			w.Header().Set("Retry-After", "1")
+			jsonReply(429, quota)(w, r, n)
+		}}
+		c := newTestClient(t, rec, policy)
+		_, err := c.UploadFile(testContext(t), Upload{Filename: "a.txt", Reader: strings.NewReader("abc")})
+		rep, _ := RetryReportOf(err)
+		if rep.Stop != RetryBodySent || rec.count() != 1 {
+			t.Errorf("report = %+v, %d requests; want the body-sent stop after one request", rep, rec.count())
+		}
+	})
+}

@@ -203,7 +203,11 @@ func (a *chatAction) run(ctx context.Context, m chatActionModel, send func(strin
 	start := time.Now()
 	stream, err := a.data.client.SendChatMessage(runCtx, chat)
 	if err != nil {
-		a.data.redact.addError(&diags, summary, err, "Dify refused the message before any reply started. Chat messages are never re-sent automatically.")
+		next := "Dify refused the message before any reply started, so nothing was sent to the agent."
+		if !dify.ProvesNothingCreated(err) {
+			next = "The message may have reached Dify and started a reply. Chat messages are never re-sent automatically (a retry could send the message twice)."
+		}
+		a.data.redact.addError(&diags, summary, err, next)
 		return diags
 	}
 	defer stream.Close()

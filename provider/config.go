@@ -100,27 +100,10 @@ func resolveSettings(m providerModel, getenv func(string) string) (settings, dia
 	if s.BaseURL == "" {
 		s.BaseURL, from = dify.DefaultBaseURL, "the default"
 	}
-	if err := validateBaseURL(s.BaseURL); err != nil {
-		summary := "Invalid Dify base URL"
-		detail := fmt.Sprintf("The base URL %s (from %s) is not usable: %s. Use the Service API base including /v1, for example %q or \"http://127.0.0.1:5001/v1\".",
-			redactURL(s.BaseURL), from, err, dify.DefaultBaseURL)
-		if mayHoldSecret(s.BaseURL) {
-			// Not attached to the attribute: Terraform would quote the
-			// configuration line under the diagnostic, secret included.
-			diags.AddError(summary, detail+" (The attribute's line is not quoted because the value may hold a secret.)")
-		} else {
-			diags.AddAttributeError(path.Root("base_url"), summary, detail)
-		}
-	}
+	diags.Append(checkBaseURL(s.BaseURL, from)...)
 
 	s.APIKey, _ = pick(m.APIKey, EnvAPIKey)
-	if strings.TrimSpace(s.APIKey) == "" {
-		diags.AddAttributeError(path.Root("api_key"), "Missing Dify API key",
-			"The provider cannot create the Dify API client because no API key was found. "+
-				"Set the api_key attribute in the provider block or the "+EnvAPIKey+" environment variable "+
-				"to the app's Service API key (it looks like \"app-...\"; find it under the app's API Access page). "+
-				"Prefer the environment variable so the key stays out of your configuration files.")
-	}
+	diags.Append(checkAPIKey(s.APIKey)...)
 
 	s.User, _ = pick(m.User, EnvUser)
 	if s.User == "" {
@@ -141,21 +124,112 @@ func resolveSettings(m providerModel, getenv func(string) string) (settings, dia
 		s.RetryMaxAttempts = n
 		from = "the " + EnvRetryMaxAttempts + " environment variable"
 	}
-	if s.RetryMaxAttempts < 1 || s.RetryMaxAttempts > 20 {
-		diags.AddAttributeError(path.Root("retry_max_attempts"), "Invalid Dify retry setting",
-			fmt.Sprintf("retry_max_attempts (from %s) must be between 1 (no retries) and 20, got %d.", from, s.RetryMaxAttempts))
-	}
+	diags.Append(checkRetryMaxAttempts(int64(s.RetryMaxAttempts), from)...)
 
 	var d diag.Diagnostics
-	s.RetryMaxDelay, d = pickDuration(m.RetryMaxDelay, getenv, EnvRetryMaxDelay, "retry_max_delay", DefaultRetryMaxDelay, 0)
+	s.RetryMaxDelay, d = pickDuration(m.RetryMaxDelay, getenv, EnvRetryMaxDelay, "retry_max_delay", DefaultRetryMaxDelay)
 	diags.Append(d...)
-	s.RequestTimeout, d = pickDuration(m.RequestTimeout, getenv, EnvRequestTimeout, "request_timeout", DefaultRequestTimeout, time.Second)
+	s.RequestTimeout, d = pickDuration(m.RequestTimeout, getenv, EnvRequestTimeout, "request_timeout", DefaultRequestTimeout)
 	diags.Append(d...)
 	return s, diags
 }
 
-func pickDuration(v types.String, getenv func(string) string, env, attr string, def, minimum time.Duration) (time.Duration, diag.Diagnostics) {
+// The checks below are the one definition of each provider setting's rule.
+// Configure runs them on the resolved value (configuration, environment or
+// default); ValidateConfig runs them on the configuration's known values,
+// so `terraform validate` reports what Configure would, with the same words.
+
+// durationMinimum is the least each duration setting accepts.
+var durationMinimum = map[string]time.Duration{"retry_max_delay": 0, "request_timeout": time.Second}
+
+// checkBaseURL checks a base URL taken from from ("the provider
+// configuration", "the DIFY_BASE_URL environment variable", "the default").
+func checkBaseURL(raw, from string) diag.Diagnostics {
 	var diags diag.Diagnostics
+	err := validateBaseURL(raw)
+	if err == nil {
+		return nil
+	}
+	summary := "Invalid Dify base URL"
+	detail := fmt.Sprintf("The base URL %s (from %s) is not usable: %s. Use the Service API base including /v1, for example %q or \"http://127.0.0.1:5001/v1\".",
+		redactURL(raw), from, err, dify.DefaultBaseURL)
+	if mayHoldSecret(raw) {
+		// Not attached to the attribute: Terraform would quote the
+		// configuration line under the diagnostic, secret included.
+		diags.AddError(summary, detail+" (The attribute's line is not quoted because the value may hold a secret.)")
+	} else {
+		diags.AddAttributeError(path.Root("base_url"), summary, detail)
+	}
+	return diags
+}
+
+// checkAPIKey requires a non-blank key.
+func checkAPIKey(key string) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if strings.TrimSpace(key) == "" {
+		diags.AddAttributeError(path.Root("api_key"), "Missing Dify API key",
+			"The provider cannot create the Dify API client because no API key was found. "+
+				"Set the api_key attribute in the provider block or the "+EnvAPIKey+" environment variable "+
+				"to the app's Service API key (it looks like \"app-...\"; find it under the app's API Access page). "+
+				"Prefer the environment variable so the key stays out of your configuration files.")
+	}
+	return diags
+}
+
+// checkRetryMaxAttempts bounds retry_max_attempts.
+func checkRetryMaxAttempts(n int64, from string) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if n < 1 || n > 20 {
+		diags.AddAttributeError(path.Root("retry_max_attempts"), "Invalid Dify retry setting",
+			fmt.Sprintf("retry_max_attempts (from %s) must be between 1 (no retries) and 20, got %d.", from, n))
+	}
+	return diags
+}
+
+// parseSettingDuration parses the duration setting attr.
+func parseSettingDuration(raw, from, attr string) (time.Duration, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	minimum := durationMinimum[attr]
+	d, err := time.ParseDuration(strings.TrimSpace(raw))
+	if err != nil || d < minimum {
+		diags.AddAttributeError(path.Root(attr), "Invalid Dify provider duration",
+			fmt.Sprintf("%s (from %s) must be a Go duration such as \"30s\" or \"2m\" of at least %s, got %q.", attr, from, minimum, raw))
+	}
+	return d, diags
+}
+
+// validateConfigured runs the checks on the provider block's known values
+// (ValidateConfig). Unknown values (from variables or resources not known
+// yet) and unset ones (the environment may supply them) are left to
+// Configure.
+func validateConfigured(m providerModel) diag.Diagnostics {
+	const from = "the provider configuration"
+	known := func(v interface {
+		IsNull() bool
+		IsUnknown() bool
+	}) bool {
+		return !v.IsNull() && !v.IsUnknown()
+	}
+	var diags diag.Diagnostics
+	if known(m.BaseURL) {
+		diags.Append(checkBaseURL(m.BaseURL.ValueString(), from)...)
+	}
+	if known(m.APIKey) {
+		diags.Append(checkAPIKey(m.APIKey.ValueString())...)
+	}
+	if known(m.RetryMaxAttempts) {
+		diags.Append(checkRetryMaxAttempts(m.RetryMaxAttempts.ValueInt64(), from)...)
+	}
+	for attr, v := range map[string]types.String{"retry_max_delay": m.RetryMaxDelay, "request_timeout": m.RequestTimeout} {
+		if known(v) {
+			_, d := parseSettingDuration(v.ValueString(), from, attr)
+			diags.Append(d...)
+		}
+	}
+	return diags
+}
+
+func pickDuration(v types.String, getenv func(string) string, env, attr string, def time.Duration) (time.Duration, diag.Diagnostics) {
 	raw, from := "", ""
 	switch {
 	case !v.IsNull():
@@ -165,13 +239,11 @@ func pickDuration(v types.String, getenv func(string) string, env, attr string, 
 	default:
 		return def, nil
 	}
-	d, err := time.ParseDuration(strings.TrimSpace(raw))
-	if err != nil || d < minimum {
-		diags.AddAttributeError(path.Root(attr), "Invalid Dify provider duration",
-			fmt.Sprintf("%s (from %s) must be a Go duration such as \"30s\" or \"2m\" of at least %s, got %q.", attr, from, minimum, raw))
+	d, diags := parseSettingDuration(raw, from, attr)
+	if diags.HasError() {
 		return def, diags
 	}
-	return d, diags
+	return d, nil
 }
 
 // validateBaseURL checks a base URL. Its errors never repeat the URL or

@@ -83,10 +83,12 @@ func unsafeRune(r rune, keepNewlines bool) bool {
 }
 
 // describeError renders err for a diagnostic detail: the HTTP status, the
-// Dify code and message for API errors (docs/api §1.4), and a next step.
+// Dify code and message for API errors (docs/api §1.4), what was and was not
+// retried, and a next step.
 func describeError(err error, next string) string {
 	var b strings.Builder
 	var apiErr *dify.APIError
+	retried := retrySentence(err)
 	switch {
 	case errors.As(err, &apiErr):
 		if apiErr.Status > 0 {
@@ -106,13 +108,19 @@ func describeError(err error, next string) string {
 			fmt.Fprintf(&b, " (parameter %q)", apiErr.Params)
 		}
 		b.WriteString(".")
-		if hint := statusHint(apiErr); hint != "" {
+		if hint := statusHint(apiErr, retried); hint != "" {
 			b.WriteString("\n\n" + hint)
 		}
 	case errors.Is(err, context.DeadlineExceeded):
 		fmt.Fprintf(&b, "The operation did not finish in time: %v.", err)
+		if retried != "" {
+			b.WriteString("\n\n" + retried)
+		}
 	default:
 		fmt.Fprintf(&b, "The request did not get a Dify answer: %v.", err)
+		if retried != "" {
+			b.WriteString("\n\n" + retried)
+		}
 		b.WriteString("\n\nCheck that base_url (or DIFY_BASE_URL) points at a reachable Dify Service API, including the /v1 suffix.")
 	}
 	if next != "" {
@@ -121,19 +129,72 @@ func describeError(err error, next string) string {
 	return b.String()
 }
 
-// statusHint suggests what to do about an error class.
-func statusHint(e *dify.APIError) string {
+// statusHint suggests what to do about an error class; retried is
+// retrySentence's account of the retries.
+func statusHint(e *dify.APIError, retried string) string {
 	switch {
 	case e.Status == 401:
 		return "Check the API key (api_key or " + EnvAPIKey + "): it must be the Service API key of the app (\"app-...\")."
 	case e.Status == 403:
 		return "The app refused the key: it may be deleted, disabled for API access, or in an archived workspace. Check the app in the Dify console."
 	case e.Status == 429:
-		return "Dify is rate limiting this app. The provider already retried with backoff (retry_max_attempts, retry_max_delay); wait and run Terraform again, or raise those limits."
+		return joinSentences("Dify is rate limiting this app.", retried,
+			"Wait and run Terraform again, or raise retry_max_attempts and retry_max_delay (and the resource's timeout) so the provider waits longer.")
 	case e.Status >= 500:
-		return "Dify had a server-side failure. Read operations were retried (retry_max_attempts); try again later or check the Dify server logs."
+		return joinSentences("Dify had a server-side failure.", retried, "Try again later or check the Dify server logs.")
 	}
 	return ""
+}
+
+func joinSentences(parts ...string) string {
+	out := parts[:0:0]
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// retrySentence says what the client did about a failure that retrying
+// could have helped with (a 429, a 5xx, a transport failure), from the
+// RetryReport it attached: how many attempts were made, or why the request
+// was sent only once. Other failures (a 400, a 404) get "": retrying them
+// is not a question.
+func retrySentence(err error) string {
+	rep, ok := dify.RetryReportOf(err)
+	if !ok {
+		return ""
+	}
+	apiErr, isAPI := dify.AsAPIError(err)
+	if isAPI && apiErr.Status != 429 && apiErr.Status < 500 {
+		return ""
+	}
+	if rep.Attempts > 1 {
+		s := fmt.Sprintf("The provider made %d attempts (retry_max_attempts = %d)", rep.Attempts, rep.MaxAttempts)
+		switch rep.Stop {
+		case dify.RetryNoTime:
+			return s + fmt.Sprintf("; it did not make another because the next wait (%s) would have passed the timeout.", rep.Wait)
+		case dify.RetryCanceled:
+			return s + "; the operation's timeout ended while it waited for the next."
+		}
+		return s + "; each one failed."
+	}
+	switch rep.Stop {
+	case dify.RetryExhausted:
+		return fmt.Sprintf("The request was sent once and not retried: retries are off (retry_max_attempts = %d).", rep.MaxAttempts)
+	case dify.RetryNoTime:
+		return fmt.Sprintf("The request was sent once and not retried: the wait before a retry (%s) would have passed the timeout.", rep.Wait)
+	case dify.RetryCanceled:
+		return "The request was sent once; the operation's timeout ended while the provider waited to retry it."
+	case dify.RetryBodySent:
+		return "The request was sent once and not retried: an upload's bytes are streamed once and had already been sent."
+	}
+	if rep.CreatesOnce {
+		return "The request was sent once and not retried: it creates something, and this answer does not prove that Dify created nothing, " +
+			"so sending it again could create a second one."
+	}
+	return "The request was sent once and not retried."
 }
 
 // addError appends an error diagnostic whose detail describes err, with the

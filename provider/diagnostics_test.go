@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 
@@ -57,5 +61,109 @@ func TestRedactorNeverLeaksKey(t *testing.T) {
 	// Too-short "keys" are not used for replacement (would mangle text).
 	if got := redactor("ab").clean("abc"); got != "abc" {
 		t.Fatalf("short key replaced text: %q", got)
+	}
+}
+
+// The diagnostic says what the client really did: how many attempts, or why
+// the request was sent only once. Before, every 429 claimed "the provider
+// already retried with backoff", a create's included.
+func TestDescribeErrorSaysWhatWasRetried(t *testing.T) {
+	const quota = `{"code":"too_many_requests","message":"Too many requests. Please try again later.","status":429}`
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		switch r.Header.Get("X-Test") {
+		case "503":
+			w.WriteHeader(503)
+			_, _ = w.Write([]byte(`{"code":"internal_server_error","message":"down","status":503}`))
+		default:
+			w.WriteHeader(429)
+			_, _ = w.Write([]byte(quota))
+		}
+	}))
+	defer srv.Close()
+	client := func(t *testing.T, attempts int, header string) *dify.Client {
+		hc := &http.Client{Transport: headerTransport{header}}
+		c, err := dify.NewClient(srv.URL+"/v1", "app-k", dify.WithHTTPClient(hc),
+			dify.WithRetryPolicy(dify.RetryPolicy{MaxAttempts: attempts, BaseDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	chat := func(c *dify.Client) error {
+		_, err := c.SendChatMessage(context.Background(), dify.ChatRequest{Query: "q", User: "u"})
+		return err
+	}
+	for _, tc := range []struct {
+		name     string
+		err      func() error
+		requests int32
+		want     []string
+		not      []string
+	}{
+		{"429 on a create, retried until the limit", func() error { return chat(client(t, 3, "")) }, 3,
+			[]string{"made 3 attempts (retry_max_attempts = 3)", "rate limiting"}, []string{"sent once", "already retried"}},
+		{"503 on a create, not retried", func() error { return chat(client(t, 3, "503")) }, 1,
+			[]string{"sent once and not retried: it creates something", "does not prove"}, []string{"attempts (", "were retried"}},
+		{"429 on a read with retries off", func() error { _, err := client(t, 1, "").AppInfo(context.Background()); return err }, 1,
+			[]string{"retries are off (retry_max_attempts = 1)"}, []string{"already retried"}},
+		{"503 on a read, retried", func() error { _, err := client(t, 2, "503").AppInfo(context.Background()); return err }, 2,
+			[]string{"made 2 attempts (retry_max_attempts = 2)", "server-side"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			requests.Store(0)
+			got := describeError(tc.err(), "")
+			if n := requests.Load(); n != tc.requests {
+				t.Errorf("%d requests, want %d", n, tc.requests)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("detail lacks %q:\n%s", w, got)
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(got, w) {
+					t.Errorf("detail has %q:\n%s", w, got)
+				}
+			}
+		})
+	}
+}
+
+// headerTransport marks each request with X-Test so one server can answer
+// each case differently.
+type headerTransport struct{ value string }
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("X-Test", h.value)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// A failed create only says nothing was created when the answer proves it.
+func TestProvesNothingCreated(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release // the request arrived; answer nothing until the test ends
+	}))
+	defer srv.Close()
+	defer close(release)
+	c, err := dify.NewClient(srv.URL+"/v1", "app-k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err = c.SendChatMessage(ctx, dify.ChatRequest{Query: "q", User: "u"})
+	if err == nil || dify.ProvesNothingCreated(err) {
+		t.Errorf("a timeout after the request was sent proves nothing: %v", err)
+	}
+	if dify.ProvesNothingCreated(&dify.APIError{Status: 502}) || !dify.ProvesNothingCreated(&dify.APIError{Status: 429}) {
+		t.Error("5xx must not, 4xx must prove nothing was created")
+	}
+	if got := findConversation("alice"); !strings.Contains(got, "terraform import dify_conversation.NAME alice/CONVERSATION_ID") {
+		t.Errorf("findConversation = %q", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 
 	"github.com/difyops/terraform-provider-dify/dify"
@@ -80,4 +81,36 @@ func parseUserScopedID(raw, what, form string) (user, id string, err error) {
 			raw, id, what, exampleUUID, form, hint)
 	}
 	return user, id, nil
+}
+
+// importForms is the id each importable resource takes, as its
+// examples/resources/<type>/import.sh documents it (a test keeps the two in
+// step), with an example.
+var importForms = map[string]struct{ form, example string }{
+	"dify_conversation":     {"USER/CONVERSATION_ID or CONVERSATION_ID", "alice/" + exampleUUID},
+	"dify_annotation":       {"ANNOTATION_ID", "6f1a2b3c-4d5e-4f60-8a7b-9c0d1e2f3a4b"},
+	"dify_annotation_reply": {annotationReplyID, annotationReplyID},
+	"dify_message_feedback": {"USER/MESSAGE_ID", "alice/" + exampleUUID},
+}
+
+// importIDGiven reports whether an import names its object by an id (false
+// for an import by identity, Terraform >= 1.12, which leaves the id empty).
+// A blank id without an identity gets the one error every resource gives: it
+// is almost always an unset shell variable (`terraform import ADDR "$ID"`),
+// and without this check it surfaced as the framework's "Value Conversion
+// Error" from reading the absent identity.
+func importIDGiven(typeName string, req resource.ImportStateRequest, resp *resource.ImportStateResponse) (byID, ok bool) {
+	if req.Identity != nil && !req.Identity.Raw.IsNull() && req.ID == "" {
+		return false, true
+	}
+	if strings.TrimSpace(req.ID) != "" {
+		return true, true
+	}
+	f := importForms[typeName]
+	resp.Diagnostics.AddError("Empty import id",
+		fmt.Sprintf("The import id for %s is empty. Import it with `terraform import %s.NAME %s` (for example %s), "+
+			"or give an id or identity in an import block. An empty id usually comes from a shell variable that is not set, "+
+			"as in `terraform import %s.NAME \"$ID\"` with ID unset: check the variable before running the command.",
+			typeName, typeName, f.form, f.example, typeName))
+	return false, false
 }

@@ -22,9 +22,10 @@ import (
 )
 
 var (
-	_ provider.Provider                  = &difyProvider{}
-	_ provider.ProviderWithListResources = &difyProvider{}
-	_ provider.ProviderWithActions       = &difyProvider{}
+	_ provider.Provider                   = &difyProvider{}
+	_ provider.ProviderWithListResources  = &difyProvider{}
+	_ provider.ProviderWithActions        = &difyProvider{}
+	_ provider.ProviderWithValidateConfig = &difyProvider{}
 )
 
 // difyProvider is the dify provider; version is set by the release build.
@@ -77,7 +78,8 @@ func (p *difyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp 
 				Optional: true,
 				MarkdownDescription: "Total attempts (the first included) for calls that are safe to repeat when Dify answers " +
 					"429 or 5xx or the connection fails; `1` disables retries. Between 1 and 20. " +
-					"A chat message is never re-sent once it may have reached Dify. " +
+					"A create (a chat message, an annotation) is sent again only after a 429 that proves nothing was created " +
+					"(Dify's `too_many_requests`/`rate_limit_error`, or a `Retry-After`), never once it may have reached Dify. " +
 					"Defaults to the `" + EnvRetryMaxAttempts + "` environment variable, then to `4`.",
 			},
 			"retry_max_delay": schema.StringAttribute{
@@ -94,6 +96,18 @@ func (p *difyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp 
 			},
 		},
 	}
+}
+
+// ValidateConfig reports provider-block values that can never work at
+// `terraform validate`, with the words Configure would use at plan
+// (validateConfigured; one definition of each check).
+func (p *difyProvider) ValidateConfig(ctx context.Context, req provider.ValidateConfigRequest, resp *provider.ValidateConfigResponse) {
+	var cfg providerModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(validateConfigured(cfg)...)
 }
 
 func (p *difyProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {

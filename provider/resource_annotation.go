@@ -105,11 +105,11 @@ func (r *annotationResource) Create(ctx context.Context, req resource.CreateRequ
 	}
 	a, err := r.data.client.CreateAnnotation(ctx, dify.AnnotationRequest{Question: plan.Question.ValueString(), Answer: plan.Answer.ValueString()})
 	if err != nil {
-		next := "Dify did not confirm the annotation. Creating is never retried automatically (a retry could add it twice)"
-		if !dify.IsNotFound(err) {
-			next += "; if the request reached Dify, an annotation may exist without being in state: check the app's annotations (dify_annotations) before applying again."
-		} else {
-			next += "."
+		next := "Dify refused the annotation, so nothing was created."
+		if !dify.ProvesNothingCreated(err) {
+			next = "Dify did not confirm the annotation, and the request may have reached it: an annotation may exist that is not in Terraform state. " +
+				"Creating is never re-sent automatically (a retry could add it twice). List the app's annotations with the dify_annotations data source; " +
+				"import the one you want to keep with `terraform import dify_annotation.NAME ANNOTATION_ID`, or delete it in Dify, before applying again."
 		}
 		r.data.redact.addError(&resp.Diagnostics, "Unable to create annotation", err, next)
 		return
@@ -194,8 +194,12 @@ func (r *annotationResource) Delete(ctx context.Context, req resource.DeleteRequ
 }
 
 func (r *annotationResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	byID, ok := importIDGiven("dify_annotation", req, resp)
+	if !ok {
+		return
+	}
 	id := req.ID
-	if id == "" && req.Identity != nil {
+	if !byID {
 		var ident annotationIdentity
 		resp.Diagnostics.Append(req.Identity.Get(ctx, &ident)...)
 		id = ident.ID.ValueString()

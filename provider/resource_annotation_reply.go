@@ -212,6 +212,9 @@ func (r *annotationReplyResource) Delete(ctx context.Context, req resource.Delet
 }
 
 func (r *annotationReplyResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	if _, ok := importIDGiven("dify_annotation_reply", req, resp); !ok {
+		return
+	}
 	if req.ID != annotationReplyID {
 		resp.Diagnostics.AddError("Invalid import id",
 			fmt.Sprintf("Import the annotation reply setting with the id %q (the API key selects the app); got %q.", annotationReplyID, req.ID))

@@ -383,9 +383,13 @@ func (r *conversationResource) Create(ctx context.Context, req resource.CreateRe
 	const summary = "Unable to create conversation"
 	stream, err := r.data.client.SendChatMessage(ctx, chat)
 	if err != nil {
-		next := "Dify refused the first message before starting a conversation, so nothing was created."
-		if apiErr, ok := dify.AsAPIError(err); ok && (apiErr.Status == 429 || apiErr.Status >= 500) {
-			next += " Chat messages are never re-sent automatically (a retry could send the message twice); run terraform apply again."
+		next := "Dify refused the first message before starting a conversation, so nothing was created; fix the cause and run terraform apply again."
+		if !dify.ProvesNothingCreated(err) {
+			// A 5xx or a timeout after the request left: Dify may have
+			// stored the message and started the conversation.
+			next = "The first message may have reached Dify and started a conversation that is not in Terraform state. " +
+				"Chat messages are never re-sent automatically (a retry could send the message twice). " + findConversation(user) +
+				" Then run terraform apply again."
 		}
 		r.data.redact.addError(&resp.Diagnostics, summary, err, next)
 		return
@@ -456,12 +460,21 @@ func (r *conversationResource) failCreate(ctx context.Context, diags *diag.Diagn
 	diags.AddError(summary, r.data.redact.clean(what+"\n\n"+cleanup+" Nothing was recorded in Terraform state; fix the cause and run terraform apply again."))
 }
 
+// findConversation tells how to find a conversation a failed create may have
+// left in Dify for user, and how to adopt or remove it.
+func findConversation(user string) string {
+	return fmt.Sprintf("List user %q's conversations with the dify_conversations data source (or `terraform query` with a "+
+		"list \"dify_conversation\" block on Terraform >= 1.14); import the one you want to keep with "+
+		"`terraform import dify_conversation.NAME %s/CONVERSATION_ID`, or delete it in Dify.", user, user)
+}
+
 // deleteHalfMade stops a still-running reply (taskID non-empty) and deletes
 // the conversation Dify created for a failed first message. It uses a fresh,
 // bounded context because the create's own context may be what expired.
 func (r *conversationResource) deleteHalfMade(ctx context.Context, conversationID, taskID, user string) string {
 	if conversationID == "" {
-		return "Dify had not named a conversation before the failure, so none is known to be left behind."
+		return "Dify had not named a conversation before the failure, so the provider could not delete it: one may have been started. " +
+			findConversation(user)
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
@@ -630,8 +643,12 @@ func (r *conversationResource) Delete(ctx context.Context, req resource.DeleteRe
 // provider's default user). The id is split at the last slash, so a user id
 // may itself contain slashes; conversation ids (UUIDs) never do.
 func (r *conversationResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	byID, ok := importIDGiven("dify_conversation", req, resp)
+	if !ok {
+		return
+	}
 	var user, id string
-	if req.ID == "" && req.Identity != nil {
+	if !byID {
 		// import { identity = { user = ..., id = ... } } (Terraform >= 1.12)
 		var ident conversationIdentity
 		resp.Diagnostics.Append(req.Identity.Get(ctx, &ident)...)

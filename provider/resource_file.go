@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/resourcevalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -44,6 +45,8 @@ type fileModel struct {
 	ID            types.String `tfsdk:"id"`
 	Source        types.String `tfsdk:"source"`
 	Content       types.String `tfsdk:"content"`
+	ContentWO     types.String `tfsdk:"content_wo"`
+	ContentWOVer  types.Int64  `tfsdk:"content_wo_version"`
 	ContentBase64 types.String `tfsdk:"content_base64"`
 	Filename      types.String `tfsdk:"filename"`
 	User          types.String `tfsdk:"user"`
@@ -71,8 +74,13 @@ func (r *fileResource) Schema(_ context.Context, _ resource.SchemaRequest, resp 
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Uploads a file to the Dify app (`POST /files/upload`) so a " +
 			"`dify_conversation` can reference it in `files`.\n\n" +
-			"Give exactly one of `source` (a local path), `content` (UTF-8 text) or `content_base64` (binary); " +
-			"`filename` names the upload and is required with `content`/`content_base64`. " +
+			"Give exactly one of `source` (a local path), `content_wo` (UTF-8 text, write-only), `content` (UTF-8 text) or " +
+			"`content_base64` (binary); `filename` names the upload and is required with the last three.\n\n" +
+			"**Keep the bytes out of state.** `content` and `content_base64` are stored in Terraform state and saved plan " +
+			"files as given (up to Dify's 15 MB document limit). `source` stores only the path and the `sha256` of the file; " +
+			"`content_wo` (Terraform >= 1.11) is never stored: only its `sha256` is, and `content_wo_version` decides " +
+			"when it is uploaded again. On Terraform < 1.11 and OpenTofu < 1.11, which have no write-only attributes, use `source` " +
+			"(for text made in the configuration, write it with the `local_file` resource and pass its path).\n\n" +
 			"The `sha256` of the content is computed at plan time, so editing the local file replaces the resource. " +
 			"Files over Dify's size limit for their category (images 10 MB, audio 50 MB, video 100 MB, other files 15 MB, " +
 			"or the server's own limits from `/parameters`) are rejected at plan time.\n\n" +
@@ -91,14 +99,33 @@ func (r *fileResource) Schema(_ context.Context, _ resource.SchemaRequest, resp 
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
 			"content": schema.StringAttribute{
-				Optional:            true,
-				MarkdownDescription: "Text content to upload (sent as UTF-8). Requires `filename`. Stored in state as given.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Optional: true,
+				MarkdownDescription: "Text content to upload (sent as UTF-8). Requires `filename`. Stored in state and plan files as given; " +
+					"use `source`, or `content_wo` on Terraform >= 1.11, to keep the bytes out of them.",
+				DeprecationMessage: "dify_file.content stores the uploaded bytes in Terraform state and plan files. " +
+					"Use source (a local path; any Terraform or OpenTofu) or content_wo with content_wo_version (Terraform >= 1.11) instead.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			"content_wo": schema.StringAttribute{
+				Optional:  true,
+				WriteOnly: true,
+				MarkdownDescription: "Text content to upload (sent as UTF-8), write-only: Terraform >= 1.11 passes it to the provider " +
+					"without storing it in state or plan files. Requires `filename` and `content_wo_version`. Because Terraform " +
+					"keeps no copy to compare with, a change alone uploads nothing: change `content_wo_version` to upload the new content.",
+				Validators: []validator.String{stringvalidator.AlsoRequires(path.MatchRoot("content_wo_version"))},
+			},
+			"content_wo_version": schema.Int64Attribute{
+				Optional: true,
+				MarkdownDescription: "Version of `content_wo`; changing it replaces the resource, uploading `content_wo` again. " +
+					"Stored in state. Requires `content_wo`.",
+				Validators:    []validator.Int64{int64validator.AlsoRequires(path.MatchRoot("content_wo"))},
+				PlanModifiers: []planmodifier.Int64{int64planmodifier.RequiresReplace()},
 			},
 			"content_base64": schema.StringAttribute{
-				Optional:            true,
-				MarkdownDescription: "Base64-encoded (standard alphabet, padded) binary content to upload. Requires `filename`.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Optional: true,
+				MarkdownDescription: "Base64-encoded (standard alphabet, padded) binary content to upload. Requires `filename`. " +
+					"Stored in state and plan files as given; prefer `source` for binary files.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
 			"filename": schema.StringAttribute{
 				Optional: true,
@@ -134,7 +161,8 @@ func (r *fileResource) Schema(_ context.Context, _ resource.SchemaRequest, resp 
 			"sha256": schema.StringAttribute{
 				Computed: true,
 				MarkdownDescription: "Hex SHA-256 of the uploaded bytes, computed at plan time from `source`, `content` or " +
-					"`content_base64`; a change replaces the resource.",
+					"`content_base64`, where a change replaces the resource; with `content_wo`, the hash of what was uploaded " +
+					"(a change of `content_wo_version` replaces the resource).",
 			},
 		},
 	}
@@ -150,6 +178,7 @@ func (r *fileResource) ConfigValidators(context.Context) []resource.ConfigValida
 			path.MatchRoot("source"),
 			path.MatchRoot("content"),
 			path.MatchRoot("content_base64"),
+			path.MatchRoot("content_wo"),
 		),
 	}
 }
@@ -160,10 +189,10 @@ func (r *fileResource) ValidateConfig(ctx context.Context, req resource.Validate
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	inline := !cfg.Content.IsNull() || !cfg.ContentBase64.IsNull()
+	inline := !cfg.Content.IsNull() || !cfg.ContentBase64.IsNull() || !cfg.ContentWO.IsNull()
 	if inline && cfg.Filename.IsNull() {
 		resp.Diagnostics.AddAttributeError(path.Root("filename"), "Missing filename",
-			"A dify_file with content or content_base64 needs filename, for example \"notes.md\": Dify requires a file name "+
+			"A dify_file with content, content_wo or content_base64 needs filename, for example \"notes.md\": Dify requires a file name "+
 				"and uses its extension to pick the size limit and file type.")
 	}
 	if !cfg.ContentBase64.IsNull() && !cfg.ContentBase64.IsUnknown() {
@@ -206,6 +235,13 @@ func resolvePayload(m fileModel) (p payload, known bool, attr string, err error)
 			return p, false, "", nil
 		}
 		b := []byte(m.Content.ValueString())
+		p.size = int64(len(b))
+		p.open = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	case !m.ContentWO.IsNull():
+		if m.ContentWO.IsUnknown() {
+			return p, false, "", nil
+		}
+		b := []byte(m.ContentWO.ValueString())
 		p.size = int64(len(b))
 		p.open = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
 	case !m.ContentBase64.IsNull():
@@ -289,6 +325,8 @@ func (r *fileResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 			at := path.Root("source")
 			if !cfg.Content.IsNull() {
 				at = path.Root("content")
+			} else if !cfg.ContentWO.IsNull() {
+				at = path.Root("content_wo")
 			} else if !cfg.ContentBase64.IsNull() {
 				at = path.Root("content_base64")
 			}
@@ -301,6 +339,12 @@ func (r *fileResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 		resp.Diagnostics.AddAttributeError(path.Root("source"), "Invalid dify_file content",
 			fmt.Sprintf("Reading the content to hash it failed: %v.", err))
 		return
+	}
+	if !creating && !cfg.ContentWO.IsNull() {
+		// Write-only: Terraform keeps no copy, so a changed content_wo is
+		// not a change; content_wo_version replaces (and then plans a
+		// create, with a fresh hash).
+		sum = state.Sha256.ValueString()
 	}
 	plan.Sha256 = types.StringValue(sum)
 	if !creating && state.Sha256.ValueString() != sum {
@@ -317,11 +361,14 @@ func (r *fileResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 }
 
 func (r *fileResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan fileModel
+	var plan, cfg fileModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	// A write-only value is only in the configuration, never in the plan.
+	plan.ContentWO = cfg.ContentWO
 	p, known, attr, err := resolvePayload(plan)
 	if err != nil || !known {
 		if err == nil {
@@ -362,8 +409,13 @@ func (r *fileResource) Create(ctx context.Context, req resource.CreateRequest, r
 	body := &sizedReader{r: io.TeeReader(rc, h), n: p.size}
 	res, err := r.data.client.UploadFile(ctx, dify.Upload{Filename: p.filename, Reader: body, User: user})
 	if err != nil {
-		r.data.redact.addError(&resp.Diagnostics, "Unable to upload file", err,
-			fmt.Sprintf("Uploading %q (%s) as user %q failed; nothing was recorded in state.", p.filename, humanSize(p.size), user))
+		next := fmt.Sprintf("Uploading %q (%s) as user %q failed before Dify stored anything; nothing was recorded in state.", p.filename, humanSize(p.size), user)
+		if !dify.ProvesNothingCreated(err) {
+			next = fmt.Sprintf("Uploading %q (%s) as user %q failed, and Dify may have stored the file anyway; nothing was recorded in state. "+
+				"Dify's Service API cannot list, import or delete uploads, so such a file stays in Dify's storage; run terraform apply again to upload it anew.",
+				p.filename, humanSize(p.size), user)
+		}
+		r.data.redact.addError(&resp.Diagnostics, "Unable to upload file", err, next)
 		return
 	}
 	if sent := hex.EncodeToString(h.Sum(nil)); sent != before {
@@ -375,6 +427,7 @@ func (r *fileResource) Create(ctx context.Context, req resource.CreateRequest, r
 	plan.User = types.StringValue(user)
 	plan.Filename = types.StringValue(p.filename)
 	plan.Sha256 = types.StringValue(before)
+	plan.ContentWO = types.StringNull() // never stored
 	setFileResult(&plan, res)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	resp.Diagnostics.Append(setFileIdentity(ctx, resp.Identity, plan.ID.ValueString())...)

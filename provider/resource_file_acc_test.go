@@ -1,13 +1,16 @@
 package provider
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/compare"
@@ -17,6 +20,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/hashicorp/terraform-plugin-testing/tfversion"
 
 	"github.com/difyops/terraform-provider-dify/mockserver"
 )
@@ -111,6 +115,7 @@ resource "dify_file" "image" {
 					statecheck.ExpectKnownValue(fileAddr, tfjsonpath.New("filename"), knownvalue.StringExact("itinerary.md")),
 					statecheck.ExpectKnownValue(fileAddr, tfjsonpath.New("size"), knownvalue.Int64Exact(int64(len(v1)))),
 					statecheck.ExpectKnownValue(fileAddr, tfjsonpath.New("sha256"), knownvalue.StringExact(sha256Hex(v1))),
+					expectNotInState{fileAddr, string(v1)},
 					statecheck.ExpectKnownValue("dify_file.image", tfjsonpath.New("extension"), knownvalue.StringExact("png")),
 					statecheck.ExpectKnownValue("dify_file.image", tfjsonpath.New("mime_type"), knownvalue.StringExact("image/png")),
 					statecheck.ExpectKnownValue("dify_file.image", tfjsonpath.New("size"), knownvalue.Int64Exact(int64(len(png)))),
@@ -130,6 +135,7 @@ resource "dify_file" "image" {
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(fileAddr, tfjsonpath.New("sha256"), knownvalue.StringExact(sha256Hex(v2))),
+					expectNotInState{fileAddr, string(v2)},
 				},
 			},
 		},
@@ -165,7 +171,7 @@ func TestAccFileResource_validation(t *testing.T) {
 		},
 		Steps: []resource.TestStep{
 			{Config: fileConfig(env, "source = "+hclString(small)+"\ncontent = \"x\"\nfilename = \"a.txt\""), PlanOnly: true,
-				ExpectError: errRE("Invalid Attribute Combination", "Exactly one of these attributes must be configured", "[source,content,content_base64]")},
+				ExpectError: errRE("Invalid Attribute Combination", "Exactly one of these attributes must be configured", "[source,content,content_base64,content_wo]")},
 			{Config: fileConfig(env, `filename = "a.txt"`), PlanOnly: true,
 				ExpectError: errRE("Missing Attribute Configuration", "Exactly one of these attributes must be configured")},
 			{Config: fileConfig(env, `content = "x"`), PlanOnly: true,
@@ -178,6 +184,90 @@ func TestAccFileResource_validation(t *testing.T) {
 				ExpectError: errRE("Invalid base64 content")},
 			{Config: fileConfig(env, "content = \"x\"\nfilename = \"dir/a.txt\""), PlanOnly: true,
 				ExpectError: errRE("must be a file name without")},
+		},
+	})
+}
+
+// expectNotInState fails when any attribute value of the resource addr holds
+// the uploaded text: only paths, hashes and Dify's answer may be in state.
+type expectNotInState struct{ addr, content string }
+
+func (e expectNotInState) CheckState(_ context.Context, req statecheck.CheckStateRequest, resp *statecheck.CheckStateResponse) {
+	if req.State == nil || req.State.Values == nil || req.State.Values.RootModule == nil {
+		resp.Error = fmt.Errorf("no state")
+		return
+	}
+	for _, r := range req.State.Values.RootModule.Resources {
+		if r.Address != e.addr {
+			continue
+		}
+		b, err := json.Marshal(r.AttributeValues)
+		if err != nil {
+			resp.Error = err
+			return
+		}
+		enc, _ := json.Marshal(e.content)
+		if strings.Contains(string(b), strings.Trim(string(enc), `"`)) {
+			resp.Error = fmt.Errorf("%s keeps the uploaded bytes in state: %s", e.addr, b)
+		}
+		return
+	}
+	resp.Error = fmt.Errorf("%s not in state", e.addr)
+}
+
+// TestAccFileResource_writeOnly uploads content_wo (Terraform >= 1.11): the
+// bytes reach Dify but never the state; a changed content_wo alone plans
+// nothing, and a new content_wo_version uploads the new content.
+func TestAccFileResource_writeOnly(t *testing.T) {
+	env := newMockEnv(t, mockserver.Config{})
+	v1, v2 := "# Runbook\nrestart the worker\n", "# Runbook\nrestart the worker, then the beat\n"
+	config := func(content string, version int) string {
+		return fileConfig(env, fmt.Sprintf("filename = \"runbook.md\"\ncontent_wo = %s\ncontent_wo_version = %d", hclString(content), version))
+	}
+	uploads := func(want int) func(*terraform.State) error {
+		return func(*terraform.State) error {
+			if got := env.counts.get("POST /files/upload"); got != want {
+				return fmt.Errorf("POST /files/upload = %d, want %d", got, want)
+			}
+			return nil
+		}
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: env.factories(),
+		TerraformVersionChecks:   []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_11_0)},
+		Steps: []resource.TestStep{
+			{
+				Config: config(v1, 1),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(fileAddr, tfjsonpath.New("content_wo"), knownvalue.Null()),
+					statecheck.ExpectKnownValue(fileAddr, tfjsonpath.New("content"), knownvalue.Null()),
+					statecheck.ExpectKnownValue(fileAddr, tfjsonpath.New("content_wo_version"), knownvalue.Int64Exact(1)),
+					statecheck.ExpectKnownValue(fileAddr, tfjsonpath.New("size"), knownvalue.Int64Exact(int64(len(v1)))),
+					statecheck.ExpectKnownValue(fileAddr, tfjsonpath.New("sha256"), knownvalue.StringExact(sha256Hex([]byte(v1)))),
+					expectNotInState{fileAddr, v1},
+				},
+				Check: uploads(1),
+			},
+			{
+				// Terraform keeps no copy to compare: nothing to do.
+				Config: config(v2, 1),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(fileAddr, plancheck.ResourceActionNoop),
+				}},
+				Check: uploads(1),
+			},
+			{
+				Config: config(v2, 2),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(fileAddr, plancheck.ResourceActionDestroyBeforeCreate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(fileAddr, tfjsonpath.New("size"), knownvalue.Int64Exact(int64(len(v2)))),
+					statecheck.ExpectKnownValue(fileAddr, tfjsonpath.New("sha256"), knownvalue.StringExact(sha256Hex([]byte(v2)))),
+					expectNotInState{fileAddr, v2},
+				},
+				Check: uploads(2),
+			},
 		},
 	})
 }

@@ -212,8 +212,12 @@ func (r *messageFeedbackResource) Delete(ctx context.Context, req resource.Delet
 // ImportState accepts USER/MESSAGE_ID (split at the last slash, so a user id
 // may contain slashes) or an identity.
 func (r *messageFeedbackResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	byID, ok := importIDGiven("dify_message_feedback", req, resp)
+	if !ok {
+		return
+	}
 	var user, id string
-	if req.ID == "" && req.Identity != nil {
+	if !byID {
 		var ident messageFeedbackIdentity
 		resp.Diagnostics.Append(req.Identity.Get(ctx, &ident)...)
 		if resp.Diagnostics.HasError() {

@@ -421,9 +421,10 @@ stage_examples() {
 		mkdir -p "$copy"
 		cp "$dir"/*.tf "$copy"/
 		# Examples of identities, list resources and actions declare the
-		# Terraform they need (required_version = ">= 1.12" or newer).
+		# Terraform they need (required_version = ">= 1.11" or newer: write-only
+		# attributes, identities, list resources, actions).
 		tf="$TF_ACC_TERRAFORM_PATH"
-		if grep -Eqs 'required_version[[:space:]]*=[[:space:]]*">=[[:space:]]*1\.1[2-9]' "$dir"/*.tf; then
+		if grep -Eqs 'required_version[[:space:]]*=[[:space:]]*">=[[:space:]]*1\.1[1-9]' "$dir"/*.tf; then
 			[[ -n "$tf14" ]] || tf14="$(terraform_1_14)" || die "no Terraform >= 1.14 to validate $dir"
 			tf="$tf14"
 		fi

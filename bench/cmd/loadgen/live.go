@@ -482,3 +482,81 @@ func fetchSends(ctx context.Context, upstream string) (*liveSends, error) {
 	}
 	return &s, nil
 }
+
+// The live lane's targets: the lateness dify-mock adds to a live stream at
+// 1,000 streams, and its memory per live stream against what a live stream
+// holds of its answer (bench/README.md, "The live lane").
+const (
+	targetLiveStreams      = 1000
+	targetLiveAddedP99     = 5 * time.Millisecond
+	targetLiveKeptMultiple = 16
+)
+
+// keptMultiple is a run's RSS per stream over the bytes a live stream
+// keeps; 0 when either is unknown.
+func (r liveResult) keptMultiple() float64 {
+	if r.KeptBytes == 0 || r.RSSPerStreamKiB <= 0 {
+		return 0
+	}
+	return r.RSSPerStreamKiB * 1024 / float64(r.KeptBytes)
+}
+
+func renderLive(b *strings.Builder, in *reportInput) {
+	if len(in.live) == 0 {
+		return
+	}
+	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	r0 := in.live[0]
+	w("## The live lane: hybrid mode relaying live streams\n\n")
+	w("A fake upstream on loopback (`loadgen upstream`) answers every chat with `%s`'s first turn, each of its %d frames written at its recorded offset, "+
+		"and keeps the time of every write. N chats at once, each with a query of its own (so no recorded turn answers it and every one goes to the upstream), "+
+		"go through dify-mock in hybrid mode (`serve --upstream`) and through a bare Go relay (`loadgen relay`: `httputil.ReverseProxy`, flushing each read), the floor.\n\n", r0.Cassette, r0.Frames)
+	w("- **Added**: each frame's arrival at the load generator's socket against the upstream's write of the same frame: what the relay added, loopback both ways included. " +
+		"*Upstream's own* is the upstream's writes against its schedule (the machine's, not the relay's).\n")
+	w("- **RSS**: the relay's VmRSS before the first stream and its peak (sampled every 250 ms); *per stream* is their difference over N; "+
+		"*× kept* divides it by the bytes a live stream keeps of its answer (the turn's frames, %d B, which dify-mock holds until the turn is stored and saved).\n", r0.KeptBytes)
+	w("- **Saving**: whether dify-mock saved the turns (`--max-new-turns 0` answers live without saving).\n\n")
+	w("| Relay | Streams | Saving | Completed | Added p50 ms | p99 ms | max ms | Upstream's own p99 ms | TTFE p50 ms | RSS MiB before → peak | Per stream KiB | × kept | CPU cores |\n")
+	w("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range in.live {
+		per, times := "–", "–"
+		if r.RSSPerStreamKiB > 0 {
+			per = fmt.Sprintf("%.1f", r.RSSPerStreamKiB)
+			times = fmt.Sprintf("%.1f", r.keptMultiple())
+		}
+		saving := r.Saving
+		if saving == "" {
+			saving = "–"
+		}
+		w("| %s | %d | %s | %d of %d | %s | %s | %s | %s | %s | %s → %s | %s | %s | %.2f |\n",
+			r.Target, r.Streams, saving, r.Completed, r.Streams, ms(r.Added.P50), ms(r.Added.P99), ms(r.Added.Max), ms(r.UpstreamLate.P99),
+			ms(r.TTFE.P50), mib(r.BaseRSSKiB), mib(r.Server.PeakRSSKiB), per, times, r.ServerCores)
+		for _, e := range r.Errors {
+			w("|  | | | error: %s | | | | | | | | | |\n", strings.ReplaceAll(e, "|", "/"))
+		}
+	}
+	w("\n")
+}
+
+// liveTargetRows judges dify-mock's run of targetLiveStreams streams (the
+// first such row).
+func liveTargetRows(in *reportInput) [][3]string {
+	for _, r := range in.live {
+		if r.Target != "dify-mock" || r.Streams != targetLiveStreams {
+			continue
+		}
+		relay := ""
+		for _, p := range in.live {
+			if p.Target != "dify-mock" && p.Streams == r.Streams {
+				relay = fmt.Sprintf(" (%s: %s ms)", p.Target, ms(p.Added.P99))
+				break
+			}
+		}
+		return [][3]string{
+			{"Lateness added by hybrid mode p99 ≤ 5 ms at 1,000 live streams", ms(r.Added.P99) + " ms" + relay, check(r.Added.Count > 0 && r.Added.P99 <= targetLiveAddedP99 && r.Failed == 0)},
+			{fmt.Sprintf("Memory per live stream ≤ %d× what it keeps", targetLiveKeptMultiple), fmt.Sprintf("%.1f KiB per stream, %.1f× the %d B kept", r.RSSPerStreamKiB, r.keptMultiple(), r.KeptBytes),
+				check(r.RSSPerStreamKiB > 0 && r.keptMultiple() <= targetLiveKeptMultiple && r.Failed == 0)},
+		}
+	}
+	return nil
+}

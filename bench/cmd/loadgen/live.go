@@ -123,8 +123,9 @@ func (u *fakeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // stream writes the turn's frames at their recorded offsets from start and
-// keeps the time of each write (after it returned: the bytes are then the
-// kernel's, on their way to the relay).
+// keeps the time each write began: on loopback the bytes can reach the
+// relay's socket before the write returns, so a time taken after it would
+// leave the relay less than nothing.
 func (u *fakeUpstream) stream(w http.ResponseWriter, ctx context.Context, query string, start time.Time) {
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
@@ -144,13 +145,13 @@ func (u *fakeUpstream) stream(w http.ResponseWriter, ctx context.Context, query 
 				return
 			}
 		}
+		now := time.Now()
 		if _, err := w.Write(f.Raw); err != nil {
 			break
 		}
 		if err := rc.Flush(); err != nil {
 			break
 		}
-		now := time.Now()
 		sends = append(sends, now.Sub(u.ref))
 		late = append(late, now.Sub(start)-f.Offset)
 	}
@@ -247,6 +248,9 @@ type liveResult struct {
 	Added        summary `json:"added"`
 	UpstreamLate summary `json:"upstream_late"`
 	TTFE         summary `json:"ttfe"`
+	// LatestFrame is the frame of the turn whose added lateness has the
+	// highest p99 over the streams: where the relay's time goes.
+	LatestFrame *latestFrame `json:"latest_frame,omitempty"`
 
 	// Memory: the relay's VmRSS before the first stream and at its peak,
 	// and per stream the difference over the streams; KeptBytes is what
@@ -297,10 +301,31 @@ func runLive(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "live %s: streams=%d completed=%d failed=%d added p50=%v p99=%v max=%v (upstream's own p99=%v) ttfe p50=%v peakRSS=%dMiB (base %dMiB) per stream %.1f KiB, kept %d B\n",
-		res.Target, res.Streams, res.Completed, res.Failed, res.Added.P50, res.Added.P99, res.Added.Max, res.UpstreamLate.P99,
+	fmt.Fprintf(stderr, "live %s: streams=%d completed=%d failed=%d added p50=%v p99=%v max=%v (upstream's own p99=%v; latest frame %s) ttfe p50=%v peakRSS=%dMiB (base %dMiB) per stream %.1f KiB, kept %d B\n",
+		res.Target, res.Streams, res.Completed, res.Failed, res.Added.P50, res.Added.P99, res.Added.Max, res.UpstreamLate.P99, res.LatestFrame.describe(),
 		res.TTFE.P50, res.Server.PeakRSSKiB>>10, res.BaseRSSKiB>>10, res.RSSPerStreamKiB, res.KeptBytes)
 	return appendResult(o.out, res)
+}
+
+// latestFrame is one frame of the turn by its added lateness.
+type latestFrame struct {
+	Index int           `json:"index"`
+	Event string        `json:"event"`
+	P99   time.Duration `json:"p99"`
+}
+
+// frameEvent is the event a recorded frame carries ("" for none).
+func frameEvent(raw []byte) string {
+	_, rest, ok := strings.Cut(string(raw), `"event"`)
+	if !ok {
+		return ""
+	}
+	rest = strings.TrimLeft(rest, " :")
+	if !strings.HasPrefix(rest, `"`) {
+		return ""
+	}
+	ev, _, _ := strings.Cut(rest[1:], `"`)
+	return ev
 }
 
 // liveStream is one live chat's outcome.
@@ -397,6 +422,7 @@ func live(ctx context.Context, o liveOptions, turn *cassette.RecordedTurn, stder
 	res.UpstreamLate = sends.Late
 	clock := clockFrom(ref, sends.Ref)
 	var added, ttfe durations
+	byFrame := make([]durations, len(turn.Frames))
 	for _, s := range all {
 		sent := sends.Sends[s.query]
 		if s.err == nil && len(sent) != len(turn.Frames) {
@@ -406,7 +432,11 @@ func live(ctx context.Context, o liveOptions, turn *cassette.RecordedTurn, stder
 			s.err = fmt.Errorf("received %d frames, the upstream wrote %d", len(s.arrivals), len(sent))
 		}
 		for i := range min(len(sent), len(s.arrivals)) {
-			added = append(added, s.arrivals[i].Sub(clock.at(sent[i])))
+			d := s.arrivals[i].Sub(clock.at(sent[i]))
+			added = append(added, d)
+			if i < len(byFrame) {
+				byFrame[i] = append(byFrame[i], d)
+			}
 		}
 		if s.ttfe > 0 {
 			ttfe = append(ttfe, s.ttfe)
@@ -421,6 +451,11 @@ func live(ctx context.Context, o liveOptions, turn *cassette.RecordedTurn, stder
 		res.Completed++
 	}
 	res.Added, res.TTFE = added.summarize(), ttfe.summarize()
+	for i, ds := range byFrame {
+		if p := ds.summarize().P99; len(ds) > 0 && (res.LatestFrame == nil || p > res.LatestFrame.P99) {
+			res.LatestFrame = &latestFrame{Index: i, Event: frameEvent(turn.Frames[i].Raw), P99: p}
+		}
+	}
 	return res, nil
 }
 
@@ -492,6 +527,14 @@ const (
 	targetLiveKeptMultiple = 16
 )
 
+// describe is "#INDEX EVENT p99 X ms", "–" for none.
+func (f *latestFrame) describe() string {
+	if f == nil {
+		return "–"
+	}
+	return fmt.Sprintf("#%d %s, p99 %s ms", f.Index, f.Event, ms(f.P99))
+}
+
 // keptMultiple is a run's RSS per stream over the bytes a live stream
 // keeps; 0 when either is unknown.
 func (r liveResult) keptMultiple() float64 {
@@ -512,12 +555,12 @@ func renderLive(b *strings.Builder, in *reportInput) {
 		"and keeps the time of every write. N chats at once, each with a query of its own (so no recorded turn answers it and every one goes to the upstream), "+
 		"go through dify-mock in hybrid mode (`serve --upstream`) and through a bare Go relay (`loadgen relay`: `httputil.ReverseProxy`, flushing each read), the floor.\n\n", r0.Cassette, r0.Frames)
 	w("- **Added**: each frame's arrival at the load generator's socket against the upstream's write of the same frame: what the relay added, loopback both ways included. " +
-		"*Upstream's own* is the upstream's writes against its schedule (the machine's, not the relay's).\n")
+		"*Upstream's own* is the upstream's writes against its schedule (the machine's, not the relay's); *latest frame* is the frame of the turn whose added lateness has the highest p99.\n")
 	w("- **RSS**: the relay's VmRSS before the first stream and its peak (sampled every 250 ms); *per stream* is their difference over N; "+
 		"*× kept* divides it by the bytes a live stream keeps of its answer (the turn's frames, %d B, which dify-mock holds until the turn is stored and saved).\n", r0.KeptBytes)
 	w("- **Saving**: whether dify-mock saved the turns (`--max-new-turns 0` answers live without saving).\n\n")
-	w("| Relay | Streams | Saving | Completed | Added p50 ms | p99 ms | max ms | Upstream's own p99 ms | TTFE p50 ms | RSS MiB before → peak | Per stream KiB | × kept | CPU cores |\n")
-	w("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	w("| Relay | Streams | Saving | Completed | Added p50 ms | p99 ms | max ms | Upstream's own p99 ms | Latest frame | TTFE p50 ms | RSS MiB before → peak | Per stream KiB | × kept | CPU cores |\n")
+	w("|---|---:|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|\n")
 	for _, r := range in.live {
 		per, times := "–", "–"
 		if r.RSSPerStreamKiB > 0 {
@@ -528,11 +571,11 @@ func renderLive(b *strings.Builder, in *reportInput) {
 		if saving == "" {
 			saving = "–"
 		}
-		w("| %s | %d | %s | %d of %d | %s | %s | %s | %s | %s | %s → %s | %s | %s | %.2f |\n",
+		w("| %s | %d | %s | %d of %d | %s | %s | %s | %s | %s | %s | %s → %s | %s | %s | %.2f |\n",
 			r.Target, r.Streams, saving, r.Completed, r.Streams, ms(r.Added.P50), ms(r.Added.P99), ms(r.Added.Max), ms(r.UpstreamLate.P99),
-			ms(r.TTFE.P50), mib(r.BaseRSSKiB), mib(r.Server.PeakRSSKiB), per, times, r.ServerCores)
+			r.LatestFrame.describe(), ms(r.TTFE.P50), mib(r.BaseRSSKiB), mib(r.Server.PeakRSSKiB), per, times, r.ServerCores)
 		for _, e := range r.Errors {
-			w("|  | | | error: %s | | | | | | | | | |\n", strings.ReplaceAll(e, "|", "/"))
+			w("|  | | | error: %s | | | | | | | | | | |\n", strings.ReplaceAll(e, "|", "/"))
 		}
 	}
 	w("\n")

@@ -19,7 +19,10 @@
 #      3.13.2 standalone (the jar from the npm package wiremock@3.13.2, run
 #      with Java; skipped with a note where Java or the jar is missing) and a
 #      bare httprouter handler, on GET /v1/parameters (same bytes, same load,
-#      alternating rounds) and one streamed answer (per-frame arrival error).
+#      alternating rounds) and one streamed answer (per-frame arrival error);
+#   6. the live lane: N concurrent live streams relayed by dify-mock in hybrid
+#      mode and by a bare Go relay from a fake upstream with known timing:
+#      lateness added against the upstream's writes, RSS per live stream.
 # The tables go to stdout and to bench/results.md. bench/README.md explains
 # the method and the results.
 #
@@ -49,7 +52,12 @@
 #   BENCH_HTTP_DURATION=5s                 measured time per endpoint
 #   BENCH_HTTP_CONCURRENCY=50
 #   BENCH_PROVIDER_SIZES=1,10,100,1000     conversations in state
-#   BENCH_SKIP="profile provider"          sections to skip (streams apps http profile provider peers)
+#   BENCH_LIVE_STREAMS="100 1000"          the live lane's stream counts: through dify-mock in
+#                                          hybrid mode (not saving) and a bare Go relay, each
+#                                          in front of a fake upstream on loopback
+#   BENCH_LIVE_CASSETTE=tool-use           the turn the fake upstream streams
+#   BENCH_LIVE_SAVE_STREAMS=20             the live lane's row with saving on (0 = none)
+#   BENCH_SKIP="profile provider"          sections to skip (streams apps http profile provider peers live)
 #   BENCH_PEER_ROUNDS=8, BENCH_PEER_DURATION=2s, BENCH_PEER_STREAM_RUNS=10,
 #   BENCH_PEER_STREAM_CONCURRENCY=100      the peer comparison's sizes
 #   BENCH_PEER_WARMUP=30s                  unmeasured load on each peer before the first round (WireMock's JIT)
@@ -79,6 +87,9 @@ HTTP_DURATION="${BENCH_HTTP_DURATION:-5s}"
 HTTP_CONCURRENCY="${BENCH_HTTP_CONCURRENCY:-50}"
 PROVIDER_SIZES="${BENCH_PROVIDER_SIZES:-1,10,100,1000}"
 RESULTS="${BENCH_RESULTS-bench/results.md}"
+read -r -a LIVE_STREAMS <<<"${BENCH_LIVE_STREAMS:-100 1000}"
+LIVE_CASSETTE="${BENCH_LIVE_CASSETTE:-tool-use}"
+LIVE_SAVE_STREAMS="${BENCH_LIVE_SAVE_STREAMS:-20}"
 SKIP=" ${BENCH_SKIP:-} "
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/tf-dify-bench.XXXXXX")"
@@ -431,6 +442,52 @@ if want peers; then
 		--out "$RESULTS_JSON"
 	stop_peers
 	stop_mock
+fi
+
+# --- the live lane: hybrid mode relaying live streams ------------------------
+
+# A fake upstream (loadgen upstream: a built-in cassette's turn at its
+# recorded pace, every write timed) behind dify-mock in hybrid mode, fresh
+# for each count, and behind a bare Go relay (loadgen relay), the floor:
+# N chats at once, each with a query no recorded turn answers, so all go
+# live. dify-mock answers them without saving (--max-new-turns 0); one
+# small row saves every turn it answers.
+if want live; then
+	log "live: dify-mock in hybrid mode and a bare Go relay in front of a fake upstream ($LIVE_CASSETTE)"
+	${SESSION[@]+"${SESSION[@]}"} "${NICE[@]}" "$WORK/loadgen" upstream --cassette "$LIVE_CASSETTE" >"$WORK/upstream.out" 2>&1 &
+	PEER_PIDS+=($!)
+	up_url="$(wait_for_line "$WORK/upstream.out" '^fake upstream on (http://127\.0\.0\.1:[0-9]+/v1)$' "$!" 20)" ||
+		die "the fake upstream did not start"
+	# live_mock DIR MAX_NEW_TURNS: dify-mock in hybrid mode serving (and
+	# growing) DIR. The fake upstream's key is no secret: it is passed as a
+	# flag because start_mock clears the DIFY_MOCK_ environment.
+	live_mock() {
+		bench_mock 1 --cassettes "$1" --upstream "$up_url" --upstream-key app-bench-upstream --max-new-turns "$2"
+	}
+	for n in "${LIVE_STREAMS[@]}"; do
+		live_mock "$WORK/live-$n" 0
+		"${LOADGEN[@]}" live --url "$MOCK_URL" --upstream "$up_url" --pid "$MOCK_PID" --debug-url "$DEBUG_URL" --streams "$n" \
+			--cassette "$LIVE_CASSETTE" --target dify-mock --saving "off (--max-new-turns 0)" --out "$RESULTS_JSON"
+		stop_mock
+		${SESSION[@]+"${SESSION[@]}"} "${NICE[@]}" "$WORK/loadgen" relay --upstream "$up_url" >"$WORK/relay.out" 2>&1 &
+		relay_pid=$!
+		PEER_PIDS+=("$relay_pid") # cleanup ends it if the run stops here
+		relay_url="$(wait_for_line "$WORK/relay.out" '^bare relay on (http://127\.0\.0\.1:[0-9]+/v1)$' "$relay_pid" 20)" ||
+			die "the bare relay did not start"
+		"${LOADGEN[@]}" live --url "$relay_url" --upstream "$up_url" --pid "$relay_pid" --streams "$n" \
+			--cassette "$LIVE_CASSETTE" --target "bare Go relay" --out "$RESULTS_JSON"
+		kill -TERM "$relay_pid" 2>/dev/null || true
+		wait "$relay_pid" 2>/dev/null || true
+	done
+	if ((LIVE_SAVE_STREAMS > 0)); then
+		live_mock "$WORK/live-saved" "$LIVE_SAVE_STREAMS"
+		"${LOADGEN[@]}" live --url "$MOCK_URL" --upstream "$up_url" --pid "$MOCK_PID" --debug-url "$DEBUG_URL" --streams "$LIVE_SAVE_STREAMS" \
+			--cassette "$LIVE_CASSETTE" --target dify-mock --saving "on (every turn saved)" --out "$RESULTS_JSON"
+		stop_mock
+		saved="$(find "$WORK/live-saved" -name '*.yaml' ! -name app.yaml | wc -l)"
+		section_notes+=(--note "Live lane: the saving row's dify-mock wrote $saved of $LIVE_SAVE_STREAMS cassettes")
+	fi
+	stop_peers
 fi
 
 if grep -q -i -e 'panic' -e 'level=ERROR' "$WORK/mock.log" 2>/dev/null; then

@@ -6,6 +6,9 @@
 //	loadgen streams  --url URL --streams N [--cassette NAME] [--speed S] [--pid PID] [--debug-url URL] [--keys-file FILE] [--round K] [--start-rate R]
 //	loadgen http     --url URL --endpoint parameters|conversations|rename|upload [--concurrency 50]
 //	loadgen provider --url URL --terraform PATH --plugin-dir DIR [--conversations 1,10,100]
+//	loadgen upstream [--addr 127.0.0.1:0] [--cassette NAME]
+//	loadgen relay    --upstream URL [--addr 127.0.0.1:0]
+//	loadgen live     --url URL --upstream URL --streams N [--target NAME] [--pid PID] [--saving TEXT]
 //	loadgen report   --in results.jsonl [--out bench/results.md]
 //
 // Every subcommand prints what it is doing to stderr; results go to --out
@@ -37,6 +40,10 @@ var subcommands = map[string]subcommand{
 	"peers-setup": {"write the inputs dify-mock, WireMock and the bare handler serve in the peer comparison", runPeersSetup},
 	"bare":        {"serve GET /v1/parameters with a bare httprouter handler (the Go ceiling)", runBare},
 	"peers":       {"GET /v1/parameters and a streamed answer against dify-mock, WireMock and the bare handler", runPeers},
+	// The live lane (live.go).
+	"upstream": {"a fake Dify upstream on loopback: every chat streams a built-in cassette's turn at its recorded pace, its writes timed", runUpstream},
+	"relay":    {"a bare Go relay (httputil.ReverseProxy, flushing each read) in front of an upstream: the live lane's floor", runRelay},
+	"live":     {"N concurrent live chats through hybrid mode or the bare relay: lateness added vs the upstream's writes, relay RSS per stream", runLive},
 }
 
 func main() {

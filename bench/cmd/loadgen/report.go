@@ -35,6 +35,7 @@ type reportInput struct {
 	provider    []providerResult
 	peerHTTP    []peerHTTPResult
 	peerStreams []peerStreamResult
+	live        []liveResult
 }
 
 func readResults(r io.Reader) (*reportInput, error) {
@@ -74,6 +75,10 @@ func readResults(r io.Reader) (*reportInput, error) {
 			var v peerStreamResult
 			err = json.Unmarshal(b, &v)
 			in.peerStreams = append(in.peerStreams, v)
+		case "live":
+			var v liveResult
+			err = json.Unmarshal(b, &v)
+			in.live = append(in.live, v)
 		default:
 			err = fmt.Errorf("unknown kind %q", kind.Kind)
 		}
@@ -303,9 +308,17 @@ func renderReport(in *reportInput, m machine, notes []string, profiles []profile
 	}
 
 	renderPeers(&b, in)
+	renderLive(&b, in)
 
 	if rows := targetRows(in); len(rows) > 0 {
 		w("## Targets (issue 7)\n\n| Target | Measured | |\n|---|---|---|\n")
+		for _, r := range rows {
+			w("| %s | %s | %s |\n", r[0], r[1], r[2])
+		}
+		w("\n")
+	}
+	if rows := liveTargetRows(in); len(rows) > 0 {
+		w("## Targets (the live lane)\n\n| Target | Measured | |\n|---|---|---|\n")
 		for _, r := range rows {
 			w("| %s | %s | %s |\n", r[0], r[1], r[2])
 		}

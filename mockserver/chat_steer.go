@@ -161,7 +161,7 @@ func (s *appServer) steer(w http.ResponseWriter, r *http.Request, cat *catalog, 
 
 // annotationSource answers from an annotation (docs/api §29) while
 // annotation reply is enabled and one matches the query; the turn is the
-// annotation's answer compiled like a recorded turn (annotation_turn.go).
+// annotation's answer compiled like a recorded turn (chat_annotation.go).
 func (s *appServer) annotationSource(in *steerInput, plan *turnPlan) (bool, *apiError) {
 	ann, _, ok := s.store.MatchAnnotation(in.req.query)
 	if !ok {

@@ -312,7 +312,7 @@ type appServer struct {
 	store         *store.Store
 	appID         string
 	handler       http.Handler
-	// annTurns caches the turns annotations answer with (annotation_turn.go).
+	// annTurns caches the turns annotations answer with (chat_annotation.go).
 	annTurns annotationTurns
 
 	// upstreamConvs maps conversations the upstream answered to its own

@@ -3,16 +3,13 @@ package mockserver
 // The steer phase of a chat request (chat.go): one decision of what plays.
 
 import (
-	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/difyops/terraform-provider-dify/mockserver/internal/fault"
 	"github.com/difyops/terraform-provider-dify/mockserver/internal/replay"
 	"github.com/difyops/terraform-provider-dify/mockserver/internal/store"
 	"github.com/difyops/terraform-provider-dify/mockserver/journal"
-	"github.com/difyops/terraform-provider-dify/mockserver/rules"
 )
 
 // Steering (docs/mock/running.md "What plays"). A chat turn is decided by
@@ -239,36 +236,4 @@ func (p *turnPlan) matchHeader() string {
 		return matchFallback
 	}
 	return p.match
-}
-
-// parseSpeed validates an X-Dify-Mock-Speed value.
-func parseSpeed(v string) (float64, *apiError) {
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || !validSpeed(f) {
-		return 0, invalidParam(fmt.Sprintf("%s must be 0 (no delays) or a number from %v to %v (1 = recorded timing)", HeaderSpeed, minSpeed, maxSpeed))
-	}
-	return f, nil
-}
-
-// takeRule returns the rule that applies to a request, if any, and counts
-// its use. Routes other than POST /chat-messages only take rules that set a
-// fault: a cassette or speed rule waits for the chat request it is meant
-// for.
-func (s *appServer) takeRule(r *http.Request, user, conv string, chat bool) (rules.Rule, fault.Spec, bool) {
-	if s.rules == nil {
-		return rules.Rule{}, fault.Spec{}, false
-	}
-	var want func(*rules.Rule) bool
-	if !chat {
-		want = func(r *rules.Rule) bool { return r.Fault != "" }
-	}
-	rule, ok := s.rules.Take(rules.Request{App: s.name, Method: r.Method, Path: r.URL.Path, User: user, Conversation: conv}, want)
-	if !ok {
-		return rules.Rule{}, fault.Spec{}, false
-	}
-	var spec fault.Spec
-	if rule.Fault != "" {
-		spec, _ = fault.Parse(rule.Fault) // checked when the rule was added
-	}
-	return rule, spec, true
 }

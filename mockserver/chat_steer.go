@@ -46,9 +46,9 @@ type steering struct {
 	faultSet bool // X-Dify-Mock-Fault was sent
 }
 
-// readSteering reads and validates the steering headers. withFaults has
-// already refused a malformed X-Dify-Mock-Fault.
-func readSteering(cat *catalog, r *http.Request, serverSpeed float64) (steering, *apiError) {
+// readSteering reads and validates the steering headers. X-Dify-Mock-Fault
+// was parsed, and a malformed one refused, with the request (parseChat).
+func readSteering(cat *catalog, r *http.Request, req *chatRequest, serverSpeed float64) (steering, *apiError) {
 	var st steering
 	var e *apiError
 	if st.cassette, e = cat.headerCassette(r); e != nil {
@@ -61,7 +61,7 @@ func readSteering(cat *catalog, r *http.Request, serverSpeed float64) (steering,
 		}
 		st.speedSet = true
 	}
-	st.fault, st.faultSet, _ = headerFault(r)
+	st.fault, st.faultSet = req.fault, req.faultSet
 	return st, nil
 }
 

@@ -770,9 +770,9 @@ func (s *appServer) routes() http.Handler {
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeError(w, errMethodNotAllowed) })
 	r.GlobalOPTIONS = http.HandlerFunc(s.preflight)
 
-	r.GET("/v1/", s.withFaults(s.serverInfo(), false)) // no auth (docs/api §1.1)
-	a := func(h httprouter.Handle) httprouter.Handle { return s.authenticate(s.withFaults(h, false)) }
-	r.POST("/v1/chat-messages", s.authenticate(s.withFaults(s.chatMessages, true)))
+	r.GET("/v1/", s.withFaults(s.serverInfo())) // no auth (docs/api §1.1)
+	a := func(h httprouter.Handle) httprouter.Handle { return s.authenticate(s.withFaults(h)) }
+	r.POST("/v1/chat-messages", s.authenticate(s.chatMessages))
 	r.POST("/v1/chat-messages/:task_id/stop", a(s.stopChat))
 	r.GET("/v1/messages/:message_id/suggested", a(s.suggested))
 	r.GET("/v1/messages", a(s.listMessages))
@@ -796,7 +796,7 @@ func (s *appServer) routes() http.Handler {
 	r.POST("/v1/apps/annotation-reply/:action", a(s.annotationReplyAction))
 	r.GET("/v1/apps/annotation-reply/:action/status/:job_id", a(s.annotationReplyStatus))
 	r.GET("/v1/files/:file_id/preview", a(s.previewFile))
-	r.GET("/files/:file_id/:action", s.withFaults(s.signedFile, false)) // no API key: signed (signed_files.go)
+	r.GET("/files/:file_id/:action", s.withFaults(s.signedFile)) // no API key: signed (signed_files.go)
 	r.GET("/v1/conversations/:conversation_id/variables", a(s.listConversationVariables))
 	r.PUT("/v1/conversations/:conversation_id/variables/:variable_id", a(s.updateConversationVariable))
 

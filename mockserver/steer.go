@@ -38,23 +38,21 @@ func headerFault(r *http.Request) (spec fault.Spec, present bool, e *apiError) {
 	return spec, true, nil
 }
 
-// withFaults applies response faults to a route. For the chat route it only
-// validates the header: the chat handler applies faults itself once it
-// knows the cassette.
-func (s *appServer) withFaults(h httprouter.Handle, chat bool) httprouter.Handle {
+// withFaults applies response faults to a route other than POST
+// /chat-messages, whose handler parses the header with the request
+// (parseChat) and applies faults itself once it knows the cassette.
+func (s *appServer) withFaults(h httprouter.Handle) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		spec, present, e := headerFault(r)
 		if e != nil {
 			writeError(w, e)
 			return
 		}
-		if !chat {
-			if !present {
-				spec = s.routeFault(w, r, ps)
-			}
-			if !s.beforeResponse(w, r, spec, false) {
-				return
-			}
+		if !present {
+			spec = s.routeFault(w, r, ps)
+		}
+		if !s.beforeResponse(w, r, spec, false) {
+			return
 		}
 		h(w, r, ps)
 	}

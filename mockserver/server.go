@@ -361,11 +361,31 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	serverFault, err := checkConfig(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	h := newHub(&cfg, serverFault)
+	srv := &Server{byName: map[string]*appServer{}}
+	if err := srv.addApps(h, appCfgs); err != nil {
+		return nil, err
+	}
+	srv.setupControl()
+	for _, a := range srv.apps {
+		a.handler = a.journaled(a.name, a.routes())
+	}
+	srv.noApp = srv.journaled("", srv.routes())
+	return srv, nil
+}
+
+// checkConfig checks cfg's server-wide settings and fills in their
+// defaults; it returns Config.Fault parsed.
+func checkConfig(cfg *Config) (fault.Spec, error) {
 	if !validSpeed(cfg.Speed) {
-		return nil, fmt.Errorf("speed %v: want 0 (no delays) or a number from %v to %v", cfg.Speed, minSpeed, maxSpeed)
+		return fault.Spec{}, fmt.Errorf("speed %v: want 0 (no delays) or a number from %v to %v", cfg.Speed, minSpeed, maxSpeed)
 	}
 	if cfg.RunTimeout < 0 {
-		return nil, fmt.Errorf("run timeout %v: want a positive duration", cfg.RunTimeout)
+		return fault.Spec{}, fmt.Errorf("run timeout %v: want a positive duration", cfg.RunTimeout)
 	}
 	if cfg.RunTimeout == 0 {
 		cfg.RunTimeout = DefaultRunTimeout
@@ -374,27 +394,27 @@ func New(cfg Config) (*Server, error) {
 		cfg.BodyReadTimeout = DefaultBodyReadTimeout
 	}
 	if cfg.MaxModelRequests < 0 {
-		return nil, fmt.Errorf("max model requests %d: want a positive number", cfg.MaxModelRequests)
+		return fault.Spec{}, fmt.Errorf("max model requests %d: want a positive number", cfg.MaxModelRequests)
 	}
 	if cfg.MaxModelRequests == 0 {
 		cfg.MaxModelRequests = DefaultMaxModelRequests
 	}
 	serverFault, err := fault.Parse(cfg.Fault)
 	if err != nil {
-		return nil, fmt.Errorf("fault %q: %v. Known faults: %s", cfg.Fault, err, fault.Names())
+		return fault.Spec{}, fmt.Errorf("fault %q: %v. Known faults: %s", cfg.Fault, err, fault.Names())
 	}
 	switch cfg.Match {
 	case "":
 		cfg.Match = MatchSimilar
 	case MatchSimilar, MatchExact:
 	default:
-		return nil, fmt.Errorf("match %q: want %q or %q", cfg.Match, MatchSimilar, MatchExact)
+		return fault.Spec{}, fmt.Errorf("match %q: want %q or %q", cfg.Match, MatchSimilar, MatchExact)
 	}
 	if cfg.MatchThreshold == 0 {
 		cfg.MatchThreshold = DefaultMatchThreshold
 	}
 	if !(cfg.MatchThreshold > 0 && cfg.MatchThreshold <= 1) {
-		return nil, fmt.Errorf("match threshold %v: want a number above 0, at most 1", cfg.MatchThreshold)
+		return fault.Spec{}, fmt.Errorf("match threshold %v: want a number above 0, at most 1", cfg.MatchThreshold)
 	}
 	if cfg.UpstreamTimeout == 0 {
 		cfg.UpstreamTimeout = DefaultUpstreamTimeout
@@ -402,12 +422,17 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxStateBytes == 0 {
 		cfg.MaxStateBytes = DefaultMaxStateBytes
 	}
+	return serverFault, nil
+}
+
+// newHub is the state the apps of a Server share, for the checked cfg.
+func newHub(cfg *Config, serverFault fault.Spec) *hub {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	h := &hub{
-		cfg: cfg, log: log, origins: corsOrigins(cfg.CORSOrigin),
+		cfg: *cfg, log: log, origins: corsOrigins(cfg.CORSOrigin),
 		closing: make(chan struct{}), tasks: map[string]*task{},
 		tenantID: replay.NewUUID(), ownerAccountID: replay.NewUUID(),
 		fault: serverFault, account: store.NewAccount(cfg.MaxStateBytes),
@@ -418,16 +443,21 @@ func New(cfg Config) (*Server, error) {
 		now = time.Now
 	}
 	h.files = newSignedFiles(now) // the stores' clock: Config.Now
+	return h
+}
 
-	srv := &Server{byName: map[string]*appServer{}}
+// addApps makes an appServer of each app configuration, indexed by name
+// and API key; the first is the Server's own (the single app's, or the
+// default of several).
+func (srv *Server) addApps(h *hub, appCfgs []AppConfig) error {
 	var apps []*appServer
 	for _, ac := range appCfgs {
 		a, err := newApp(h, ac, len(appCfgs) > 1)
 		if err != nil {
 			if len(appCfgs) > 1 {
-				return nil, fmt.Errorf("app %q: %w", ac.Name, err)
+				return fmt.Errorf("app %q: %w", ac.Name, err)
 			}
-			return nil, err
+			return err
 		}
 		apps = append(apps, a)
 		srv.byName[a.name] = a
@@ -440,12 +470,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	h.apps = apps
 	srv.appServer = apps[0]
-	srv.setupControl()
-	for _, a := range srv.apps {
-		a.handler = a.journaled(a.name, a.routes())
-	}
-	srv.noApp = srv.journaled("", srv.routes())
-	return srv, nil
+	return nil
 }
 
 // newApp builds one app of h from its config.

@@ -12,9 +12,10 @@ import (
 // chatMessages is POST /chat-messages (docs/api §2). Every chat request
 // flows through the same five phases, each in a file named after it:
 //
-//   - parse (chat_parse.go): the body as Dify's ChatRequestPayload validates
-//     it, then the checks Dify's controller and generator make (the
-//     conversation, blocking mode, the query, inputs, files);
+//   - parse (chat_parse.go): the X-Dify-Mock-Fault header (parsed once,
+//     here), the body as Dify's ChatRequestPayload validates it, then the
+//     checks Dify's controller and generator make (the conversation,
+//     blocking mode, the query, inputs, files);
 //   - steer (chat_steer.go): the one decision of what plays — which turn
 //     (an annotation's answer, a recorded cassette turn or, in hybrid mode,
 //     the upstream's live answer: chat_upstream.go), at which speed, with
@@ -49,7 +50,7 @@ func (s *appServer) chatMessages(w http.ResponseWriter, r *http.Request, _ httpr
 // (stack.go).
 func (s *appServer) prepareChat(w http.ResponseWriter, r *http.Request, req *chatRequest) *chatStream {
 	cat := s.cat() // one catalog for the whole request, even across a reload
-	hdr, e := readSteering(cat, r, s.cfg.Speed)
+	hdr, e := readSteering(cat, r, req, s.cfg.Speed)
 	if e == nil {
 		e = s.checkChat(req)
 	}

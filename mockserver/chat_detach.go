@@ -6,16 +6,13 @@ package mockserver
 // detach).
 
 import (
-	"context"
 	"io"
 	"net"
 	"net/http"
-	"runtime/debug"
 	"time"
 
 	"github.com/difyops/terraform-provider-dify/mockserver/internal/detach"
 	"github.com/difyops/terraform-provider-dify/mockserver/internal/rawstream"
-	"github.com/difyops/terraform-provider-dify/mockserver/internal/replay"
 )
 
 // IdleTimeout is how long a connection may wait for the client's next
@@ -47,26 +44,26 @@ type detachedStream struct {
 	path   string
 }
 
-// detachStream sends the response header, takes the connection from
-// net/http and leaves the stream to play once the middleware has returned
-// (detach.Writer.Continue). It reports false when the stream stays on the
-// connection goroutine: no Listener, not HTTP/1.1, or a writer that cannot
-// be detached or hijacked.
-func (s *appServer) detachStream(w http.ResponseWriter, r *http.Request, cs *chatStream) bool {
+// detachStream sends the response header and takes the connection from
+// net/http; the caller leaves the stream to play once the middleware has
+// returned (detach.Tail.Detach). It returns nil when the stream stays on
+// the connection goroutine: no Listener, not HTTP/1.1, or a writer that
+// cannot be detached or hijacked.
+func (s *appServer) detachStream(w http.ResponseWriter, r *http.Request, cs *chatStream) *detachedStream {
 	back, tail := s.back.Load(), detach.Of(w)
 	if back == nil || tail == nil || !r.ProtoAtLeast(1, 1) || r.ProtoMajor != 1 {
-		return false
+		return nil
 	}
 	// Whatever is left of the body would be read as the next request.
 	n, _ := io.Copy(io.Discard, io.LimitReader(r.Body, maxDrain+1))
 	keep := n <= maxDrain && !r.Close && w.Header().Get("Connection") != "close"
 	rc := http.NewResponseController(w)
 	if rc.Flush() != nil { // the client is gone: the usual path notices
-		return false
+		return nil
 	}
 	conn, buf, err := rc.Hijack()
 	if err != nil {
-		return false
+		return nil
 	}
 	d := &detachedStream{cs: cs, tail: tail, keep: keep, method: r.Method, path: r.URL.Path,
 		raw: rawstream.Take(conn, buf.Reader, back, IdleTimeout)}
@@ -75,34 +72,10 @@ func (s *appServer) detachStream(w http.ResponseWriter, r *http.Request, cs *cha
 		t.conn = d.raw
 	}
 	s.mu.Unlock()
-	tail.Detach(func() { s.playDetached(d) })
-	return true
+	return d
 }
 
 // maxDrain is how much of an unread request body is read past before a
 // detached stream's connection is kept for keep-alive (net/http's own
 // limit when a handler leaves a body unread).
 const maxDrain = 256 << 10
-
-// playDetached plays the stream, then runs the middleware's deferred work
-// and ends the response, in the order a handler's return would have.
-func (s *appServer) playDetached(d *detachedStream) {
-	defer s.endStream(d.cs.bound.Binding.TaskID)
-	defer func() {
-		// What the recoverer does for a handler: no panic takes the
-		// process down. The response cannot be answered any more.
-		if v := recover(); v != nil {
-			s.log.Error("panic serving request", "method", d.method, "path", d.path, "panic", v, "stack", string(debug.Stack()))
-			d.tail.End() // the journal entry and the access line still finish
-			_ = d.raw.Close()
-		}
-	}()
-	d.raw.OnHangup(func() { d.cs.tk.intr.Interrupt(replay.Disconnected) })
-	rep := s.replayTurn(context.Background(), d.raw, d.cs, true)
-	d.tail.End()
-	if rep.Reset {
-		d.raw.Reset()
-		return
-	}
-	d.raw.End(true, d.keep && !s.isClosed())
-}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/difyops/terraform-provider-dify/dify"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/fault"
 	"github.com/difyops/terraform-provider-dify/mockserver/internal/pydantic"
 	"github.com/difyops/terraform-provider-dify/mockserver/internal/replay"
 )
@@ -35,6 +36,10 @@ type chatRequest struct {
 	// blocking mode, which agent-chat refuses once the conversation is
 	// known (its generator raises it).
 	blocking bool
+	// fault is X-Dify-Mock-Fault, parsed once, here; the steer phase weighs
+	// it against rules, the cassette and the server (readSteering).
+	fault    fault.Spec
+	faultSet bool // the header was sent
 
 	// Set by checkChat.
 	endUserID string
@@ -70,18 +75,24 @@ func conversationIDRule(loc string, v any) (any, []pydantic.Error) {
 	return nil, []pydantic.Error{{Loc: loc, Msg: "Value error, conversation_id must be a valid UUID", Type: "value_error", Input: v}}
 }
 
-// parseChat validates the body in Dify's order
+// parseChat validates the request: first the mock's X-Dify-Mock-Fault
+// header (a malformed one is refused before the body is read, as on every
+// other route, withFaults), then the body in Dify's order
 // (api/controllers/service_api/app/completion.py ChatApi.post): the JSON
 // body and `user` (validate_app_token), every ChatRequestPayload field at
 // once (one pydantic ValidationError listing each failing field, in the
 // model's field order), then the New Agent streaming-only rule
 // (_resolve_agent_app_streaming).
 func (s *appServer) parseChat(w http.ResponseWriter, r *http.Request) (*chatRequest, *apiError) {
+	spec, faultSet, e := headerFault(r)
+	if e != nil {
+		return nil, e
+	}
 	body, raw, e := readJSONRaw(w, r)
 	if e != nil {
 		return nil, e
 	}
-	req := &chatRequest{autoName: true}
+	req := &chatRequest{autoName: true, fault: spec, faultSet: faultSet}
 	if req.user, e = body.user(true); e != nil {
 		return nil, e
 	}

@@ -3,16 +3,13 @@ package mockserver
 // The steer phase of a chat request (chat.go): one decision of what plays.
 
 import (
-	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/difyops/terraform-provider-dify/mockserver/internal/fault"
 	"github.com/difyops/terraform-provider-dify/mockserver/internal/replay"
 	"github.com/difyops/terraform-provider-dify/mockserver/internal/store"
 	"github.com/difyops/terraform-provider-dify/mockserver/journal"
-	"github.com/difyops/terraform-provider-dify/mockserver/rules"
 )
 
 // Steering (docs/mock/running.md "What plays"). A chat turn is decided by
@@ -49,9 +46,9 @@ type steering struct {
 	faultSet bool // X-Dify-Mock-Fault was sent
 }
 
-// readSteering reads and validates the steering headers. withFaults has
-// already refused a malformed X-Dify-Mock-Fault.
-func readSteering(cat *catalog, r *http.Request, serverSpeed float64) (steering, *apiError) {
+// readSteering reads and validates the steering headers. X-Dify-Mock-Fault
+// was parsed, and a malformed one refused, with the request (parseChat).
+func readSteering(cat *catalog, r *http.Request, req *chatRequest, serverSpeed float64) (steering, *apiError) {
 	var st steering
 	var e *apiError
 	if st.cassette, e = cat.headerCassette(r); e != nil {
@@ -64,7 +61,7 @@ func readSteering(cat *catalog, r *http.Request, serverSpeed float64) (steering,
 		}
 		st.speedSet = true
 	}
-	st.fault, st.faultSet, _ = headerFault(r)
+	st.fault, st.faultSet = req.fault, req.faultSet
 	return st, nil
 }
 
@@ -161,7 +158,7 @@ func (s *appServer) steer(w http.ResponseWriter, r *http.Request, cat *catalog, 
 
 // annotationSource answers from an annotation (docs/api §29) while
 // annotation reply is enabled and one matches the query; the turn is the
-// annotation's answer compiled like a recorded turn (annotation_turn.go).
+// annotation's answer compiled like a recorded turn (chat_annotation.go).
 func (s *appServer) annotationSource(in *steerInput, plan *turnPlan) (bool, *apiError) {
 	ann, _, ok := s.store.MatchAnnotation(in.req.query)
 	if !ok {
@@ -239,36 +236,4 @@ func (p *turnPlan) matchHeader() string {
 		return matchFallback
 	}
 	return p.match
-}
-
-// parseSpeed validates an X-Dify-Mock-Speed value.
-func parseSpeed(v string) (float64, *apiError) {
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || !validSpeed(f) {
-		return 0, invalidParam(fmt.Sprintf("%s must be 0 (no delays) or a number from %v to %v (1 = recorded timing)", HeaderSpeed, minSpeed, maxSpeed))
-	}
-	return f, nil
-}
-
-// takeRule returns the rule that applies to a request, if any, and counts
-// its use. Routes other than POST /chat-messages only take rules that set a
-// fault: a cassette or speed rule waits for the chat request it is meant
-// for.
-func (s *appServer) takeRule(r *http.Request, user, conv string, chat bool) (rules.Rule, fault.Spec, bool) {
-	if s.rules == nil {
-		return rules.Rule{}, fault.Spec{}, false
-	}
-	var want func(*rules.Rule) bool
-	if !chat {
-		want = func(r *rules.Rule) bool { return r.Fault != "" }
-	}
-	rule, ok := s.rules.Take(rules.Request{App: s.name, Method: r.Method, Path: r.URL.Path, User: user, Conversation: conv}, want)
-	if !ok {
-		return rules.Rule{}, fault.Spec{}, false
-	}
-	var spec fault.Spec
-	if rule.Fault != "" {
-		spec, _ = fault.Parse(rule.Fault) // checked when the rule was added
-	}
-	return rule, spec, true
 }

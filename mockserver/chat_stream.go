@@ -7,6 +7,7 @@ package mockserver
 import (
 	"context"
 	"net/http"
+	"runtime/debug"
 	"time"
 
 	"github.com/difyops/terraform-provider-dify/internal/freshstack"
@@ -21,7 +22,8 @@ import (
 // (chat_detach.go): playChat returns at once, and the stream plays once
 // the middleware has returned.
 func (s *appServer) playChat(w http.ResponseWriter, r *http.Request, cs *chatStream) {
-	if s.detachStream(w, r, cs) {
+	if d := s.detachStream(w, r, cs); d != nil {
+		d.tail.Detach(func() { s.playDetached(d) })
 		return
 	}
 	defer s.endStream(cs.bound.Binding.TaskID)
@@ -29,6 +31,29 @@ func (s *appServer) playChat(w http.ResponseWriter, r *http.Request, cs *chatStr
 	if rep.Reset {
 		resetAfterStream(w)
 	}
+}
+
+// playDetached plays the stream, then runs the middleware's deferred work
+// and ends the response, in the order a handler's return would have.
+func (s *appServer) playDetached(d *detachedStream) {
+	defer s.endStream(d.cs.bound.Binding.TaskID)
+	defer func() {
+		// What the recoverer does for a handler: no panic takes the
+		// process down. The response cannot be answered any more.
+		if v := recover(); v != nil {
+			s.log.Error("panic serving request", "method", d.method, "path", d.path, "panic", v, "stack", string(debug.Stack()))
+			d.tail.End() // the journal entry and the access line still finish
+			_ = d.raw.Close()
+		}
+	}()
+	d.raw.OnHangup(func() { d.cs.tk.intr.Interrupt(replay.Disconnected) })
+	rep := s.replayTurn(context.Background(), d.raw, d.cs, true)
+	d.tail.End()
+	if rep.Reset {
+		d.raw.Reset()
+		return
+	}
+	d.raw.End(true, d.keep && !s.isClosed())
 }
 
 // replayTurn is the one replay of a chat turn, whichever goroutine runs it:

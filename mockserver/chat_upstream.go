@@ -22,17 +22,6 @@ import (
 	"github.com/difyops/terraform-provider-dify/mockserver/record"
 )
 
-// How a turn was chosen (HeaderMatch, the journal's match).
-const (
-	matchHeader       = "header"
-	matchConversation = "conversation"
-	matchExact        = "exact"
-	matchSimilar      = "similar"
-	matchDefault      = "default"
-	matchUpstream     = "upstream"
-	matchFallback     = "fallback"
-)
-
 // liveIdleTimeout bounds the silence inside a live stream once it runs:
 // Dify sends a ping every 10 s while an agent works.
 const liveIdleTimeout = 2 * time.Minute

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/julienschmidt/httprouter"
-
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 	"github.com/difyops/terraform-provider-dify/mockserver/internal/control"
 	"github.com/difyops/terraform-provider-dify/mockserver/internal/fault"
@@ -94,35 +92,6 @@ func (s *appServer) journaled(app string, api http.Handler) http.Handler {
 		return api
 	}
 	return s.journal.MiddlewareFor(app, api)
-}
-
-// routeRule is takeRule for routes other than chat: the user and the
-// conversation come from the query string or the path.
-func (s *appServer) routeRule(r *http.Request, ps httprouter.Params) (rules.Rule, fault.Spec, bool) {
-	if s.rules == nil || s.rules.Len() == 0 { // no rules: no query to parse
-		return rules.Rule{}, fault.Spec{}, false
-	}
-	q := r.URL.Query()
-	conv := ps.ByName("conversation_id")
-	if conv == "" {
-		conv = q.Get("conversation_id")
-	}
-	return s.takeRule(r, q.Get("user"), strings.ToLower(conv), false)
-}
-
-// routeFault is the fault for a route other than chat without a
-// X-Dify-Mock-Fault header: a rule's, else the server's. Not inlined, so
-// that its locals stay off the stack of the handlers that call it (the
-// chat route's deepest point, stack_test.go).
-//
-//go:noinline
-func (s *appServer) routeFault(w http.ResponseWriter, r *http.Request, ps httprouter.Params) fault.Spec {
-	rule, spec, ok := s.routeRule(r, ps)
-	if !ok {
-		return s.fault
-	}
-	journal.Of(w).Update(func(e *journal.Entry) { e.Rule, e.Fault = rule.ID, spec.String() })
-	return spec
 }
 
 // controlBackend gives the control API what it needs from the server.

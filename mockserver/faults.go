@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/julienschmidt/httprouter"
-
 	"github.com/difyops/terraform-provider-dify/mockserver/internal/fault"
 	"github.com/difyops/terraform-provider-dify/mockserver/internal/rawstream"
 )
@@ -25,47 +23,6 @@ import (
 // but POST /chat-messages, where they act once the request is checked and
 // its turn steered (chat_admit.go); stream faults act inside chat streams
 // (replay.Play) and are ignored elsewhere.
-
-// badFault is the 400 for a spec that does not parse.
-func badFault(source string, err error) *apiError {
-	return invalidParam(fmt.Sprintf("%s: %v. Known faults: %s", source, err, fault.Names()))
-}
-
-// headerFault parses X-Dify-Mock-Fault; present is false without the header.
-// Several header lines are one list, as HTTP joins them.
-func headerFault(r *http.Request) (spec fault.Spec, present bool, e *apiError) {
-	v := strings.TrimSpace(strings.Join(r.Header.Values(fault.Header), ","))
-	if v == "" {
-		return fault.Spec{}, false, nil
-	}
-	spec, err := fault.Parse(v)
-	if err != nil {
-		return fault.Spec{}, true, badFault(fault.Header, err)
-	}
-	return spec, true, nil
-}
-
-// withFaults applies response faults to a route. For the chat route it only
-// validates the header: the chat handler applies faults itself once it
-// knows the cassette.
-func (s *appServer) withFaults(h httprouter.Handle, chat bool) httprouter.Handle {
-	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-		spec, present, e := headerFault(r)
-		if e != nil {
-			writeError(w, e)
-			return
-		}
-		if !chat {
-			if !present {
-				spec = s.routeFault(w, r, ps)
-			}
-			if !s.beforeResponse(w, r, spec, false) {
-				return
-			}
-		}
-		h(w, r, ps)
-	}
-}
 
 // beforeResponse runs spec's delay and response fault. It reports whether
 // the handler should go on to answer normally.

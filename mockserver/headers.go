@@ -21,6 +21,10 @@ const (
 	// HeaderUpstream is hybrid mode's: "live" on a turn the upstream
 	// answered, "fallback: REASON" on a recorded turn that answered instead.
 	HeaderUpstream = "X-Dify-Mock-Upstream"
+	// HeaderAnnotation is set on a chat response that an annotation
+	// answered: the annotation's id (the mock's own header, like
+	// HeaderCassette).
+	HeaderAnnotation = "X-Dify-Mock-Annotation"
 )
 
 // mockHeaders is the one table of the X-Dify-Mock-* headers a client sends

@@ -29,8 +29,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/julienschmidt/httprouter"
-
 	"github.com/difyops/terraform-provider-dify/cassettes"
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
@@ -312,7 +310,7 @@ type appServer struct {
 	store         *store.Store
 	appID         string
 	handler       http.Handler
-	// annTurns caches the turns annotations answer with (annotation_turn.go).
+	// annTurns caches the turns annotations answer with (chat_annotation.go).
 	annTurns annotationTurns
 
 	// upstreamConvs maps conversations the upstream answered to its own
@@ -361,11 +359,31 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	serverFault, err := checkConfig(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	h := newHub(&cfg, serverFault)
+	srv := &Server{byName: map[string]*appServer{}}
+	if err := srv.addApps(h, appCfgs); err != nil {
+		return nil, err
+	}
+	srv.setupControl()
+	for _, a := range srv.apps {
+		a.handler = a.journaled(a.name, a.routes())
+	}
+	srv.noApp = srv.journaled("", srv.routes())
+	return srv, nil
+}
+
+// checkConfig checks cfg's server-wide settings and fills in their
+// defaults; it returns Config.Fault parsed.
+func checkConfig(cfg *Config) (fault.Spec, error) {
 	if !validSpeed(cfg.Speed) {
-		return nil, fmt.Errorf("speed %v: want 0 (no delays) or a number from %v to %v", cfg.Speed, minSpeed, maxSpeed)
+		return fault.Spec{}, fmt.Errorf("speed %v: want 0 (no delays) or a number from %v to %v", cfg.Speed, minSpeed, maxSpeed)
 	}
 	if cfg.RunTimeout < 0 {
-		return nil, fmt.Errorf("run timeout %v: want a positive duration", cfg.RunTimeout)
+		return fault.Spec{}, fmt.Errorf("run timeout %v: want a positive duration", cfg.RunTimeout)
 	}
 	if cfg.RunTimeout == 0 {
 		cfg.RunTimeout = DefaultRunTimeout
@@ -374,27 +392,27 @@ func New(cfg Config) (*Server, error) {
 		cfg.BodyReadTimeout = DefaultBodyReadTimeout
 	}
 	if cfg.MaxModelRequests < 0 {
-		return nil, fmt.Errorf("max model requests %d: want a positive number", cfg.MaxModelRequests)
+		return fault.Spec{}, fmt.Errorf("max model requests %d: want a positive number", cfg.MaxModelRequests)
 	}
 	if cfg.MaxModelRequests == 0 {
 		cfg.MaxModelRequests = DefaultMaxModelRequests
 	}
 	serverFault, err := fault.Parse(cfg.Fault)
 	if err != nil {
-		return nil, fmt.Errorf("fault %q: %v. Known faults: %s", cfg.Fault, err, fault.Names())
+		return fault.Spec{}, fmt.Errorf("fault %q: %v. Known faults: %s", cfg.Fault, err, fault.Names())
 	}
 	switch cfg.Match {
 	case "":
 		cfg.Match = MatchSimilar
 	case MatchSimilar, MatchExact:
 	default:
-		return nil, fmt.Errorf("match %q: want %q or %q", cfg.Match, MatchSimilar, MatchExact)
+		return fault.Spec{}, fmt.Errorf("match %q: want %q or %q", cfg.Match, MatchSimilar, MatchExact)
 	}
 	if cfg.MatchThreshold == 0 {
 		cfg.MatchThreshold = DefaultMatchThreshold
 	}
 	if !(cfg.MatchThreshold > 0 && cfg.MatchThreshold <= 1) {
-		return nil, fmt.Errorf("match threshold %v: want a number above 0, at most 1", cfg.MatchThreshold)
+		return fault.Spec{}, fmt.Errorf("match threshold %v: want a number above 0, at most 1", cfg.MatchThreshold)
 	}
 	if cfg.UpstreamTimeout == 0 {
 		cfg.UpstreamTimeout = DefaultUpstreamTimeout
@@ -402,12 +420,17 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxStateBytes == 0 {
 		cfg.MaxStateBytes = DefaultMaxStateBytes
 	}
+	return serverFault, nil
+}
+
+// newHub is the state the apps of a Server share, for the checked cfg.
+func newHub(cfg *Config, serverFault fault.Spec) *hub {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	h := &hub{
-		cfg: cfg, log: log, origins: corsOrigins(cfg.CORSOrigin),
+		cfg: *cfg, log: log, origins: corsOrigins(cfg.CORSOrigin),
 		closing: make(chan struct{}), tasks: map[string]*task{},
 		tenantID: replay.NewUUID(), ownerAccountID: replay.NewUUID(),
 		fault: serverFault, account: store.NewAccount(cfg.MaxStateBytes),
@@ -418,16 +441,21 @@ func New(cfg Config) (*Server, error) {
 		now = time.Now
 	}
 	h.files = newSignedFiles(now) // the stores' clock: Config.Now
+	return h
+}
 
-	srv := &Server{byName: map[string]*appServer{}}
+// addApps makes an appServer of each app configuration, indexed by name
+// and API key; the first is the Server's own (the single app's, or the
+// default of several).
+func (srv *Server) addApps(h *hub, appCfgs []AppConfig) error {
 	var apps []*appServer
 	for _, ac := range appCfgs {
 		a, err := newApp(h, ac, len(appCfgs) > 1)
 		if err != nil {
 			if len(appCfgs) > 1 {
-				return nil, fmt.Errorf("app %q: %w", ac.Name, err)
+				return fmt.Errorf("app %q: %w", ac.Name, err)
 			}
-			return nil, err
+			return err
 		}
 		apps = append(apps, a)
 		srv.byName[a.name] = a
@@ -440,12 +468,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	h.apps = apps
 	srv.appServer = apps[0]
-	srv.setupControl()
-	for _, a := range srv.apps {
-		a.handler = a.journaled(a.name, a.routes())
-	}
-	srv.noApp = srv.journaled("", srv.routes())
-	return srv, nil
+	return nil
 }
 
 // newApp builds one app of h from its config.
@@ -756,51 +779,6 @@ func (s *appServer) stopTask(taskID, owner string) bool {
 	}
 	t.intr.Interrupt(replay.Stopped)
 	return true
-}
-
-func (s *appServer) routes() http.Handler {
-	r := httprouter.New()
-	r.RedirectFixedPath = false
-	// Werkzeug's rules are strict about a trailing slash: /v1/info/ is a
-	// 404, not a redirect (the one redirect, /v1 → /v1/, is in notFound).
-	r.RedirectTrailingSlash = false
-	r.HandleMethodNotAllowed = true
-	r.HandleOPTIONS = true
-	r.NotFound = http.HandlerFunc(notFound)
-	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeError(w, errMethodNotAllowed) })
-	r.GlobalOPTIONS = http.HandlerFunc(s.preflight)
-
-	r.GET("/v1/", s.withFaults(s.serverInfo(), false)) // no auth (docs/api §1.1)
-	a := func(h httprouter.Handle) httprouter.Handle { return s.authenticate(s.withFaults(h, false)) }
-	r.POST("/v1/chat-messages", s.authenticate(s.withFaults(s.chatMessages, true)))
-	r.POST("/v1/chat-messages/:task_id/stop", a(s.stopChat))
-	r.GET("/v1/messages/:message_id/suggested", a(s.suggested))
-	r.GET("/v1/messages", a(s.listMessages))
-	r.GET("/v1/conversations", a(s.listConversations))
-	r.POST("/v1/conversations/:conversation_id/name", a(s.renameConversation))
-	r.DELETE("/v1/conversations/:conversation_id", a(s.deleteConversation))
-	r.POST("/v1/files/upload", a(s.uploadFile))
-	r.GET("/v1/end-users/:end_user_id", a(s.endUser))
-	r.POST("/v1/audio-to-text", a(s.audioToText))
-	r.POST("/v1/text-to-audio", a(s.textToAudio))
-	r.GET("/v1/info", a(s.appResponse("/info")))
-	r.GET("/v1/parameters", a(s.appResponse("/parameters")))
-	r.GET("/v1/meta", a(s.appResponse("/meta")))
-	r.GET("/v1/site", a(s.appResponse("/site")))
-	r.POST("/v1/messages/:message_id/feedbacks", a(s.messageFeedback))
-	r.GET("/v1/app/feedbacks", a(s.appFeedbacks))
-	r.GET("/v1/apps/annotations", a(s.listAnnotations))
-	r.POST("/v1/apps/annotations", a(s.createAnnotation))
-	r.PUT("/v1/apps/annotations/:annotation_id", a(s.updateAnnotation))
-	r.DELETE("/v1/apps/annotations/:annotation_id", a(s.deleteAnnotation))
-	r.POST("/v1/apps/annotation-reply/:action", a(s.annotationReplyAction))
-	r.GET("/v1/apps/annotation-reply/:action/status/:job_id", a(s.annotationReplyStatus))
-	r.GET("/v1/files/:file_id/preview", a(s.previewFile))
-	r.GET("/files/:file_id/:action", s.withFaults(s.signedFile, false)) // no API key: signed (signed_files.go)
-	r.GET("/v1/conversations/:conversation_id/variables", a(s.listConversationVariables))
-	r.PUT("/v1/conversations/:conversation_id/variables/:variable_id", a(s.updateConversationVariable))
-
-	return s.front(r)
 }
 
 // StateUsage is the stored state's estimated size and its bound: the

@@ -31,9 +31,9 @@ package mockserver
 //
 //   - the deep moments run on another goroutine, one of a few workers that
 //     keep their grown stacks for the next call (freshstack.Run,
-//     internal/freshstack): parseChat (chat.go), the player's first flush or
-//     first large write (flushSink, chat_stream.go) and storeTurn (the
-//     player's settle callback);
+//     internal/freshstack): parseChat (chat_parse.go), the player's first
+//     flush or first large write (flushSink, chat_stream.go) and storeTurn
+//     (the player's settle callback);
 //   - the phases are called one after the other from chatMessages, never
 //     nested: prepareChat (parse checks, steer, admit) returns its
 //     chatStream before playChat starts, so its frames are not below the

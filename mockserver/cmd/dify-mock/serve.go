@@ -301,84 +301,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	defer stopTuning()
 	go tuneGC(tctx, os.Getenv)
 
-	up, err := startUpstream(ctx, o, logger)
-	if err != nil {
-		fmt.Fprintf(stderr, "dify-mock serve: --upstream: %v\n", err)
-		return 1
-	}
-	source := "built-in cassettes"
-	var set *cassette.Set
-	if o.cassettes != "" {
-		if set, err = loadAppSource(o.cassettes, logger); err != nil {
-			fmt.Fprintf(stderr, "dify-mock serve: %v\n", err)
-			return 1
-		}
-		source = o.cassettes
-	}
-	var apps []mockserver.AppConfig
-	if len(o.specs) > 0 {
-		keys, err := appKeys(o.specs, o.keys)
-		if err != nil {
-			fmt.Fprintf(stderr, "dify-mock serve: %v\n", err)
-			return 1
-		}
-		// Beyond loopback, every app needs a key of its own: app-NAME is
-		// anyone's guess, and a lone app without keys takes any key.
-		keyed := 0
-		if len(keys) == len(o.specs) {
-			keyed = len(keys)
-		}
-		if err := checkExposure(o.addr, o.allowRemote, keyed); err != nil {
-			fmt.Fprintf(stderr, "dify-mock serve: %v\n", strings.Replace(err.Error(), "Pass --api-key KEY", "Give every app a key (--app-key NAME=KEY or its keys.txt)", 1))
-			return 2
-		}
-		o.guessable = map[string]bool{}
-		recorders := map[string]*record.Recorder{}
-		for _, spec := range o.specs {
-			if len(keys[spec.name]) == 0 && len(o.specs) > 1 {
-				o.guessable[spec.name] = true
-			}
-			if u, ok := o.upstreams[spec.name]; ok {
-				// Before the folder is loaded: it fetches the app's
-				// description (app.yaml) into it, as --upstream does.
-				if recorders[spec.name], err = newUpstream(ctx, u.url, u.key, spec.path, o.maxNewTurns, logger); err != nil {
-					fmt.Fprintf(stderr, "dify-mock serve: --app-upstream for %q: %v\n", spec.name, err)
-					return 1
-				}
-			}
-		}
-		if apps, err = loadApps(o.specs, keys, recorders, logger); err != nil {
-			fmt.Fprintf(stderr, "dify-mock serve: %v\n", err)
-			return 1
-		}
-	}
-	srv, err := mockserver.New(mockserver.Config{Apps: apps,
-		Cassettes: set, Speed: o.speed, APIKeys: o.apiKeys.values, CORSOrigin: strings.Join(o.cors.values, ","), Mode: o.mode,
-		DefaultCassette: o.defaultCassette, RunTimeout: o.runTimeout, MaxModelRequests: o.maxModelRequests,
-		Logger: logger, Fault: o.fault, MaxStateBytes: o.maxStateBytes, BodyReadTimeout: o.bodyTimeout,
-		Match: o.match, MatchThreshold: o.matchThreshold, Upstream: up, UpstreamTimeout: o.upstreamTimeout,
-		Control: mockserver.ControlConfig{Disabled: !o.console, AdminToken: o.adminToken, AllowedHosts: o.adminHosts.values,
-			NoJournal: !o.journal, JournalSize: o.journalSize, JournalBytes: o.journalBytes, CassetteDir: cassetteDir(o.cassettes)},
-	})
+	srv, source, err := newServeServer(ctx, o, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "dify-mock serve: %v\n", err)
+		if errors.As(err, new(errUsage)) {
+			return 2
+		}
 		return 1
-	}
-	if o.stateFile != "" {
-		path, err := mockserver.PrepareStateFile(o.stateFile)
-		if err != nil {
-			fmt.Fprintf(stderr, "dify-mock serve: --state-file: %v\n", err)
-			return 1
-		}
-		o.stateFile = path
-		loaded, err := srv.LoadState(o.stateFile)
-		if err != nil {
-			fmt.Fprintf(stderr, "dify-mock serve: --state-file: %v\n", err)
-			return 1
-		}
-		if loaded {
-			logger.Info("state loaded", "file", o.stateFile)
-		}
 	}
 	ln, err := listen(o.addr)
 	if err != nil {
@@ -397,7 +326,107 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		defer startPprof(pln)()
 	}
 	printBanner(stdout, srv, source, ln.Addr(), pprofAddr, o)
+	return serveUntilDone(ctx, srv, ln, o, logger, stdout, stderr)
+}
 
+// newServeServer builds the Server serve's options describe: the upstream,
+// the cassettes or apps, and the state file's state. source names where
+// the cassettes come from, for the banner. An errUsage is exit code 2, any
+// other error 1.
+func newServeServer(ctx context.Context, o *serveOptions, logger *slog.Logger) (srv *mockserver.Server, source string, err error) {
+	up, err := startUpstream(ctx, o, logger)
+	if err != nil {
+		return nil, "", fmt.Errorf("--upstream: %v", err)
+	}
+	source = "built-in cassettes"
+	var set *cassette.Set
+	if o.cassettes != "" {
+		if set, err = loadAppSource(o.cassettes, logger); err != nil {
+			return nil, "", err
+		}
+		source = o.cassettes
+	}
+	apps, err := serveApps(ctx, o, logger)
+	if err != nil {
+		return nil, "", err
+	}
+	srv, err = mockserver.New(mockserver.Config{Apps: apps,
+		Cassettes: set, Speed: o.speed, APIKeys: o.apiKeys.values, CORSOrigin: strings.Join(o.cors.values, ","), Mode: o.mode,
+		DefaultCassette: o.defaultCassette, RunTimeout: o.runTimeout, MaxModelRequests: o.maxModelRequests,
+		Logger: logger, Fault: o.fault, MaxStateBytes: o.maxStateBytes, BodyReadTimeout: o.bodyTimeout,
+		Match: o.match, MatchThreshold: o.matchThreshold, Upstream: up, UpstreamTimeout: o.upstreamTimeout,
+		Control: mockserver.ControlConfig{Disabled: !o.console, AdminToken: o.adminToken, AllowedHosts: o.adminHosts.values,
+			NoJournal: !o.journal, JournalSize: o.journalSize, JournalBytes: o.journalBytes, CassetteDir: cassetteDir(o.cassettes)},
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	if err := loadStateFile(srv, o, logger); err != nil {
+		return nil, "", fmt.Errorf("--state-file: %v", err)
+	}
+	return srv, source, nil
+}
+
+// serveApps is the apps of --app (nil without one): their keys, checked
+// against the address, their upstreams (--app-upstream) and their folders.
+func serveApps(ctx context.Context, o *serveOptions, logger *slog.Logger) ([]mockserver.AppConfig, error) {
+	if len(o.specs) == 0 {
+		return nil, nil
+	}
+	keys, err := appKeys(o.specs, o.keys)
+	if err != nil {
+		return nil, err
+	}
+	// Beyond loopback, every app needs a key of its own: app-NAME is
+	// anyone's guess, and a lone app without keys takes any key.
+	keyed := 0
+	if len(keys) == len(o.specs) {
+		keyed = len(keys)
+	}
+	if err := checkExposure(o.addr, o.allowRemote, keyed); err != nil {
+		return nil, errUsage{strings.Replace(err.Error(), "Pass --api-key KEY", "Give every app a key (--app-key NAME=KEY or its keys.txt)", 1)}
+	}
+	o.guessable = map[string]bool{}
+	recorders := map[string]*record.Recorder{}
+	for _, spec := range o.specs {
+		if len(keys[spec.name]) == 0 && len(o.specs) > 1 {
+			o.guessable[spec.name] = true
+		}
+		if u, ok := o.upstreams[spec.name]; ok {
+			// Before the folder is loaded: it fetches the app's
+			// description (app.yaml) into it, as --upstream does.
+			if recorders[spec.name], err = newUpstream(ctx, u.url, u.key, spec.path, o.maxNewTurns, logger); err != nil {
+				return nil, fmt.Errorf("--app-upstream for %q: %v", spec.name, err)
+			}
+		}
+	}
+	return loadApps(o.specs, keys, recorders, logger)
+}
+
+// loadStateFile loads --state-file's state into srv, if the file exists;
+// o.stateFile becomes the path it is saved to at shutdown.
+func loadStateFile(srv *mockserver.Server, o *serveOptions, logger *slog.Logger) error {
+	if o.stateFile == "" {
+		return nil
+	}
+	path, err := mockserver.PrepareStateFile(o.stateFile)
+	if err != nil {
+		return err
+	}
+	o.stateFile = path
+	loaded, err := srv.LoadState(o.stateFile)
+	if err != nil {
+		return err
+	}
+	if loaded {
+		logger.Info("state loaded", "file", o.stateFile)
+	}
+	return nil
+}
+
+// serveUntilDone serves srv on ln until ctx ends (or serving fails), then
+// shuts down and saves the state; it returns the exit code.
+func serveUntilDone(ctx context.Context, srv *mockserver.Server, ln net.Listener, o *serveOptions, logger *slog.Logger, stdout, stderr io.Writer) int {
 	hs := &http.Server{
 		Handler:           srv,
 		ReadHeaderTimeout: 10 * time.Second,

@@ -47,25 +47,7 @@ var (
 
 // runVerify is `dify-mock verify`.
 func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	f := newFlags("verify", "dify-mock verify --upstream URL [--mock URL] [flags]", verifyAbout)
-	fs := f.fs
-	upstream := fs.String("upstream", "", "`URL` of your Dify's Service API, e.g. https://dify.example.com/v1 (required)")
-	key := fs.String("upstream-key", "", "the app's API `KEY` (app-…); prefer the environment variable, which keeps it out of the process list")
-	mock := fs.String("mock", "", "`URL` (Service API base) of a running dify-mock to check (default: the built-in mock, started in-process on 127.0.0.1 with the upstream's app description)")
-	mockKey := fs.String("mock-key", "", "API `KEY` sent to --mock (default: a random app-… key)")
-	mockApp := fs.String("mock-app", "", "check the app `NAME` of a --mock serving several apps: its key is read from "+appKeysEnv+" (NAME=KEY pairs, as serve takes), else app-NAME (docs/mock/apps.md)")
-	cassettes := fs.String("cassettes", "", "chat cassettes `DIR` for the built-in mock (default: the built-in cassettes; the app description is always the upstream's)")
-	maxTurns := fs.Int("max-chat-turns", verify.DefaultMaxChatTurns, "most chat turns the upstream is asked to run (they cost model tokens): a hard cap counting every chat request it accepts; 0 sends no chat request")
-	inputs := fs.String("inputs", "", "`JSON` object sent as the inputs of each chat turn (for apps whose form has required fields)")
-	timeout := fs.Duration("timeout", conformance.Timeout, "bound on each request, a chat turn included")
-	yes := fs.Bool("yes", false, "do not ask for confirmation (required without a terminal)")
-	asJSON := fs.Bool("json", false, "print the report as JSON")
-	recordDiff := fs.String("record-diff", "", "write the live answers of differing cases as cassettes into `DIR` (scrubbed like recordings)")
-	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
-	var redacts, redactFiles listFlag
-	fs.Var(&redacts, "redact", "extra redaction `RULE` for --record-diff, as in record; repeatable")
-	fs.Var(&redactFiles, "redact-file", "`FILE` of redaction rules for --record-diff; repeatable")
-	f.withEnv("upstream-key")
+	f, vf := newVerifyFlags()
 	if err := f.parse(args, os.Getenv, stdout, stderr); err != nil {
 		return exitCode(err)
 	}
@@ -76,84 +58,154 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "dify-mock verify: "+format+"\n", args...)
 		return code
 	}
-	if *upstream == "" {
-		return fail(2, "--upstream is required (see --help)")
+	opts, err := vf.options()
+	if err != nil {
+		return fail(2, "%v", err)
 	}
-	if *key == "" {
-		return fail(2, "no upstream API key: set %s (or pass --upstream-key)", envName("upstream-key"))
+	if !*vf.quiet {
+		opts.Logf = verifyLogf(stderr)
 	}
-	if *maxTurns < 0 {
-		return fail(2, "--max-chat-turns must be 0 or more")
+	declinedWhy := ""
+	opts.Confirm = confirmVerify(stderr, *vf.yes, &declinedWhy)
+
+	rep, err := verify.Run(ctx, opts)
+	if rep != nil {
+		if *vf.asJSON {
+			_ = rep.WriteJSON(stdout)
+		} else {
+			_ = rep.WriteTable(stdout)
+		}
 	}
-	if *timeout <= 0 {
-		return fail(2, "--timeout must be positive")
+	return verifyExit(ctx, rep, err, declinedWhy, fail)
+}
+
+// verifyFlags are the values of verify's flags, once parsed.
+type verifyFlags struct {
+	upstream, key, mock, mockKey, mockApp, cassettes, inputs, recordDiff *string
+	maxTurns                                                             *int
+	timeout                                                              *time.Duration
+	yes, asJSON, quiet                                                   *bool
+	redacts, redactFiles                                                 listFlag
+}
+
+// newVerifyFlags defines verify's flags.
+func newVerifyFlags() (*commandFlags, *verifyFlags) {
+	f := newFlags("verify", "dify-mock verify --upstream URL [--mock URL] [flags]", verifyAbout)
+	fs := f.fs
+	vf := &verifyFlags{}
+	vf.upstream = fs.String("upstream", "", "`URL` of your Dify's Service API, e.g. https://dify.example.com/v1 (required)")
+	vf.key = fs.String("upstream-key", "", "the app's API `KEY` (app-…); prefer the environment variable, which keeps it out of the process list")
+	vf.mock = fs.String("mock", "", "`URL` (Service API base) of a running dify-mock to check (default: the built-in mock, started in-process on 127.0.0.1 with the upstream's app description)")
+	vf.mockKey = fs.String("mock-key", "", "API `KEY` sent to --mock (default: a random app-… key)")
+	vf.mockApp = fs.String("mock-app", "", "check the app `NAME` of a --mock serving several apps: its key is read from "+appKeysEnv+" (NAME=KEY pairs, as serve takes), else app-NAME (docs/mock/apps.md)")
+	vf.cassettes = fs.String("cassettes", "", "chat cassettes `DIR` for the built-in mock (default: the built-in cassettes; the app description is always the upstream's)")
+	vf.maxTurns = fs.Int("max-chat-turns", verify.DefaultMaxChatTurns, "most chat turns the upstream is asked to run (they cost model tokens): a hard cap counting every chat request it accepts; 0 sends no chat request")
+	vf.inputs = fs.String("inputs", "", "`JSON` object sent as the inputs of each chat turn (for apps whose form has required fields)")
+	vf.timeout = fs.Duration("timeout", conformance.Timeout, "bound on each request, a chat turn included")
+	vf.yes = fs.Bool("yes", false, "do not ask for confirmation (required without a terminal)")
+	vf.asJSON = fs.Bool("json", false, "print the report as JSON")
+	vf.recordDiff = fs.String("record-diff", "", "write the live answers of differing cases as cassettes into `DIR` (scrubbed like recordings)")
+	vf.quiet = fs.Bool("quiet", false, "no progress lines on stderr")
+	fs.Var(&vf.redacts, "redact", "extra redaction `RULE` for --record-diff, as in record; repeatable")
+	fs.Var(&vf.redactFiles, "redact-file", "`FILE` of redaction rules for --record-diff; repeatable")
+	f.withEnv("upstream-key")
+	return f, vf
+}
+
+// options checks the flags and makes verify.Options of them (no Logf or
+// Confirm yet). An error is a usage error, worded for the command line.
+func (vf *verifyFlags) options() (verify.Options, error) {
+	switch {
+	case *vf.upstream == "":
+		return verify.Options{}, errors.New("--upstream is required (see --help)")
+	case *vf.key == "":
+		return verify.Options{}, fmt.Errorf("no upstream API key: set %s (or pass --upstream-key)", envName("upstream-key"))
+	case *vf.maxTurns < 0:
+		return verify.Options{}, errors.New("--max-chat-turns must be 0 or more")
+	case *vf.timeout <= 0:
+		return verify.Options{}, errors.New("--timeout must be positive")
 	}
 	opts := verify.Options{
-		Upstream: *upstream, UpstreamKey: *key, Mock: *mock, MockKey: *mockKey,
-		MaxChatTurns: *maxTurns, Timeout: *timeout, RecordDiff: *recordDiff,
+		Upstream: *vf.upstream, UpstreamKey: *vf.key, Mock: *vf.mock, MockKey: *vf.mockKey,
+		MaxChatTurns: *vf.maxTurns, Timeout: *vf.timeout, RecordDiff: *vf.recordDiff,
 	}
-	if *mockApp != "" {
+	if *vf.mockApp != "" {
 		switch {
-		case *mock == "":
-			return fail(2, "--mock-app needs --mock URL: the built-in mock serves one app")
-		case *mockKey != "":
-			return fail(2, "--mock-app and --mock-key both choose the key: give one")
+		case *vf.mock == "":
+			return opts, errors.New("--mock-app needs --mock URL: the built-in mock serves one app")
+		case *vf.mockKey != "":
+			return opts, errors.New("--mock-app and --mock-key both choose the key: give one")
 		}
-		if err := mockserver.CheckAppName(*mockApp); err != nil {
-			return fail(2, "--mock-app: %v", err)
+		if err := mockserver.CheckAppName(*vf.mockApp); err != nil {
+			return opts, fmt.Errorf("--mock-app: %v", err)
 		}
-		opts.MockKey, opts.MockKeyName = mockAppKey(*mockApp, os.Getenv)
+		opts.MockKey, opts.MockKeyName = mockAppKey(*vf.mockApp, os.Getenv)
 	}
-	if *inputs != "" {
-		if err := json.Unmarshal([]byte(*inputs), &opts.Inputs); err != nil || opts.Inputs == nil {
-			return fail(2, "--inputs: want a JSON object")
+	if *vf.inputs != "" {
+		if err := json.Unmarshal([]byte(*vf.inputs), &opts.Inputs); err != nil || opts.Inputs == nil {
+			return opts, errors.New("--inputs: want a JSON object")
 		}
 	}
-	if *cassettes != "" {
-		if *mock != "" {
-			return fail(2, "--cassettes is for the built-in mock; a --mock server has its own")
+	if *vf.cassettes != "" {
+		if *vf.mock != "" {
+			return opts, errors.New("--cassettes is for the built-in mock; a --mock server has its own")
 		}
-		set, err := cassette.LoadDir(*cassettes)
+		set, err := cassette.LoadDir(*vf.cassettes)
 		if err != nil {
-			return fail(2, "--cassettes: %v", err)
+			return opts, fmt.Errorf("--cassettes: %v", err)
 		}
 		opts.Cassettes = set
 	}
-	for _, s := range redacts.values {
+	var err error
+	opts.Rules, err = vf.redactRules()
+	return opts, err
+}
+
+// redactRules are --redact's and --redact-file's rules, in that order.
+func (vf *verifyFlags) redactRules() ([]record.Rule, error) {
+	var rules []record.Rule
+	for _, s := range vf.redacts.values {
 		r, err := record.ParseRule(s)
 		if err != nil {
-			return fail(2, "--redact: %v", err)
+			return nil, fmt.Errorf("--redact: %v", err)
 		}
-		opts.Rules = append(opts.Rules, r)
+		rules = append(rules, r)
 	}
-	for _, file := range redactFiles.values {
+	for _, file := range vf.redactFiles.values {
 		rs, err := record.LoadRuleFile(file)
 		if err != nil {
-			return fail(2, "--redact-file: %v", err)
+			return nil, fmt.Errorf("--redact-file: %v", err)
 		}
-		opts.Rules = append(opts.Rules, rs...)
+		rules = append(rules, rs...)
 	}
+	return rules, nil
+}
+
+// verifyLogf is verify.Options.Logf: timestamped progress lines on stderr.
+func verifyLogf(stderr io.Writer) func(format string, args ...any) {
 	var logMu sync.Mutex
-	if !*quiet {
-		opts.Logf = func(format string, args ...any) {
-			logMu.Lock()
-			defer logMu.Unlock()
-			fmt.Fprintf(stderr, "%s dify-mock verify: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
-		}
+	return func(format string, args ...any) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		fmt.Fprintf(stderr, "%s dify-mock verify: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 	}
-	declinedWhy := ""
-	opts.Confirm = func(p verify.Plan) bool {
+}
+
+// confirmVerify is verify.Options.Confirm: it shows the plan and asks on
+// the terminal unless yes; *declinedWhy says why it said no.
+func confirmVerify(stderr io.Writer, yes bool, declinedWhy *string) func(verify.Plan) bool {
+	return func(p verify.Plan) bool {
 		fmt.Fprintf(stderr, "dify-mock verify: %d cases against %s and %s, as end user %s.\n", p.Cases, p.Upstream, mockLabel(p.Mock), p.User)
 		fmt.Fprintf(stderr, "  It sends the upstream %d chat turn(s), which cost model tokens, and never more than %d (--max-chat-turns):\n", p.ChatTurns, p.MaxChatTurns)
 		if p.ChatRoutes > 0 {
 			fmt.Fprintf(stderr, "  %d more chat request(s) carry bad input Dify refuses before any model runs; one it accepts counts, and once\n  the cap is spent no chat request is sent.\n", p.ChatRoutes)
 		}
 		fmt.Fprintf(stderr, "  It uploads small text files (the Service API cannot delete them), creates one annotation and deletes it, and deletes the conversations it creates.\n")
-		if *yes {
+		if yes {
 			return true
 		}
 		if !verifyIsTerminal() {
-			declinedWhy = "not confirmed: stdin is not a terminal; pass --yes to run without asking"
+			*declinedWhy = "not confirmed: stdin is not a terminal; pass --yes to run without asking"
 			return false
 		}
 		fmt.Fprint(stderr, "Continue? [y/N] ")
@@ -162,18 +214,14 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		case "y", "yes":
 			return true
 		}
-		declinedWhy = "not confirmed; nothing was sent"
+		*declinedWhy = "not confirmed; nothing was sent"
 		return false
 	}
+}
 
-	rep, err := verify.Run(ctx, opts)
-	if rep != nil {
-		if *asJSON {
-			_ = rep.WriteJSON(stdout)
-		} else {
-			_ = rep.WriteTable(stdout)
-		}
-	}
+// verifyExit is verify's exit status for a run's outcome (verifyAbout),
+// with the reason on stderr (fail).
+func verifyExit(ctx context.Context, rep *verify.Report, err error, declinedWhy string, fail func(int, string, ...any) int) int {
 	var ue *verify.UsageError
 	var te *verify.TransportError
 	switch {

@@ -157,103 +157,80 @@ func (s *Store) PrepareImport(snap Snapshot) (commit func(), err error) {
 		return nil, fmt.Errorf("state version %d is not supported (want %d)", snap.Version, SnapshotVersion)
 	}
 	fresh := New(s.now, s.newID)
-	for i, u := range snap.EndUsers {
+	if err := fresh.importUsers(snap.EndUsers); err != nil {
+		return nil, err
+	}
+	if err := fresh.importFiles(snap.Files); err != nil {
+		return nil, err
+	}
+	feedbacks, err := fresh.importConversations(snap.Conversations)
+	if err != nil {
+		return nil, err
+	}
+	if err := fresh.importAnnotations(snap.Annotations, snap.AnnotationReply); err != nil {
+		return nil, err
+	}
+	// Feedback rows keep their creation order (the app's feedback list).
+	sort.SliceStable(feedbacks, func(a, b int) bool { return feedbacks[a].CreatedAt.Before(feedbacks[b].CreatedAt) })
+	fresh.feedbacks = feedbacks
+	fresh.account()
+	return s.boundImport(fresh)
+}
+
+// importUsers is PrepareImport's end users, into the fresh store.
+func (fresh *Store) importUsers(users []SnapUser) error {
+	for i, u := range users {
 		if u.ID == "" || u.Session == "" {
-			return nil, fmt.Errorf("end_users[%d]: id and user are required", i)
+			return fmt.Errorf("end_users[%d]: id and user are required", i)
 		}
 		if _, dup := fresh.usersID[u.ID]; dup {
-			return nil, fmt.Errorf("end_users[%d]: duplicate id %q", i, u.ID)
+			return fmt.Errorf("end_users[%d]: duplicate id %q", i, u.ID)
 		}
 		if _, dup := fresh.users[u.Session]; dup {
-			return nil, fmt.Errorf("end_users[%d]: duplicate user %q", i, u.Session)
+			return fmt.Errorf("end_users[%d]: duplicate user %q", i, u.Session)
 		}
 		eu := &EndUser{ID: u.ID, Session: u.Session, Anonymous: u.Anonymous || u.Session == DefaultUser, CreatedAt: u.CreatedAt}
 		fresh.users[u.Session] = eu
 		fresh.usersID[u.ID] = eu
 	}
-	for i, f := range snap.Files {
+	return nil
+}
+
+// importFiles is PrepareImport's files, whose owners are imported already.
+func (fresh *Store) importFiles(files []SnapFile) error {
+	for i, f := range files {
 		if f.Result.ID == "" {
-			return nil, fmt.Errorf("files[%d]: file.id is required", i)
+			return fmt.Errorf("files[%d]: file.id is required", i)
 		}
 		if _, ok := fresh.usersID[f.OwnerID]; !ok {
-			return nil, fmt.Errorf("files[%d]: owner_id %q is not an end user of this state", i, f.OwnerID)
+			return fmt.Errorf("files[%d]: owner_id %q is not an end user of this state", i, f.OwnerID)
 		}
 		if _, dup := fresh.files[f.Result.ID]; dup {
-			return nil, fmt.Errorf("files[%d]: duplicate id %q", i, f.Result.ID)
+			return fmt.Errorf("files[%d]: duplicate id %q", i, f.Result.ID)
 		}
 		fc := f
 		fresh.files[f.Result.ID] = &File{Result: fc.Result, OwnerID: fc.OwnerID}
 	}
-	// Conversations and messages get keys in the order given (created_at
-	// first), so listing order survives a round trip.
+	return nil
+}
+
+// importConversations is PrepareImport's conversations and their
+// messages; it returns the messages' feedback rows, in conversation order.
+// Conversations and messages get keys in the order given (created_at
+// first), so listing order survives a round trip.
+func (fresh *Store) importConversations(convs []SnapConvers) ([]*Feedback, error) {
 	var feedbacks []*Feedback
-	order := make([]int, len(snap.Conversations))
+	order := make([]int, len(convs))
 	for i := range order {
 		order[i] = i
 	}
 	sort.SliceStable(order, func(a, b int) bool {
-		return snap.Conversations[order[a]].CreatedAt < snap.Conversations[order[b]].CreatedAt
+		return convs[order[a]].CreatedAt < convs[order[b]].CreatedAt
 	})
 	for _, i := range order {
-		sc := snap.Conversations[i]
-		if sc.ID == "" {
-			return nil, fmt.Errorf("conversations[%d]: id is required", i)
-		}
-		if _, ok := fresh.usersID[sc.OwnerID]; !ok {
-			return nil, fmt.Errorf("conversations[%d]: owner_id %q is not an end user of this state", i, sc.OwnerID)
-		}
-		if _, dup := fresh.convs[sc.ID]; dup {
-			return nil, fmt.Errorf("conversations[%d]: duplicate id %q", i, sc.ID)
-		}
-		if sc.NextTurn < 0 {
-			return nil, fmt.Errorf("conversations[%d]: next_turn must not be negative", i)
-		}
-		fresh.seq++
-		k := key{t: time.Unix(sc.CreatedAt, 0), seq: fresh.seq}
-		c := &Conversation{Conversation: sc.Conversation, OwnerID: sc.OwnerID, Cassette: sc.Cassette,
-			NextTurn: sc.NextTurn, AutoName: sc.AutoName, created: k, updated: k, listing: new(listingCache)}
-		if c.Inputs == nil {
-			c.Inputs = map[string]any{}
-		}
-		if c.Status == "" {
-			c.Status = "normal"
-		}
-		for j, sm := range sc.Messages {
-			if sm.ID == "" {
-				return nil, fmt.Errorf("conversations[%d].messages[%d]: id is required", i, j)
-			}
-			if sm.ConversationID != "" && sm.ConversationID != sc.ID {
-				return nil, fmt.Errorf("conversations[%d].messages[%d]: conversation_id %q is not its conversation", i, j, sm.ConversationID)
-			}
-			if _, dup := fresh.messages[sm.ID]; dup {
-				return nil, fmt.Errorf("conversations[%d].messages[%d]: duplicate id %q", i, j, sm.ID)
-			}
-			m := sm.Message
-			m.ConversationID = sc.ID
-			fresh.seq++
-			st := &storedMessage{msg: m, cassette: sm.Cassette, created: key{t: time.Unix(m.CreatedAt, 0), seq: fresh.seq},
-				ownerID: sc.OwnerID, index: len(c.messages)}
-			if fr := sm.FeedbackRow; fr != nil {
-				if fr.ID == "" || fr.Rating == "" {
-					return nil, fmt.Errorf("conversations[%d].messages[%d].feedback_row: id and rating are required", i, j)
-				}
-				st.feedback = &Feedback{ID: fr.ID, MessageID: m.ID, ConversationID: sc.ID, Rating: fr.Rating, Content: fr.Content,
-					FromEndUserID: sc.OwnerID, CreatedAt: fr.CreatedAt, UpdatedAt: fr.UpdatedAt}
-				st.msg.Feedback = &dify.Feedback{Rating: fr.Rating}
-				feedbacks = append(feedbacks, st.feedback)
-			} else {
-				st.msg.Feedback = nil
-			}
-			c.messages = append(c.messages, st)
-			fresh.messages[m.ID] = st
-		}
-		fresh.seq++
-		c.updated = key{t: time.Unix(max(sc.UpdatedAt, sc.CreatedAt), 0), seq: fresh.seq}
-		fresh.convs[c.ID] = c
-		if !c.deleted {
-			o := fresh.owner(c.OwnerID)
-			o.byCreated = append(o.byCreated, c)
-			o.byUpdated = append(o.byUpdated, c)
+		var err error
+		if feedbacks, err = fresh.importConversation(i, &convs[i], feedbacks); err != nil {
+			return nil, err
 		}
 	}
 	// Sorted once per owner: inserting each row in order would cost a
@@ -262,16 +239,99 @@ func (s *Store) PrepareImport(snap Snapshot) (commit func(), err error) {
 		sort.Slice(o.byCreated, func(a, b int) bool { return o.byCreated[a].created.less(o.byCreated[b].created) })
 		sort.Slice(o.byUpdated, func(a, b int) bool { return o.byUpdated[a].updated.less(o.byUpdated[b].updated) })
 	}
+	return feedbacks, nil
+}
+
+// importConversation imports conversations[i], appending its messages'
+// feedback rows to feedbacks.
+func (fresh *Store) importConversation(i int, sc *SnapConvers, feedbacks []*Feedback) ([]*Feedback, error) {
+	if sc.ID == "" {
+		return nil, fmt.Errorf("conversations[%d]: id is required", i)
+	}
+	if _, ok := fresh.usersID[sc.OwnerID]; !ok {
+		return nil, fmt.Errorf("conversations[%d]: owner_id %q is not an end user of this state", i, sc.OwnerID)
+	}
+	if _, dup := fresh.convs[sc.ID]; dup {
+		return nil, fmt.Errorf("conversations[%d]: duplicate id %q", i, sc.ID)
+	}
+	if sc.NextTurn < 0 {
+		return nil, fmt.Errorf("conversations[%d]: next_turn must not be negative", i)
+	}
+	fresh.seq++
+	k := key{t: time.Unix(sc.CreatedAt, 0), seq: fresh.seq}
+	c := &Conversation{Conversation: sc.Conversation, OwnerID: sc.OwnerID, Cassette: sc.Cassette,
+		NextTurn: sc.NextTurn, AutoName: sc.AutoName, created: k, updated: k, listing: new(listingCache)}
+	if c.Inputs == nil {
+		c.Inputs = map[string]any{}
+	}
+	if c.Status == "" {
+		c.Status = "normal"
+	}
+	for j := range sc.Messages {
+		st, err := fresh.importMessage(i, j, sc, c)
+		if err != nil {
+			return nil, err
+		}
+		if st.feedback != nil {
+			feedbacks = append(feedbacks, st.feedback)
+		}
+	}
+	fresh.seq++
+	c.updated = key{t: time.Unix(max(sc.UpdatedAt, sc.CreatedAt), 0), seq: fresh.seq}
+	fresh.convs[c.ID] = c
+	if !c.deleted {
+		o := fresh.owner(c.OwnerID)
+		o.byCreated = append(o.byCreated, c)
+		o.byUpdated = append(o.byUpdated, c)
+	}
+	return feedbacks, nil
+}
+
+// importMessage imports conversations[i].messages[j] into c.
+func (fresh *Store) importMessage(i, j int, sc *SnapConvers, c *Conversation) (*storedMessage, error) {
+	sm := &sc.Messages[j]
+	if sm.ID == "" {
+		return nil, fmt.Errorf("conversations[%d].messages[%d]: id is required", i, j)
+	}
+	if sm.ConversationID != "" && sm.ConversationID != sc.ID {
+		return nil, fmt.Errorf("conversations[%d].messages[%d]: conversation_id %q is not its conversation", i, j, sm.ConversationID)
+	}
+	if _, dup := fresh.messages[sm.ID]; dup {
+		return nil, fmt.Errorf("conversations[%d].messages[%d]: duplicate id %q", i, j, sm.ID)
+	}
+	m := sm.Message
+	m.ConversationID = sc.ID
+	fresh.seq++
+	st := &storedMessage{msg: m, cassette: sm.Cassette, created: key{t: time.Unix(m.CreatedAt, 0), seq: fresh.seq},
+		ownerID: sc.OwnerID, index: len(c.messages)}
+	if fr := sm.FeedbackRow; fr != nil {
+		if fr.ID == "" || fr.Rating == "" {
+			return nil, fmt.Errorf("conversations[%d].messages[%d].feedback_row: id and rating are required", i, j)
+		}
+		st.feedback = &Feedback{ID: fr.ID, MessageID: m.ID, ConversationID: sc.ID, Rating: fr.Rating, Content: fr.Content,
+			FromEndUserID: sc.OwnerID, CreatedAt: fr.CreatedAt, UpdatedAt: fr.UpdatedAt}
+		st.msg.Feedback = &dify.Feedback{Rating: fr.Rating}
+	} else {
+		st.msg.Feedback = nil
+	}
+	c.messages = append(c.messages, st)
+	fresh.messages[m.ID] = st
+	return st, nil
+}
+
+// importAnnotations is PrepareImport's annotations and annotation-reply
+// setting.
+func (fresh *Store) importAnnotations(anns []SnapAnnotation, reply *AnnotationSetting) error {
 	seen := map[string]bool{}
-	for i, a := range snap.Annotations {
+	for i, a := range anns {
 		if a.ID == "" {
-			return nil, fmt.Errorf("annotations[%d]: id is required", i)
+			return fmt.Errorf("annotations[%d]: id is required", i)
 		}
 		if seen[a.ID] {
-			return nil, fmt.Errorf("annotations[%d]: duplicate id %q", i, a.ID)
+			return fmt.Errorf("annotations[%d]: duplicate id %q", i, a.ID)
 		}
 		if a.HitCount < 0 {
-			return nil, fmt.Errorf("annotations[%d]: hit_count must not be negative", i)
+			return fmt.Errorf("annotations[%d]: hit_count must not be negative", i)
 		}
 		seen[a.ID] = true
 		fresh.ann.rows = append(fresh.ann.rows, &Annotation{ID: a.ID, Question: a.Question, Answer: a.Answer,
@@ -280,16 +340,18 @@ func (s *Store) PrepareImport(snap Snapshot) (commit func(), err error) {
 	// Listing is newest first by position; keep the given order for ties.
 	sort.SliceStable(fresh.ann.rows, func(a, b int) bool { return fresh.ann.rows[a].CreatedAt.Before(fresh.ann.rows[b].CreatedAt) })
 	fresh.ann.changed()
-	if st := snap.AnnotationReply; st != nil {
-		cp := *st
+	if reply != nil {
+		cp := *reply
 		fresh.ann.setting = &cp
 	}
-	// Feedback rows keep their creation order (the app's feedback list).
-	sort.SliceStable(feedbacks, func(a, b int) bool { return feedbacks[a].CreatedAt.Before(feedbacks[b].CreatedAt) })
-	fresh.feedbacks = feedbacks
-	fresh.account()
-	// Evict down to the bound before taking the lock: an import larger
-	// than the bound never stalls other requests while it shrinks.
+	return nil
+}
+
+// boundImport is PrepareImport's last step: fresh, built and accounted,
+// evicted down to s's bound before the lock is taken (an import larger
+// than the bound never stalls other requests while it shrinks), and the
+// commit that puts it in s's place.
+func (s *Store) boundImport(fresh *Store) (commit func(), err error) {
 	_, maxBytes := s.Usage()
 	if maxBytes > 0 && fresh.ann.bytes > maxBytes {
 		return nil, fmt.Errorf("annotations: %d bytes (estimated) would pass the state bound of %d bytes", fresh.ann.bytes, maxBytes)

@@ -305,6 +305,74 @@ const (
 // Interrupted set and has cleaned up). Errors are *UsageError,
 // *TransportError, ErrDeclined or ctx's error.
 func Run(ctx context.Context, opts Options) (_ *Report, err error) {
+	v, err := newRun(opts)
+	if err != nil {
+		return nil, err
+	}
+	rep := v.rep
+	// Runs last, after both cleanups: no key in anything reported.
+	defer rep.redact(v.opts.UpstreamKey, v.mockKey)
+	// Runs before the redaction: a report of a run that stopped says why.
+	defer func() {
+		if err != nil {
+			rep.Error = err.Error()
+		}
+	}()
+
+	upRun := newRunner(v.opts.Upstream, v.opts.UpstreamKey, v.user, v.upCap, v.timeout, v.opts, v.logf, "upstream")
+	defer cleanup(upRun, rep, "upstream")
+	if err := v.probeUpstream(ctx, upRun); err != nil {
+		return rep, err
+	}
+	if v.mockURL == "" {
+		stop, err := v.startBuiltInMock(ctx)
+		if err != nil {
+			return rep, err
+		}
+		defer stop()
+	}
+	mockCap := &capturing{base: newMockTransport()}
+	mockRun := newRunner(v.mockURL, v.mockKey, v.user, mockCap, v.timeout, v.opts, v.logf, "mock")
+	defer cleanup(mockRun, rep, "mock")
+	if err := mockRun.Probe(ctx); err != nil {
+		return rep, sideError(ctx, rep, "mock", err)
+	}
+	rep.MockMode, rep.MockApp = mockRun.Mode(), mockRun.AppName()
+	v.logf("the mock answered as app %q (key: %s)", rep.MockApp, rep.MockKey)
+
+	differing := v.playCases(ctx, upRun, mockRun, mockCap)
+	if err := ctx.Err(); err != nil {
+		rep.Interrupted = true
+		return rep, err
+	}
+	if v.opts.RecordDiff != "" {
+		recordDiff(rep, v.opts, v.up, v.upCap.since(0), differing)
+	}
+	return rep, nil
+}
+
+// run is one verification's settings and state, checked and built by
+// newRun before the first request, and used by Run's steps.
+type run struct {
+	opts   Options // Upstream and Mock canonical
+	up     *url.URL
+	policy *upstream.Upstream
+	logf   func(string, ...any)
+	user   string
+	cases  []conformance.Case
+	rep    *Report
+	// mockURL is "" for the built-in mock until it runs; mockKey is the
+	// key both the mock and the redaction use.
+	mockURL, mockKey string
+	timeout          time.Duration
+	limit            *turnLimit // nil without a chat-turn cap
+	upTransport      http.RoundTripper
+	upCap            *capturing
+}
+
+// newRun checks opts, asks Options.Confirm with the plan, and builds the
+// report and the upstream's transport. Nothing is sent yet.
+func newRun(opts Options) (*run, error) {
 	up, err := checkURL(opts.Upstream, "upstream")
 	if err != nil {
 		return nil, err
@@ -325,120 +393,116 @@ func Run(ctx context.Context, opts Options) (_ *Report, err error) {
 		}
 		opts.Mock, mockLabel = mu.String(), mu.Redacted()
 	}
-	logf := opts.Logf
-	if logf == nil {
-		logf = func(string, ...any) {}
+	v := &run{opts: opts, up: up, policy: policy, logf: opts.Logf, user: opts.User, cases: opts.Cases}
+	if v.logf == nil {
+		v.logf = func(string, ...any) {}
 	}
-	user := opts.User
-	if user == "" {
-		user = UserPrefix + randomHex(6)
+	if v.user == "" {
+		v.user = UserPrefix + randomHex(6)
 	}
-	cases := opts.Cases
-	if cases == nil {
-		cases = Cases(opts.Inputs)
+	if v.cases == nil {
+		v.cases = Cases(opts.Inputs)
 	}
-	plan := Plan{Upstream: up.Redacted(), Mock: mockLabel, User: user, Cases: len(cases), ChatTurns: conformance.ChatTurns(cases)}
-	plan.MaxChatTurns = -1
+	plan := v.plan(mockLabel)
+	if opts.Confirm != nil && !opts.Confirm(plan) {
+		return nil, ErrDeclined
+	}
+	v.newReport(plan)
+	v.timeout = opts.Timeout
+	if v.timeout <= 0 {
+		v.timeout = conformance.Timeout
+	}
+	v.upTransport = policy.Transport()
+	// The hard cap: whatever the cases expect, the upstream never gets a
+	// chat request once it has accepted MaxChatTurns of them.
 	if opts.MaxChatTurns >= 0 {
-		plan.ChatTurns = min(plan.ChatTurns, opts.MaxChatTurns)
-		plan.MaxChatTurns = opts.MaxChatTurns
+		v.limit = &turnLimit{base: v.upTransport, max: opts.MaxChatTurns}
+		v.upTransport = v.limit
 	}
-	for _, c := range cases {
+	v.upCap = &capturing{base: v.upTransport}
+	return v, nil
+}
+
+// plan is what Options.Confirm is shown.
+func (v *run) plan(mockLabel string) Plan {
+	plan := Plan{Upstream: v.up.Redacted(), Mock: mockLabel, User: v.user, Cases: len(v.cases), ChatTurns: conformance.ChatTurns(v.cases)}
+	plan.MaxChatTurns = -1
+	if v.opts.MaxChatTurns >= 0 {
+		plan.ChatTurns = min(plan.ChatTurns, v.opts.MaxChatTurns)
+		plan.MaxChatTurns = v.opts.MaxChatTurns
+	}
+	for _, c := range v.cases {
 		if !c.ChatTurn && isChatPost(c) {
 			plan.ChatRoutes++
 		}
 	}
-	if opts.Confirm != nil && !opts.Confirm(plan) {
-		return nil, ErrDeclined
-	}
-	rep := &Report{Upstream: plan.Upstream, Mock: mockLabel, User: user, Cases: len(cases), Differences: []Difference{}}
-	mockURL, mockKey := opts.Mock, opts.MockKey
-	rep.MockKey = opts.MockKeyName
-	if mockKey == "" {
-		mockKey = "app-" + randomHex(12)
+	return plan
+}
+
+// newReport starts the report and picks the mock's key: --mock-key's, else
+// a random one (the built-in mock is started with it).
+func (v *run) newReport(plan Plan) {
+	rep := &Report{Upstream: plan.Upstream, Mock: plan.Mock, User: v.user, Cases: len(v.cases), Differences: []Difference{}}
+	v.mockURL, v.mockKey = v.opts.Mock, v.opts.MockKey
+	rep.MockKey = v.opts.MockKeyName
+	if v.mockKey == "" {
+		v.mockKey = "app-" + randomHex(12)
 		rep.MockKey = "a random app-… key"
 	} else if rep.MockKey == "" {
 		rep.MockKey = "--mock-key"
 	}
-	// Runs last, after both cleanups: no key in anything reported.
-	defer rep.redact(opts.UpstreamKey, mockKey)
-	// Runs before the redaction: a report of a run that stopped says why.
-	defer func() {
-		if err != nil {
-			rep.Error = err.Error()
-		}
-	}()
+	v.rep = rep
+}
 
-	timeout := opts.Timeout
-	if timeout <= 0 {
-		timeout = conformance.Timeout
-	}
-	upTransport := policy.Transport()
-	// The hard cap: whatever the cases expect, the upstream never gets a
-	// chat request once it has accepted MaxChatTurns of them.
-	var limit *turnLimit
-	if opts.MaxChatTurns >= 0 {
-		limit = &turnLimit{base: upTransport, max: opts.MaxChatTurns}
-		upTransport = limit
-	}
-	upCap := &capturing{base: upTransport}
-	upRun := newRunner(opts.Upstream, opts.UpstreamKey, user, upCap, timeout, opts, logf, "upstream")
-	defer cleanup(upRun, rep, "upstream")
+// probeUpstream asks the upstream for its app and warns when it is not an
+// Agent app.
+func (v *run) probeUpstream(ctx context.Context, upRun *conformance.Runner) error {
 	if err := upRun.Probe(ctx); err != nil {
-		return rep, sideError(ctx, rep, "upstream", err)
+		return sideError(ctx, v.rep, "upstream", err)
 	}
-	rep.UpstreamMode, rep.UpstreamApp = upRun.Mode(), upRun.AppName()
-	if rep.UpstreamMode != dify.ModeAgent && rep.UpstreamMode != dify.ModeAgentChat {
-		logf("warning: the upstream app's mode is %q, not an Agent app (agent or agent-chat); expect differences that come from the app type", rep.UpstreamMode)
+	v.rep.UpstreamMode, v.rep.UpstreamApp = upRun.Mode(), upRun.AppName()
+	if v.rep.UpstreamMode != dify.ModeAgent && v.rep.UpstreamMode != dify.ModeAgentChat {
+		v.logf("warning: the upstream app's mode is %q, not an Agent app (agent or agent-chat); expect differences that come from the app type", v.rep.UpstreamMode)
 	}
+	return nil
+}
 
-	if mockURL == "" {
-		mode := ""
-		if rep.UpstreamMode == dify.ModeAgent || rep.UpstreamMode == dify.ModeAgentChat {
-			mode = rep.UpstreamMode
-		}
-		set, err := mirrorApp(ctx, opts.Cassettes, upstream.NoRedirectClient(upTransport, timeout), policy)
-		if err != nil {
-			return rep, sideError(ctx, rep, "upstream", err)
-		}
-		stop, base, err := startMock(set, mode, mockKey)
-		if err != nil {
-			return rep, err
-		}
-		defer stop()
-		mockURL = base
-		logf("built-in mock on %s", base)
+// startBuiltInMock mirrors the upstream app into a mock of the same mode
+// and starts it; Run stops it with stop.
+func (v *run) startBuiltInMock(ctx context.Context) (stop func(), err error) {
+	mode := ""
+	if v.rep.UpstreamMode == dify.ModeAgent || v.rep.UpstreamMode == dify.ModeAgentChat {
+		mode = v.rep.UpstreamMode
 	}
-	mockCap := &capturing{base: newMockTransport()}
-	mockRun := newRunner(mockURL, mockKey, user, mockCap, timeout, opts, logf, "mock")
-	defer cleanup(mockRun, rep, "mock")
-	if err := mockRun.Probe(ctx); err != nil {
-		return rep, sideError(ctx, rep, "mock", err)
+	set, err := mirrorApp(ctx, v.opts.Cassettes, upstream.NoRedirectClient(v.upTransport, v.timeout), v.policy)
+	if err != nil {
+		return nil, sideError(ctx, v.rep, "upstream", err)
 	}
-	rep.MockMode, rep.MockApp = mockRun.Mode(), mockRun.AppName()
-	logf("the mock answered as app %q (key: %s)", rep.MockApp, rep.MockKey)
+	stop, base, err := startMock(set, mode, v.mockKey)
+	if err != nil {
+		return nil, err
+	}
+	v.mockURL = base
+	v.logf("built-in mock on %s", base)
+	return stop, nil
+}
 
+// playCases plays every case on both sides and compares them, until ctx
+// ends; it returns the cases that differ, for Options.RecordDiff.
+func (v *run) playCases(ctx context.Context, upRun, mockRun *conformance.Runner, mockCap *capturing) []pending {
+	rep := v.rep
 	var differing []pending
-	for _, c := range cases {
+	for _, c := range v.cases {
 		if ctx.Err() != nil {
 			break
 		}
-		if c.OtherUser != "" {
-			// Every request of a run acts as the run's end user: a case
-			// that would make the app create another end user is not sent.
-			why := "acts as an end user other than the run's (" + c.OtherUser + ")"
+		if why := v.skip(c); why != "" {
 			rep.Skipped = append(rep.Skipped, Skip{c.Name, why})
-			logf("%-60s skipped: %s", c.Name, why)
+			v.logf("%-60s skipped: %s", c.Name, why)
 			continue
 		}
-		if isChatPost(c) && limit.spent() {
-			why := fmt.Sprintf("the chat-turn cap (%d) is spent; no further chat request is sent", opts.MaxChatTurns)
-			rep.Skipped = append(rep.Skipped, Skip{c.Name, why})
-			logf("%-60s skipped: %s", c.Name, why)
-			continue
-		}
-		uo, uex := play(ctx, upRun, upCap, c, opts.MaxChatTurns)
-		mo, mex := play(ctx, mockRun, mockCap, c, opts.MaxChatTurns)
+		uo, uex := play(ctx, upRun, v.upCap, c, v.opts.MaxChatTurns)
+		mo, mex := play(ctx, mockRun, mockCap, c, v.opts.MaxChatTurns)
 		if ctx.Err() != nil {
 			break // an answer cut by the interrupt is no evidence
 		}
@@ -457,16 +521,22 @@ func Run(ctx context.Context, opts Options) (_ *Report, err error) {
 				differing = append(differing, pending{c, uex, ds})
 			}
 		}
-		logf("%-60s %d difference(s)", c.Name, len(ds))
+		v.logf("%-60s %d difference(s)", c.Name, len(ds))
 	}
-	if err := ctx.Err(); err != nil {
-		rep.Interrupted = true
-		return rep, err
+	return differing
+}
+
+// skip is why a case is not sent ("" = it is).
+func (v *run) skip(c conformance.Case) string {
+	if c.OtherUser != "" {
+		// Every request of a run acts as the run's end user: a case
+		// that would make the app create another end user is not sent.
+		return "acts as an end user other than the run's (" + c.OtherUser + ")"
 	}
-	if opts.RecordDiff != "" {
-		recordDiff(rep, opts, up, upCap.since(0), differing)
+	if isChatPost(c) && v.limit.spent() {
+		return fmt.Sprintf("the chat-turn cap (%d) is spent; no further chat request is sent", v.opts.MaxChatTurns)
 	}
-	return rep, nil
+	return ""
 }
 
 // pending is a differing case and its live exchange, for RecordDiff.

@@ -13,10 +13,6 @@ import (
 	"github.com/difyops/terraform-provider-dify/mockserver/internal/store"
 )
 
-// HeaderAnnotation is set on a chat response that an annotation answered:
-// the annotation's id (the mock's own header, like HeaderCassette).
-const HeaderAnnotation = "X-Dify-Mock-Annotation"
-
 // annotationCharDelay is the pause after each per-character `message`
 // event of a legacy agent-chat turn answered by an annotation
 // (base_app_runner.py direct_output: time.sleep(0.01)), at speed 1.

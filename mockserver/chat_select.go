@@ -12,6 +12,17 @@ import (
 	"github.com/difyops/terraform-provider-dify/mockserver/internal/similar"
 )
 
+// How a turn was chosen (HeaderMatch, the journal's match).
+const (
+	matchHeader       = "header"
+	matchConversation = "conversation"
+	matchExact        = "exact"
+	matchSimilar      = "similar"
+	matchDefault      = "default"
+	matchUpstream     = "upstream"
+	matchFallback     = "fallback"
+)
+
 // turnRef names one recorded turn.
 type turnRef struct {
 	cassette string

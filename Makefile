@@ -45,8 +45,8 @@ build: ## Build the provider and dify-mock into ./bin
 	@echo "built $(BIN_DIR)/terraform-provider-dify and $(BIN_DIR)/dify-mock ($(VERSION))"
 
 .PHONY: docs
-docs: ## Regenerate docs/ (go generate ./..., tfplugindocs; needs a Terraform, found or built)
-	@tf="$$(scripts/ensure-terraform.sh | tail -n1)"; \
+docs: ## Regenerate docs/ (go generate ./..., tfplugindocs; needs a Terraform >= 1.11 for write-only attributes: found or built)
+	@tf="$$(scripts/ensure-terraform-1.14.sh | tail -n1)"; \
 	 PATH="$$(dirname "$$tf"):$$PATH" go generate ./...
 
 .PHONY: release-check

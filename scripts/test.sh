@@ -145,6 +145,7 @@ prefetch() {
 	shift
 	[[ "${PREFETCH:-1}" == 1 ]] || return 0
 	command -v setsid >/dev/null 2>&1 || return 0
+	[[ -z "${PREFETCH_QUEUED[$name]:-}" ]] || return 0 # docs and acceptance both want 1.14
 	PREFETCH_ARGS+=("$name" "$(printf '%q ' "$@")")
 	PREFETCH_QUEUED[$name]=1
 }
@@ -358,8 +359,13 @@ stage_docs() {
 	git rev-parse --is-inside-work-tree >/dev/null 2>&1 || skip "not a git work tree; cannot diff docs/"
 	local before after changed
 	before="$(worktree_state)"
-	# tfplugindocs runs offline when a Terraform is first on PATH.
-	PATH="$(dirname "$TF_ACC_TERRAFORM_PATH"):$PATH" go generate ./...
+	# tfplugindocs runs offline when a Terraform is first on PATH. It must
+	# be one that knows write-only attributes (>= 1.11; dify_file.content_wo),
+	# or the generated page differs by the Terraform at hand: the >= 1.14
+	# build the acceptance stage uses.
+	local tf_docs
+	tf_docs="$(terraform_1_14)" || die "no Terraform >= 1.14 to generate the docs with"
+	PATH="$(dirname "$tf_docs"):$PATH" go generate ./...
 	after="$(worktree_state)"
 	changed="$(git status --porcelain -uall -- docs/)"
 	if [[ -n "$changed" ]]; then
@@ -391,7 +397,9 @@ stage_docs-validate() {
 	# may not share. [DEBUG] lines only with VERBOSE=1.
 	local filter='^[0-9/]+ [0-9:]+ \[DEBUG\]'
 	[[ "${VERBOSE:-0}" != 1 ]] || filter='^$^'
-	PATH="$(dirname "$TF_ACC_TERRAFORM_PATH"):$PATH" go tool tfplugindocs validate --provider-name dify 2>&1 |
+	local tf_docs
+	tf_docs="$(terraform_1_14)" || die "no Terraform >= 1.14 to validate the docs with"
+	PATH="$(dirname "$tf_docs"):$PATH" go tool tfplugindocs validate --provider-name dify 2>&1 |
 		{ grep -v -E "$filter" || true; }
 }
 
@@ -496,6 +504,7 @@ run_stage() {
 	# for Terraform 1.14 and OpenTofu itself, after the run on the first
 	# Terraform: they are still being built then on a fresh machine.
 	await_prefetch "$name"
+	case "$name" in docs | docs-validate) await_prefetch acceptance-1.14 ;; esac # their Terraform (stage_docs)
 	# A subshell outside any `if`, so `set -e` really applies inside the stage.
 	set +e
 	(
@@ -550,6 +559,7 @@ main() {
 		[[ " ${TEST_SKIP:-} " == *" $s "* ]] && continue
 		case "$s" in
 		terraform) prefetch terraform "$REPO_ROOT/scripts/ensure-terraform.sh" ;;
+		docs | docs-validate) prefetch acceptance-1.14 "$REPO_ROOT/scripts/ensure-terraform-1.14.sh" ;;
 		acceptance)
 			prefetch acceptance-1.14 "$REPO_ROOT/scripts/ensure-terraform-1.14.sh"
 			prefetch acceptance-tofu "$REPO_ROOT/scripts/ensure-tofu.sh"

@@ -409,9 +409,11 @@ func TestFaultStatus(t *testing.T) {
 	fe := newFaultEnv(t, mockserver.Config{})
 	ctx := context.Background()
 
-	// A chat message is never retried: the 429 and its Retry-After reach
-	// the caller, and nothing was created.
-	c, _ := fe.client("status:429;retry-after=7")
+	// The 429 and its Retry-After reach the caller, and nothing was
+	// created. The client sends a chat message again only on such a 429
+	// (Dify refuses before it writes anything), as often as its policy
+	// says: once here, with retries off; twice with two attempts.
+	c, _ := fe.client("status:429;retry-after=7", dify.WithRetryPolicy(dify.RetryPolicy{MaxAttempts: 1}))
 	before := fe.hits.Load()
 	_, err := c.SendChatMessage(ctx, countReq("Count to three"))
 	apiErr, ok := dify.AsAPIError(err)
@@ -420,7 +422,16 @@ func TestFaultStatus(t *testing.T) {
 		t.Fatalf("chat 429: %#v", err)
 	}
 	if n := fe.hits.Load() - before; n != 1 {
-		t.Errorf("chat 429 was sent %d times", n)
+		t.Errorf("chat 429 with retries off was sent %d times", n)
+	}
+	c2, _ := fe.client("status:429;retry-after=1", dify.WithRetryPolicy(dify.RetryPolicy{MaxAttempts: 2}))
+	before = fe.hits.Load()
+	_, err = c2.SendChatMessage(ctx, countReq("Count to three"))
+	if rep, ok := dify.RetryReportOf(err); !ok || rep.Attempts != 2 || !dify.IsRateLimited(err) {
+		t.Errorf("chat 429 with two attempts: %#v", err)
+	}
+	if n := fe.hits.Load() - before; n != 2 {
+		t.Errorf("chat 429 with two attempts was sent %d times", n)
 	}
 	plain, _ := fe.client("")
 	if convs, err := plain.ListConversations(ctx, dify.ListConversationsParams{}); err != nil || len(convs.Data) != 0 {

@@ -462,18 +462,10 @@ func live(ctx context.Context, o liveOptions, turn *cassette.RecordedTurn, stder
 // oneLive sends one chat and keeps each frame's arrival.
 func oneLive(ctx context.Context, target *sseTarget, query string, req []byte, sem chan struct{}) (out liveStream) {
 	out.query = query
-	select {
-	case sem <- struct{}{}:
-	case <-ctx.Done():
-		out.err = ctx.Err()
+	release, err := waitSlot(ctx, sem)
+	if err != nil {
+		out.err = err
 		return out
-	}
-	holding := true
-	release := func() {
-		if holding {
-			<-sem
-			holding = false
-		}
 	}
 	defer release()
 	sent := time.Now()

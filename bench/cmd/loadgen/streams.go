@@ -520,18 +520,10 @@ func oneStream(ctx context.Context, target *sseTarget, req []byte, due []time.Du
 			return out
 		}
 	}
-	select {
-	case sem <- struct{}{}:
-	case <-ctx.Done():
-		out.err = ctx.Err()
+	release, err := waitSlot(ctx, sem)
+	if err != nil {
+		out.err = err
 		return out
-	}
-	holding := true
-	release := func() {
-		if holding {
-			<-sem
-			holding = false
-		}
 	}
 	defer release()
 	sent := time.Now()
@@ -571,4 +563,23 @@ func oneStream(ctx context.Context, target *sseTarget, req []byte, due []time.Du
 		out.err = fmt.Errorf("received %d frames, the recording has %d", len(arrivals), len(due))
 	}
 	return out
+}
+
+// waitSlot takes one of sem's slots (the requests waiting for their first
+// frame at once), or fails when ctx ends first. release gives the slot back
+// once, however often it is called: at the first frame, and again (a no-op)
+// when the stream ends.
+func waitSlot(ctx context.Context, sem chan struct{}) (release func(), err error) {
+	select {
+	case sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	holding := true
+	return func() {
+		if holding {
+			<-sem
+			holding = false
+		}
+	}, nil
 }

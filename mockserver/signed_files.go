@@ -201,21 +201,33 @@ func (s *appServer) signedFile(w http.ResponseWriter, r *http.Request, ps httpro
 // id: no owner or message check), then the same headers as the service
 // API's preview (Content-Length, Accept-Ranges, as_attachment).
 func (s *appServer) signedFilePreview(w http.ResponseWriter, r *http.Request, id string) {
-	q, errs := signedPreviewQuery.Validate(pydantic.Query(r.URL.RawQuery))
-	if len(errs) > 0 {
-		writeError(w, pydanticError(signedPreviewQuery.Name, errs...))
+	q, f, ok := s.verifiedUpload(w, r, signedPreviewQuery, signFilePreview, id)
+	if !ok {
 		return
 	}
-	if !s.files.verify(signFilePreview, id, q.Str("timestamp"), q.Str("nonce"), q.Str("sign")) {
+	writeUploadBody(w, r, f, q.Bool("as_attachment"), false)
+}
+
+// verifiedUpload is what both signed upload routes do first: the query
+// model, the signature of kind (timestamp, nonce, sign), then the upload by
+// id; an unknown upload answers as a bad signature does. false: the error
+// is written.
+func (s *appServer) verifiedUpload(w http.ResponseWriter, r *http.Request, model pydantic.Model, kind, id string) (pydantic.Values, store.File, bool) {
+	q, errs := model.Validate(pydantic.Query(r.URL.RawQuery))
+	if len(errs) > 0 {
+		writeError(w, pydanticError(model.Name, errs...))
+		return nil, store.File{}, false
+	}
+	if !s.files.verify(kind, id, q.Str("timestamp"), q.Str("nonce"), q.Str("sign")) {
 		writeError(w, errSignedFileNotFound)
-		return
+		return nil, store.File{}, false
 	}
 	f, ok := s.signedUpload(id)
 	if !ok {
 		writeError(w, errSignedFileNotFound)
-		return
+		return nil, store.File{}, false
 	}
-	writeUploadBody(w, r, f, q.Bool("as_attachment"), false)
+	return q, f, true
 }
 
 // signedUpload is the upload a signed URL names, by id alone (Dify's
@@ -240,18 +252,8 @@ func (s *appServer) signedUpload(id string) (store.File, bool) {
 // image-preview signature, an image extension (else 415
 // unsupported_file_type), and the bytes with the upload's mimetype only.
 func (s *appServer) signedImagePreview(w http.ResponseWriter, r *http.Request, id string) {
-	q, errs := fileSignatureQuery.Validate(pydantic.Query(r.URL.RawQuery))
-	if len(errs) > 0 {
-		writeError(w, pydanticError(fileSignatureQuery.Name, errs...))
-		return
-	}
-	if !s.files.verify(signImagePreview, id, q.Str("timestamp"), q.Str("nonce"), q.Str("sign")) {
-		writeError(w, errSignedFileNotFound)
-		return
-	}
-	f, ok := s.signedUpload(id)
+	_, f, ok := s.verifiedUpload(w, r, fileSignatureQuery, signImagePreview, id)
 	if !ok {
-		writeError(w, errSignedFileNotFound)
 		return
 	}
 	if f.Result.Extension == nil || fileCategory(*f.Result.Extension) != dify.FileTypeImage {

@@ -68,15 +68,7 @@ func TestServeApps(t *testing.T) {
 	}
 	get := func(key, path string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
+		return getWithKey(t, base+path, key)
 	}
 	for key, want := range map[string]int{
 		"app-alpha-secret": 200, "app-beta-secret": 200, "app-gamma": 200,
@@ -265,16 +257,8 @@ func TestServeAppsOfDSLFiles(t *testing.T) {
 	for key, want := range map[string]string{
 		"app-support": `"name":"Support Agent"`, "app-helper": `"name":"Legacy Helper"`,
 	} {
-		req, _ := http.NewRequest(http.MethodGet, base+"/info", nil)
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
-			t.Errorf("%s: /info %d %s, want %s", key, resp.StatusCode, body, want)
+		if status, body := getWithKey(t, base+"/info", key); status != http.StatusOK || !strings.Contains(body, want) {
+			t.Errorf("%s: /info %d %s, want %s", key, status, body, want)
 		}
 	}
 	s.stop()

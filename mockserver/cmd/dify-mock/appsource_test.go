@@ -3,14 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 )
 
 const appdslTestdata = "../../internal/appdsl/testdata/"
@@ -35,21 +32,8 @@ func TestServeADSLFile(t *testing.T) {
 	// Log lines are written in batches (logwriter.go), so the warning may
 	// follow the banner: wait for it as for the banner.
 	warning := regexp.MustCompile(`msg="app DSL: unknown key \(top level\)\.colour: [^"]*" file=` + regexp.QuoteMeta(dsl) + ` line=(\d+)`)
-	for deadline := time.Now().Add(10 * time.Second); !warning.MatchString(s.errOut.String()); {
-		if time.Now().After(deadline) {
-			t.Fatalf("the warning is not logged with its file and line:\n%s", s.errOut.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	req, _ := http.NewRequest(http.MethodGet, base+"/info", nil)
-	req.Header.Set("Authorization", "Bearer app-test")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !strings.Contains(string(body), `"mode":"agent-chat"`) {
+	s.waitLog(warning)
+	if _, body := getWithKey(t, base+"/info", "app-test"); !strings.Contains(body, `"mode":"agent-chat"`) {
 		t.Errorf("/info %s", body)
 	}
 	s.stop()

@@ -112,10 +112,24 @@ func startServe(t *testing.T, args ...string) *servedCLI {
 // returns each pattern's first submatch.
 func (s *servedCLI) waitBanner(patterns ...*regexp.Regexp) []string {
 	s.t.Helper()
+	return s.waitFor(&s.out, patterns)
+}
+
+// waitLog is waitBanner for the log (standard error), which is written in
+// batches (logwriter.go) and so may lag behind the banner.
+func (s *servedCLI) waitLog(patterns ...*regexp.Regexp) []string {
+	s.t.Helper()
+	return s.waitFor(&s.errOut, patterns)
+}
+
+// waitFor polls out until every pattern matches and returns each pattern's
+// first submatch.
+func (s *servedCLI) waitFor(out *syncBuffer, patterns []*regexp.Regexp) []string {
+	s.t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		var found []string
 		for _, re := range patterns {
-			if m := re.FindStringSubmatch(s.out.String()); m != nil {
+			if m := re.FindStringSubmatch(out.String()); m != nil {
 				found = append(found, m[1])
 			}
 		}
@@ -128,9 +142,23 @@ func (s *servedCLI) waitBanner(patterns ...*regexp.Regexp) []string {
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("no banner: %s", s.out.String())
+			s.t.Fatalf("no match for %v in: %s", patterns, out.String())
 		}
 	}
+}
+
+// getWithKey is GET url with key as the bearer token: the status and body.
+func getWithKey(t *testing.T, url, key string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }
 
 // stop cancels the run and requires a clean exit.

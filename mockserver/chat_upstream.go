@@ -171,7 +171,7 @@ func (s *appServer) serveLive(w http.ResponseWriter, r *http.Request, lc *liveCh
 		return err.Error()
 	}
 	lt.end(fwd, context.Cause(ctx), r.Context().Err() != nil)
-	lt.sent = nil // the recorder holds the frames for the save, and releases them
+	lt.turn = nil // the recorder holds the frames for the save, and releases them
 	if fwd.Pending() {
 		// The response ends when this handler returns; the save comes
 		// after, and Shutdown waits for it as for a stream.
@@ -199,9 +199,11 @@ type liveTurn struct {
 	cs      *chatStream
 	ids     *liveIDs
 	binding replay.Binding
-	// sent are the frames written, sharing their bytes with the
-	// recorder's (Forwarded.Frames): the answer is held once.
-	sent   []cassette.RecordedFrame
+	// turn is compiled from the frames written as each is written (so
+	// storing it at message_end is a fold, however many live streams end
+	// together); it shares their bytes with the recorder's
+	// (Forwarded.Frames): the answer is held once.
+	turn   *replay.LiveTurn
 	stored bool
 }
 
@@ -214,6 +216,7 @@ func (lt *liveTurn) open() {
 	lt.ids = newLiveIDs(conv.ID, lt.msgID, lt.taskID)
 	lt.binding = replay.Binding{ConversationID: conv.ID, MessageID: lt.msgID, TaskID: lt.taskID, Now: s.store.Now()}
 	lt.cs = &chatStream{conv: conv, req: lc.req, plan: &turnPlan{}, now: lt.binding.Now, rec: lc.rec}
+	lt.turn = replay.NewLiveTurn(s.mode, lc.req.query)
 	h := lt.w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
@@ -232,7 +235,7 @@ func (lt *liveTurn) relay(raw []byte) error {
 	}
 	event := lt.ids.rewriteInPlace(raw)
 	off := time.Since(lt.start)
-	lt.sent = append(lt.sent, cassette.RecordedFrame{Offset: off, Raw: raw})
+	lt.turn.Add(cassette.RecordedFrame{Offset: off, Raw: raw})
 	if event == dify.EventMessageEnd || event == dify.EventError {
 		// Stored before the frame that ends the stream, as a replayed
 		// turn is: a client acting on message_end finds the message.
@@ -241,7 +244,7 @@ func (lt *liveTurn) relay(raw []byte) error {
 	if _, err := lt.sink.Write(raw); err != nil {
 		return err
 	}
-	lt.lc.rec.Frame(len(lt.sent)-1, event, off, off, raw)
+	lt.lc.rec.Frame(lt.turn.Len()-1, event, off, off, raw)
 	return lt.sink.Flush()
 }
 
@@ -252,13 +255,12 @@ func (lt *liveTurn) store() {
 		return
 	}
 	lt.stored = true
-	bound, err := liveBound(lt.s.mode, lt.lc.req.query, lt.sent, lt.binding)
-	if err != nil {
-		lt.s.log.Warn("upstream: the live turn was not stored", "error", err.Error())
-		return
-	}
+	// The frames already carry the mock's ids (liveIDs): kept as they are.
+	b := lt.binding
+	b.Keep = true
+	bound := lt.turn.Bind(b)
 	lt.cs.bound = bound
-	freshstack.Run(func() { lt.s.storeTurn(lt.cs, &replay.Report{Result: bound.Fold(len(lt.sent))}) }) // stack.go
+	freshstack.Run(func() { lt.s.storeTurn(lt.cs, &replay.Report{Result: bound.Fold(lt.turn.Len())}) }) // stack.go
 	// The message is stored: the compiled turn is not held until the save.
 	lt.cs.bound = nil
 }
@@ -266,7 +268,9 @@ func (lt *liveTurn) store() {
 // finish ends a stream the upstream did not end, with the mock's frame
 // (stored with the turn), after the last whole frame.
 func (lt *liveTurn) finish(frame []byte) {
-	lt.sent = append(lt.sent, cassette.RecordedFrame{Offset: time.Since(lt.start), Raw: frame})
+	if lt.turn != nil {
+		lt.turn.Add(cassette.RecordedFrame{Offset: time.Since(lt.start), Raw: frame})
+	}
 	lt.store()
 	if _, err := lt.sink.Write(frame); err == nil {
 		_ = lt.sink.Flush()
@@ -293,7 +297,7 @@ func (lt *liveTurn) end(fwd *record.Forwarded, cause error, clientGone bool) {
 		outcome = replay.Disconnected.String()
 	case fwd.StreamErr != nil && !lt.stored:
 		outcome = "upstream stream broke"
-		s.log.Warn("upstream: the live stream broke", "frames", len(lt.sent), "error", fwd.StreamErr.Error())
+		s.log.Warn("upstream: the live stream broke", "frames", len(fwd.Frames), "error", fwd.StreamErr.Error())
 		lt.finish(lt.binding.ErrorFrame("internal_server_error", http.StatusInternalServerError,
 			"dify-mock: the upstream stream broke: "+fwd.StreamErr.Error()))
 	}

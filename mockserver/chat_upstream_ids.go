@@ -6,8 +6,6 @@ import (
 	"sync"
 
 	"github.com/difyops/terraform-provider-dify/dify"
-	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
-	"github.com/difyops/terraform-provider-dify/mockserver/internal/replay"
 )
 
 // liveIDs rewrites the frames of a turn the upstream answers live (serve
@@ -70,21 +68,6 @@ func (l *liveIDs) learn(raw []byte) string {
 		l.to = append(l.to, []byte(p[1]))
 	}
 	return env.Event
-}
-
-// liveBound binds the frames a client was sent live (already carrying the
-// mock's ids) as a compiled turn, so that its Fold gives the message to
-// store with the same accumulation as a replayed turn.
-func liveBound(mode, query string, frames []cassette.RecordedFrame, b replay.Binding) (*replay.Bound, error) {
-	sc, err := replay.Compile(&cassette.Cassette{
-		Name: "upstream", Path: "upstream", Meta: cassette.Meta{Mode: mode},
-		Turns: []*cassette.RecordedTurn{{Request: dify.ChatRequest{Query: query}, Status: 200, Frames: frames}},
-	})
-	if err != nil {
-		return nil, err
-	}
-	b.Keep = true
-	return sc.Turns[0].Bind(b), nil
 }
 
 // upstreamConversations maps the mock's conversations to the upstream

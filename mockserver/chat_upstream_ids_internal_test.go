@@ -32,6 +32,7 @@ func TestLiveFramesCarryTheMocksIDs(t *testing.T) {
 		upFrame(`"agent_message","id":"` + upMsg + `","answer":"Seoul"`),
 		upFrame(`"message_end","id":"` + upMsg + `","metadata":{"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5,"total_price":"0.1","currency":"USD","latency":0.5}},"files":null`),
 	}
+	turn := replay.NewLiveTurn("agent", "Plan Seoul")
 	var sent []cassette.RecordedFrame
 	for i, raw := range up {
 		out := rewritten(ids, raw)
@@ -45,15 +46,14 @@ func TestLiveFramesCarryTheMocksIDs(t *testing.T) {
 				t.Fatalf("frame %d lacks the mock's id %s: %s", i, want, out)
 			}
 		}
-		sent = append(sent, cassette.RecordedFrame{Offset: time.Duration(i) * 100 * time.Millisecond, Raw: out})
+		f := cassette.RecordedFrame{Offset: time.Duration(i) * 100 * time.Millisecond, Raw: out}
+		sent = append(sent, f)
+		turn.Add(f)
 	}
 	if !strings.Contains(string(sent[0].Raw), upTh) {
 		t.Errorf("the thought id was changed: %s", sent[0].Raw)
 	}
-	bound, err := liveBound("agent", "Plan Seoul", sent, replay.Binding{ConversationID: conv, MessageID: msg, TaskID: task, Now: time.Unix(1764471600, 0)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	bound := turn.Bind(replay.Binding{ConversationID: conv, MessageID: msg, TaskID: task, Now: time.Unix(1764471600, 0), Keep: true})
 	res := bound.Fold(len(sent))
 	if res.Answer != "Hello Seoul" || !res.Ended || res.Usage == nil || res.Usage.PromptTokens != 3 {
 		t.Errorf("result = %+v", res)

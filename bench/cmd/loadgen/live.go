@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -268,6 +269,7 @@ type liveOptions struct {
 	url, upstream, target, cassette, saving, out, pids, debugURL, eventLoop string
 	streams, connect, round                                                 int
 	timeout                                                                 time.Duration
+	byFrame                                                                 bool
 }
 
 func runLive(ctx context.Context, args []string, stderr io.Writer) error {
@@ -285,6 +287,7 @@ func runLive(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&o.debugURL, "debug-url", "", "the relay's profiling listener, for goroutines")
 	fs.StringVar(&o.eventLoop, "event-loop", "auto", "who reads the stream bodies (as loadgen streams --event-loop)")
 	fs.IntVar(&o.round, "round", 0, "this run's round, stored with the result")
+	fs.BoolVar(&o.byFrame, "by-frame", false, "also print each frame's added lateness and the spread of the streams' starts")
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (default: the turn's length + 2m + 10ms per stream)")
 	fs.StringVar(&o.out, "out", "", "append the JSON result to this file (default stdout)")
 	if err := fs.Parse(args); err != nil {
@@ -451,6 +454,24 @@ func live(ctx context.Context, o liveOptions, turn *cassette.RecordedTurn, stder
 		res.Completed++
 	}
 	res.Added, res.TTFE = added.summarize(), ttfe.summarize()
+	if o.byFrame {
+		// Where in the turn the lateness is, and how spread the streams'
+		// starts were: the streams' frames of one offset all come at once.
+		var starts []time.Time
+		for _, s := range all {
+			if sent := sends.Sends[s.query]; len(sent) > 0 {
+				starts = append(starts, clock.at(sent[0]))
+			}
+		}
+		sort.Slice(starts, func(i, j int) bool { return starts[i].Before(starts[j]) })
+		if len(starts) > 0 {
+			fmt.Fprintf(stderr, "first frames written over %v (10%%-90%%: %v)\n", starts[len(starts)-1].Sub(starts[0]), starts[len(starts)*9/10].Sub(starts[len(starts)/10]))
+		}
+		for i, ds := range byFrame {
+			sm := ds.summarize()
+			fmt.Fprintf(stderr, "frame %2d %-14s p50 %8sms p99 %8sms max %8sms\n", i, frameEvent(turn.Frames[i].Raw), ms(sm.P50), ms(sm.P99), ms(sm.Max))
+		}
+	}
 	for i, ds := range byFrame {
 		if p := ds.summarize().P99; len(ds) > 0 && (res.LatestFrame == nil || p > res.LatestFrame.P99) {
 			res.LatestFrame = &latestFrame{Index: i, Event: frameEvent(turn.Frames[i].Raw), P99: p}

@@ -181,24 +181,10 @@ func Compile(c *cassette.Cassette) (*Script, error) {
 }
 
 func compileTurn(c *cassette.Cassette, index int, t *cassette.RecordedTurn) (*CompiledTurn, error) {
-	mode := c.Meta.Mode
-	if mode == "" {
-		mode = dify.ModeAgent
-	}
-	ct := &CompiledTurn{
-		Cassette:      c.Name,
-		Index:         index,
-		Mode:          mode,
-		Query:         t.Request.Query,
-		Status:        t.Status,
-		Header:        t.Header,
-		slotByID:      map[string]int{},
-		terminal:      -1,
-		closing:       -1,
-		messageEnd:    -1,
-		ModelRequests: t.ModelRequests,
-		toolFiles:     c.ToolFiles,
-	}
+	tc := newTurnCompiler(c.Meta.Mode, t.Request.Query)
+	ct := tc.ct
+	ct.Cassette, ct.Index, ct.Status, ct.Header = c.Name, index, t.Status, t.Header
+	ct.ModelRequests, ct.toolFiles = t.ModelRequests, c.ToolFiles
 	if t.Status != 200 {
 		if len(t.Frames) > 0 {
 			ct.Body = t.Frames[0].Raw
@@ -210,64 +196,139 @@ func compileTurn(c *cassette.Cassette, index int, t *cassette.RecordedTurn) (*Co
 			ct.addSlot(Slot{Kind: slotUpload, Recorded: f.UploadFileID, Index: i})
 		}
 	}
+	// Two passes: a frame's bytes are split around every id of the turn,
+	// and an id may first appear in a later frame.
 	events := make([]*wireEvent, len(t.Frames))
 	for i, f := range t.Frames {
-		ev := parseDataFrame(f.Raw)
-		events[i] = ev
-		if ev == nil {
-			continue
-		}
-		ct.collectIDs(ev, f.Raw)
-		ct.collectFileURLs(f.Raw, f.Offset)
+		events[i] = tc.scan(f)
 	}
-	positions := map[int]bool{}
-	lastRowTool := false
 	for i, f := range t.Frames {
-		fr := CompiledFrame{Offset: f.Offset, raw: f.Raw}
-		ev := events[i]
-		if ev == nil {
-			if isPing(f.Raw) {
-				fr.Event = dify.EventPing
-			}
-			fr.segs = []segment{{lit: f.Raw, slot: -1}}
-		} else {
-			fr.Event = ev.Event
-			fr.segs = ct.split(f.Raw)
-			fr.effect = toEffect(ev)
-			switch ev.Event {
-			case dify.EventMessageEnd:
-				ct.terminal, ct.messageEnd = i, i
-			case dify.EventError:
-				ct.terminal = i
-			case dify.EventMessage:
-				ct.closing = i
-			case dify.EventAgentThought:
-				// A model request starts with the turn's first row and
-				// with the first new row after a row that called a tool
-				// (the agent sends the tool's result back to the model).
-				// Legacy turns use one row per round, so every new
-				// position after a tool round counts; New Agent turns
-				// give thinking, each tool call and each answer segment
-				// rows of their own, and a thinking row followed by its
-				// tool call's row is one request.
-				if !positions[ev.Position] {
-					positions[ev.Position] = true
-					if len(ct.modelRequestFrames) == 0 || lastRowTool {
-						ct.modelRequestFrames = append(ct.modelRequestFrames, i)
-					}
-				}
-				lastRowTool = deref(ev.Tool) != ""
-			}
-		}
-		if n := len(f.Raw) + 64*(len(fr.segs)-1); n > ct.maxFrame {
-			ct.maxFrame = n
-		}
-		ct.Frames = append(ct.Frames, fr)
+		tc.frame(f, events[i], true)
 	}
-	if ct.terminal >= 0 {
+	tc.done()
+	return ct, nil
+}
+
+// turnCompiler builds a CompiledTurn frame by frame: scan finds a frame's
+// ids and URLs, frame adds it with its effect on the message, done makes
+// the final fold. Compile runs scan over the whole turn before frame;
+// LiveTurn runs both as each frame arrives.
+type turnCompiler struct {
+	ct          *CompiledTurn
+	positions   map[int]bool
+	lastRowTool bool
+}
+
+func newTurnCompiler(mode, query string) *turnCompiler {
+	if mode == "" {
+		mode = dify.ModeAgent
+	}
+	return &turnCompiler{
+		ct: &CompiledTurn{
+			Mode: mode, Query: query, Status: http.StatusOK,
+			slotByID: map[string]int{}, terminal: -1, closing: -1, messageEnd: -1,
+		},
+		positions: map[int]bool{},
+	}
+}
+
+// scan parses f and registers its ids and signed file URLs.
+func (tc *turnCompiler) scan(f cassette.RecordedFrame) *wireEvent {
+	ev := parseDataFrame(f.Raw)
+	if ev != nil {
+		tc.ct.collectIDs(ev, f.Raw)
+		tc.ct.collectFileURLs(f.Raw, f.Offset)
+	}
+	return ev
+}
+
+// frame appends f (scanned as ev). Without segments the frame keeps no
+// split bytes: it can be folded but not rendered.
+func (tc *turnCompiler) frame(f cassette.RecordedFrame, ev *wireEvent, segments bool) {
+	ct := tc.ct
+	i := len(ct.Frames)
+	fr := CompiledFrame{Offset: f.Offset, raw: f.Raw}
+	if ev == nil {
+		if isPing(f.Raw) {
+			fr.Event = dify.EventPing
+		}
+		if segments {
+			fr.segs = []segment{{lit: f.Raw, slot: -1}}
+		}
+	} else {
+		fr.Event = ev.Event
+		if segments {
+			fr.segs = ct.split(f.Raw)
+		}
+		fr.effect = toEffect(ev)
+		switch ev.Event {
+		case dify.EventMessageEnd:
+			ct.terminal, ct.messageEnd = i, i
+		case dify.EventError:
+			ct.terminal = i
+		case dify.EventMessage:
+			ct.closing = i
+		case dify.EventAgentThought:
+			// A model request starts with the turn's first row and
+			// with the first new row after a row that called a tool
+			// (the agent sends the tool's result back to the model).
+			// Legacy turns use one row per round, so every new
+			// position after a tool round counts; New Agent turns
+			// give thinking, each tool call and each answer segment
+			// rows of their own, and a thinking row followed by its
+			// tool call's row is one request.
+			if !tc.positions[ev.Position] {
+				tc.positions[ev.Position] = true
+				if len(ct.modelRequestFrames) == 0 || tc.lastRowTool {
+					ct.modelRequestFrames = append(ct.modelRequestFrames, i)
+				}
+			}
+			tc.lastRowTool = deref(ev.Tool) != ""
+		}
+	}
+	if n := len(f.Raw) + 64*(len(fr.segs)-1); n > ct.maxFrame {
+		ct.maxFrame = n
+	}
+	ct.Frames = append(ct.Frames, fr)
+}
+
+// done makes the fold up to the turn's terminal frame, where nearly every
+// replay settles.
+func (tc *turnCompiler) done() {
+	if ct := tc.ct; ct.terminal >= 0 {
 		ct.final = ct.fold(ct.terminal + 1)
 	}
-	return ct, nil
+}
+
+// LiveTurn compiles a turn while a live source streams it (hybrid mode):
+// each frame is parsed when it arrives (Add), so storing the turn at its
+// end costs a fold, not a compile. When many live streams end together,
+// that is the difference between a frame on time and a queue behind every
+// other stream's compile. Its frames fold but do not render: the client
+// was sent the source's bytes.
+type LiveTurn struct {
+	tc *turnCompiler
+}
+
+// NewLiveTurn starts an empty live turn of an app of mode (agent when "")
+// answering query.
+func NewLiveTurn(mode, query string) *LiveTurn {
+	return &LiveTurn{tc: newTurnCompiler(mode, query)}
+}
+
+// Add compiles the next frame. The turn keeps f.Raw without copying it.
+func (l *LiveTurn) Add(f cassette.RecordedFrame) {
+	l.tc.frame(f, l.tc.scan(f), false)
+}
+
+// Len is the number of frames added.
+func (l *LiveTurn) Len() int { return len(l.tc.ct.Frames) }
+
+// Bind binds the frames added so far (CompiledTurn.Bind). The live turn
+// takes no further frames after it.
+func (l *LiveTurn) Bind(b Binding) *Bound {
+	l.tc.done()
+	return l.tc.ct.Bind(b)
 }
 
 func (ct *CompiledTurn) addSlot(s Slot) {

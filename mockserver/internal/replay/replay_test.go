@@ -285,3 +285,34 @@ func TestFoldAtTheEndIsTheFreshFold(t *testing.T) {
 		}
 	}
 }
+
+// A live turn compiled frame by frame folds to what compiling the whole
+// turn gives, at every length (a stream cut anywhere is stored as far as
+// it went), with the same ids kept.
+func TestLiveTurnFoldsAsACompiledTurn(t *testing.T) {
+	set, scripts := compiledBuiltins(t)
+	for _, name := range set.Names {
+		c, _ := set.Get(name)
+		for ti, tr := range scripts[name].Turns {
+			if tr.Status != 200 {
+				continue
+			}
+			frames := c.Turns[ti].Frames
+			for _, n := range []int{1, len(frames) / 2, len(frames)} {
+				live := NewLiveTurn(c.Meta.Mode, tr.Query)
+				for _, f := range frames[:n] {
+					live.Add(f)
+				}
+				if live.Len() != n {
+					t.Fatalf("%s turn %d: Len = %d after %d frames", name, ti, live.Len(), n)
+				}
+				b := Binding{ConversationID: NewUUID(), MessageID: NewUUID(), TaskID: NewUUID(), Now: time.Unix(1764547200, 0), Keep: true}
+				got := live.Bind(b).Fold(n)
+				want := tr.Bind(b).Fold(n)
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%s turn %d, %d frames: live fold\n got %+v\nwant %+v", name, ti, n, got, want)
+				}
+			}
+		}
+	}
+}

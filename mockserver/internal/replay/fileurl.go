@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"regexp"
 	"strings"
 	"time"
@@ -16,6 +17,9 @@ import (
 // puts in a URL the mock signed for the replayed id, which it then serves.
 // The query may have been written with \u0026 for "&" by a JSON encoder that
 // escapes HTML characters; a quote, backslash or space ends the URL.
+// filesPath is in every match of fileURLRE.
+var filesPath = []byte("/files/")
+
 var fileURLRE = regexp.MustCompile(`(https?://[^/"\s\\]+)?/files/(?:tools/([0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12})\.([A-Za-z0-9]+)|([0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12})/file-preview)(?:\?(?:[^"\s\\]|\\u0026)*)?`)
 
 // fileURL is a recorded signed file URL. Relative or behind the recorded
@@ -45,6 +49,11 @@ type BoundToolFile struct {
 }
 
 func (ct *CompiledTurn) collectFileURLs(raw []byte, offset time.Duration) {
+	// The expression has no literal prefix, so the engine would try it at
+	// every byte of every frame; nearly no frame holds a file URL.
+	if !bytes.Contains(raw, filesPath) {
+		return
+	}
 	for _, m := range fileURLRE.FindAllSubmatch(raw, -1) {
 		u := &fileURL{}
 		if len(m[2]) > 0 {

@@ -316,3 +316,18 @@ func TestLiveTurnFoldsAsACompiledTurn(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkLiveTurnAdd is a live turn's compile cost per frame (hybrid
+// mode pays it for every frame it relays): tool-use's frames, one op each.
+func BenchmarkLiveTurnAdd(b *testing.B) {
+	c, _ := builtin(b).Get("tool-use")
+	frames := c.Turns[0].Frames
+	b.ReportAllocs()
+	var live *LiveTurn
+	for i := 0; b.Loop(); i++ {
+		if i%len(frames) == 0 {
+			live = NewLiveTurn(c.Meta.Mode, "q")
+		}
+		live.Add(frames[i%len(frames)])
+	}
+}

@@ -99,6 +99,7 @@ func FuzzNeedlesNeverHideAMatch(f *testing.F) {
 	f.Add([]byte(`{"query":"hi","api_key" : "s3cr3t","user":"u"}`))
 	f.Add([]byte(`{"to\u212aen":"x", "x": "y"}`))
 	f.Add([]byte("?access_token=abc&user=u"))
+	f.Add([]byte(`{"tool_input":"{\"query\": \"x\", \"Api-Key\" :\"s3cr3t\"}"}`))
 	plain := withoutNeedles()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if got, want := Redact(data), Redact(data, plain...); !bytes.Equal(got, want) {
@@ -149,4 +150,23 @@ func TestCredentialNameNeedlesMissNoName(t *testing.T) {
 		}
 	}
 	t.Logf("%d spellings", n)
+}
+
+// BenchmarkRedactFrames is redaction's cost per frame of a chat stream
+// (hybrid mode redacts every frame it relays): tool-use's frames.
+func BenchmarkRedactFrames(b *testing.B) {
+	data, err := fs.ReadFile(cassettes.FS(), "tool-use.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var frames [][]byte
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		if l := bytes.TrimSpace(line); bytes.HasPrefix(l, []byte("data: ")) {
+			frames = append(frames, l)
+		}
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		Redact(frames[i%len(frames)])
+	}
 }

@@ -185,12 +185,23 @@ func (r *Recorder) Forward(ctx context.Context, t ChatTurn, relay func(raw []byt
 	// The first frame decides between relaying and falling back, so it is
 	// awaited under the watchdog; frames that follow only need to keep
 	// coming.
+	// One idle timer, reset at each frame: a timer made per frame was an
+	// allocation and two timer-heap operations on every frame relayed.
+	var idle *time.Timer
 	frameTimer := func() {
-		if watchdog != nil {
-			watchdog.Stop()
-		}
-		if t.IdleTimeout > 0 {
-			watchdog = time.AfterFunc(t.IdleTimeout, func() { cancel(errIdle) })
+		switch {
+		case idle != nil:
+			idle.Reset(t.IdleTimeout)
+		case watchdog != nil || t.IdleTimeout > 0:
+			if watchdog != nil {
+				watchdog.Stop()
+			}
+			if t.IdleTimeout > 0 {
+				idle = time.AfterFunc(t.IdleTimeout, func() { cancel(errIdle) })
+				watchdog = idle
+			} else {
+				watchdog = nil
+			}
 		}
 	}
 	fwd := &Forwarded{Header: resp.Header}

@@ -201,3 +201,29 @@ func TestForwardFailsBeforeRelayingWhenTheUpstreamDoesNotStream(t *testing.T) {
 		t.Errorf("a timed-out turn relayed %d frames", len(got))
 	}
 }
+
+// The idle bound is the longest silence between frames, not the turn's
+// length: a turn whose frames keep coming runs past it, one that goes
+// quiet for longer is cut after its last whole frame.
+func TestForwardIdleBoundIsBetweenFrames(t *testing.T) {
+	turn := agentTurn("Hello ", "Seoul") // frames 200 ms apart at most, 620 ms in all
+	stalled := []scheduledFrame{turn[0], {At: turn[1].At + 900*time.Millisecond, Raw: turn[4].Raw}}
+	up := newFakeDify(t, turn, stalled)
+	rec, _ := liveRecorder(t, up, t.TempDir(), func(c *record.Config) { c.MaxTurns = -1 })
+
+	fwd, got, err := forward(t, rec, record.ChatTurn{Query: "steady", User: "u", IdleTimeout: 450 * time.Millisecond})
+	if err != nil || fwd.StreamErr != nil || len(got) != 5 {
+		t.Fatalf("a steady turn longer than the idle bound: err %v, stream error %v, %d frames relayed", err, fwd.StreamErr, len(got))
+	}
+	start := time.Now()
+	fwd, got, err = forward(t, rec, record.ChatTurn{Query: "stalled", User: "u", IdleTimeout: 450 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fwd.StreamErr == nil || !strings.Contains(fwd.StreamErr.Error(), "silent") || len(got) != 1 {
+		t.Fatalf("a turn silent past the bound: stream error %v, %d frames relayed; want it cut after 1", fwd.StreamErr, len(got))
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the silent turn was cut after %v", d)
+	}
+}

@@ -67,11 +67,10 @@ func (s *appServer) detachStream(w http.ResponseWriter, r *http.Request, cs *cha
 	}
 	d := &detachedStream{cs: cs, tail: tail, keep: keep, method: r.Method, path: r.URL.Path,
 		raw: rawstream.Take(conn, buf.Reader, back, IdleTimeout)}
-	s.mu.Lock()
-	if t := s.tasks[cs.bound.Binding.TaskID]; t != nil {
-		t.conn = d.raw
+	if t, ok := s.tasks.Load(cs.bound.Binding.TaskID); ok {
+		var c io.Closer = d.raw
+		t.(*task).conn.Store(&c)
 	}
-	s.mu.Unlock()
 	return d
 }
 

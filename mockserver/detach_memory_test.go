@@ -116,7 +116,7 @@ func liveStreamBytes(t *testing.T, listener bool) (int64, float64) {
 // goroutines (Server.Listener).
 func waitDetached(t *testing.T, s *Server, n int) {
 	t.Helper()
-	waitTasks(t, s, n, "detached", func(t *task) bool { return t.conn != nil })
+	waitTasks(t, s, n, "detached", func(t *task) bool { return t.conn.Load() != nil })
 }
 
 // waitLive waits until n streams are admitted and waiting for their first
@@ -132,14 +132,13 @@ func waitTasks(t *testing.T, s *Server, n int, what string, counts func(*task) b
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		s.mu.Lock()
 		got := 0
-		for _, task := range s.tasks {
-			if counts(task) {
+		s.tasks.Range(func(_, v any) bool {
+			if counts(v.(*task)) {
 				got++
 			}
-		}
-		s.mu.Unlock()
+			return true
+		})
 		if got >= n {
 			return
 		}

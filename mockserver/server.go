@@ -277,12 +277,18 @@ type hub struct {
 	// connection goroutine.
 	back atomic.Pointer[rawstream.Listener]
 
-	mu      sync.Mutex
-	closed  bool
+	// gate makes Shutdown's closing and a stream's start exclusive: a
+	// stream starts (beginStream) under its read lock, so Shutdown, under
+	// its write lock, interrupts every stream that started and none starts
+	// after. The read lock is an atomic add: thousands of chats starting at
+	// once do not queue behind one mutex, which under load handed itself
+	// from waiter to waiter a scheduler wake-up at a time.
+	gate    sync.RWMutex
+	closed  atomic.Bool
 	closing chan struct{}
 	streams sync.WaitGroup
 	live    atomic.Int64 // streams begun and not ended (precise, chat_stream.go)
-	tasks   map[string]*task
+	tasks   sync.Map     // task id → *task of the streams in flight
 	// evictions sums the state bound's evictions into summary log lines.
 	evictions *evictionLog
 	// account is the state bound every app's store counts in.
@@ -331,8 +337,8 @@ type task struct {
 	// Shutdown, or (detached) its client's hang-up, whichever is first.
 	intr *replay.Interrupter
 	// conn is a detached stream's connection (chat_detach.go), closed by
-	// Shutdown when the stream does not end in time; guarded by Server.mu.
-	conn io.Closer
+	// Shutdown when the stream does not end in time.
+	conn atomic.Pointer[io.Closer]
 }
 
 // CheckAPIKey refuses a key no client could send as itself: empty, or with
@@ -431,7 +437,7 @@ func newHub(cfg *Config, serverFault fault.Spec) *hub {
 	}
 	h := &hub{
 		cfg: *cfg, log: log, origins: corsOrigins(cfg.CORSOrigin),
-		closing: make(chan struct{}), tasks: map[string]*task{},
+		closing:  make(chan struct{}),
 		tenantID: replay.NewUUID(), ownerAccountID: replay.NewUUID(),
 		fault: serverFault, account: store.NewAccount(cfg.MaxStateBytes),
 	}
@@ -705,17 +711,18 @@ func (a *App) WatchCassettes(interval time.Duration) { a.a.WatchCassettes(interv
 // stream has ended or ctx is done. It does not close listeners: the caller
 // shuts its http.Server down afterwards.
 func (s *appServer) Shutdown(ctx context.Context) error {
-	s.mu.Lock()
-	if !s.closed {
-		s.closed = true
+	s.gate.Lock()
+	if !s.closed.Load() {
+		s.closed.Store(true)
 		close(s.closing)
 		// Each stream has its own signal (replay.Interrupter: a replay
 		// waiting on a channel every stream shares costs more per frame).
-		for _, t := range s.tasks {
-			t.intr.Interrupt(replay.ShuttingDown)
-		}
+		s.tasks.Range(func(_, t any) bool {
+			t.(*task).intr.Interrupt(replay.ShuttingDown)
+			return true
+		})
 	}
-	s.mu.Unlock()
+	s.gate.Unlock()
 	s.evictions.flush()
 	done := make(chan struct{})
 	go func() {
@@ -728,42 +735,35 @@ func (s *appServer) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		// A detached stream is no longer the http.Server's to close (its
 		// client may have stopped reading, leaving a write blocked).
-		s.mu.Lock()
-		for _, t := range s.tasks {
-			if t.conn != nil {
-				_ = t.conn.Close()
+		s.tasks.Range(func(_, t any) bool {
+			if c := t.(*task).conn.Load(); c != nil {
+				_ = (*c).Close()
 			}
-		}
-		s.mu.Unlock()
+			return true
+		})
 		return ctx.Err()
 	}
 }
 
 // isClosed reports that Shutdown has started.
-func (s *appServer) isClosed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closed
-}
+func (s *appServer) isClosed() bool { return s.closed.Load() }
 
 // beginStream registers a stream; false once shutdown started.
 func (s *appServer) beginStream(taskID, owner string) (*task, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	s.gate.RLock()
+	defer s.gate.RUnlock()
+	if s.closed.Load() {
 		return nil, false
 	}
 	s.streams.Add(1)
 	s.live.Add(1)
 	t := &task{app: s, owner: owner, intr: replay.NewInterrupter()}
-	s.tasks[taskID] = t
+	s.tasks.Store(taskID, t)
 	return t, true
 }
 
 func (s *appServer) endStream(taskID string) {
-	s.mu.Lock()
-	delete(s.tasks, taskID)
-	s.mu.Unlock()
+	s.tasks.Delete(taskID)
 	s.live.Add(-1)
 	s.streams.Done()
 }
@@ -771,10 +771,12 @@ func (s *appServer) endStream(taskID string) {
 // stopTask signals a stream of owner in this app; unknown tasks, and
 // another app's, are ignored (docs/api §3).
 func (s *appServer) stopTask(taskID, owner string) bool {
-	s.mu.Lock()
-	t, ok := s.tasks[taskID]
-	s.mu.Unlock()
-	if !ok || t.app != s || t.owner != owner {
+	v, ok := s.tasks.Load(taskID)
+	if !ok {
+		return false
+	}
+	t := v.(*task)
+	if t.app != s || t.owner != owner {
 		return false
 	}
 	t.intr.Interrupt(replay.Stopped)

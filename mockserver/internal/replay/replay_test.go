@@ -49,31 +49,39 @@ func compiledBuiltins(t testing.TB) (set *cassette.Set, scripts map[string]*Scri
 	return set, scripts
 }
 
-// TestBuiltinCassettesRoundTrip: every built-in turn compiles, and rendering
-// with the recorded values reproduces the recorded bytes exactly, so the
-// only differences a replay makes are the substituted values.
-func TestBuiltinCassettesRoundTrip(t *testing.T) {
+// eachStreamedTurn calls f with every streamed (status 200) turn of the
+// built-in cassettes: the cassette, the turn's index and its compiled form.
+func eachStreamedTurn(t *testing.T, f func(name string, c *cassette.Cassette, ti int, tr *CompiledTurn)) {
+	t.Helper()
 	set, scripts := compiledBuiltins(t)
 	for _, name := range set.Names {
 		c, _ := set.Get(name)
 		for ti, tr := range scripts[name].Turns {
-			if tr.Status != 200 {
-				continue
-			}
-			if len(tr.Slots) == 0 {
-				t.Errorf("%s turn %d: no ids found to rewrite", name, ti)
-			}
-			b := identity(tr)
-			for i := range tr.Frames {
-				if got := b.Render(nil, i); !bytes.Equal(got, c.Turns[ti].Frames[i].Raw) {
-					t.Errorf("%s turn %d frame %d:\n got %q\nwant %q", name, ti, i, got, c.Turns[ti].Frames[i].Raw)
-				}
-			}
-			if tr.terminal < 0 {
-				t.Errorf("%s turn %d: no message_end or error frame", name, ti)
+			if tr.Status == 200 {
+				f(name, c, ti, tr)
 			}
 		}
 	}
+}
+
+// TestBuiltinCassettesRoundTrip: every built-in turn compiles, and rendering
+// with the recorded values reproduces the recorded bytes exactly, so the
+// only differences a replay makes are the substituted values.
+func TestBuiltinCassettesRoundTrip(t *testing.T) {
+	eachStreamedTurn(t, func(name string, c *cassette.Cassette, ti int, tr *CompiledTurn) {
+		if len(tr.Slots) == 0 {
+			t.Errorf("%s turn %d: no ids found to rewrite", name, ti)
+		}
+		b := identity(tr)
+		for i := range tr.Frames {
+			if got := b.Render(nil, i); !bytes.Equal(got, c.Turns[ti].Frames[i].Raw) {
+				t.Errorf("%s turn %d frame %d:\n got %q\nwant %q", name, ti, i, got, c.Turns[ti].Frames[i].Raw)
+			}
+		}
+		if tr.terminal < 0 {
+			t.Errorf("%s turn %d: no message_end or error frame", name, ti)
+		}
+	})
 }
 
 type sink struct {
@@ -290,31 +298,24 @@ func TestFoldAtTheEndIsTheFreshFold(t *testing.T) {
 // turn gives, at every length (a stream cut anywhere is stored as far as
 // it went), with the same ids kept.
 func TestLiveTurnFoldsAsACompiledTurn(t *testing.T) {
-	set, scripts := compiledBuiltins(t)
-	for _, name := range set.Names {
-		c, _ := set.Get(name)
-		for ti, tr := range scripts[name].Turns {
-			if tr.Status != 200 {
-				continue
+	eachStreamedTurn(t, func(name string, c *cassette.Cassette, ti int, tr *CompiledTurn) {
+		frames := c.Turns[ti].Frames
+		for _, n := range []int{1, len(frames) / 2, len(frames)} {
+			live := NewLiveTurn(c.Meta.Mode, tr.Query)
+			for _, f := range frames[:n] {
+				live.Add(f)
 			}
-			frames := c.Turns[ti].Frames
-			for _, n := range []int{1, len(frames) / 2, len(frames)} {
-				live := NewLiveTurn(c.Meta.Mode, tr.Query)
-				for _, f := range frames[:n] {
-					live.Add(f)
-				}
-				if live.Len() != n {
-					t.Fatalf("%s turn %d: Len = %d after %d frames", name, ti, live.Len(), n)
-				}
-				b := Binding{ConversationID: NewUUID(), MessageID: NewUUID(), TaskID: NewUUID(), Now: time.Unix(1764547200, 0), Keep: true}
-				got := live.Bind(b).Fold(n)
-				want := tr.Bind(b).Fold(n)
-				if !reflect.DeepEqual(got, want) {
-					t.Errorf("%s turn %d, %d frames: live fold\n got %+v\nwant %+v", name, ti, n, got, want)
-				}
+			if live.Len() != n {
+				t.Fatalf("%s turn %d: Len = %d after %d frames", name, ti, live.Len(), n)
+			}
+			b := Binding{ConversationID: NewUUID(), MessageID: NewUUID(), TaskID: NewUUID(), Now: time.Unix(1764547200, 0), Keep: true}
+			got := live.Bind(b).Fold(n)
+			want := tr.Bind(b).Fold(n)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s turn %d, %d frames: live fold\n got %+v\nwant %+v", name, ti, n, got, want)
 			}
 		}
-	}
+	})
 }
 
 // BenchmarkLiveTurnAdd is a live turn's compile cost per frame (hybrid

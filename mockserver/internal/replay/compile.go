@@ -324,8 +324,9 @@ func (l *LiveTurn) Add(f cassette.RecordedFrame) {
 // Len is the number of frames added.
 func (l *LiveTurn) Len() int { return len(l.tc.ct.Frames) }
 
-// Bind binds the frames added so far (CompiledTurn.Bind). The live turn
-// takes no further frames after it.
+// Bind binds the frames added so far (CompiledTurn.Bind); its Fold(n)
+// folds the first n. Hybrid mode binds once, at the frame that ends the
+// stream.
 func (l *LiveTurn) Bind(b Binding) *Bound {
 	l.tc.done()
 	return l.tc.ct.Bind(b)

@@ -446,9 +446,7 @@ func live(ctx context.Context, o liveOptions, turn *cassette.RecordedTurn, stder
 		}
 		if s.err != nil {
 			res.Failed++
-			if len(res.Errors) < 5 {
-				res.Errors = append(res.Errors, s.err.Error())
-			}
+			res.Errors = keepError(res.Errors, s.err)
 			continue
 		}
 		res.Completed++

@@ -310,9 +310,7 @@ func streams(ctx context.Context, o streamsOptions, turn *cassette.RecordedTurn,
 		}
 		if r.err != nil {
 			res.Failed++
-			if len(res.Errors) < 5 {
-				res.Errors = append(res.Errors, r.err.Error())
-			}
+			res.Errors = keepError(res.Errors, r.err)
 			continue
 		}
 		res.Completed++
@@ -582,4 +580,15 @@ func waitSlot(ctx context.Context, sem chan struct{}) (release func(), err error
 			holding = false
 		}
 	}, nil
+}
+
+// maxErrors is how many of a run's failures a result keeps, for the report.
+const maxErrors = 5
+
+// keepError appends err to errs while it holds fewer than maxErrors.
+func keepError(errs []string, err error) []string {
+	if len(errs) < maxErrors {
+		errs = append(errs, err.Error())
+	}
+	return errs
 }

@@ -230,18 +230,15 @@ func resolvePayload(m fileModel) (p payload, known bool, attr string, err error)
 		p.filename = filepath.Base(src)
 		p.size = st.Size()
 		p.open = func() (io.ReadCloser, error) { return os.Open(src) }
-	case !m.Content.IsNull():
-		if m.Content.IsUnknown() {
+	case !m.Content.IsNull(), !m.ContentWO.IsNull():
+		text := m.Content // or its write-only twin: the same text, kept out of state
+		if text.IsNull() {
+			text = m.ContentWO
+		}
+		if text.IsUnknown() {
 			return p, false, "", nil
 		}
-		b := []byte(m.Content.ValueString())
-		p.size = int64(len(b))
-		p.open = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
-	case !m.ContentWO.IsNull():
-		if m.ContentWO.IsUnknown() {
-			return p, false, "", nil
-		}
-		b := []byte(m.ContentWO.ValueString())
+		b := []byte(text.ValueString())
 		p.size = int64(len(b))
 		p.open = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
 	case !m.ContentBase64.IsNull():

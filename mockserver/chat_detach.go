@@ -68,8 +68,7 @@ func (s *appServer) detachStream(w http.ResponseWriter, r *http.Request, cs *cha
 	d := &detachedStream{cs: cs, tail: tail, keep: keep, method: r.Method, path: r.URL.Path,
 		raw: rawstream.Take(conn, buf.Reader, back, IdleTimeout)}
 	if t, ok := s.tasks.Load(cs.bound.Binding.TaskID); ok {
-		var c io.Closer = d.raw
-		t.(*task).conn.Store(&c)
+		t.(*task).conn.Store(d.raw)
 	}
 	return d
 }

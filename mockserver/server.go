@@ -16,7 +16,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"net/http"
@@ -338,7 +337,7 @@ type task struct {
 	intr *replay.Interrupter
 	// conn is a detached stream's connection (chat_detach.go), closed by
 	// Shutdown when the stream does not end in time.
-	conn atomic.Pointer[io.Closer]
+	conn atomic.Pointer[rawstream.Stream]
 }
 
 // CheckAPIKey refuses a key no client could send as itself: empty, or with
@@ -737,7 +736,7 @@ func (s *appServer) Shutdown(ctx context.Context) error {
 		// client may have stopped reading, leaving a write blocked).
 		s.tasks.Range(func(_, t any) bool {
 			if c := t.(*task).conn.Load(); c != nil {
-				_ = (*c).Close()
+				_ = c.Close()
 			}
 			return true
 		})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -325,7 +326,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		pprofAddr = pln.Addr()
 		defer startPprof(pln)()
 	}
-	printBanner(stdout, srv, source, ln.Addr(), pprofAddr, o)
+	// The banner goes out in one write: whoever watches stdout (a script
+	// waiting for the API base URL, a test) sees all of it or none of it.
+	var banner bytes.Buffer
+	printBanner(&banner, srv, source, ln.Addr(), pprofAddr, o)
+	_, _ = stdout.Write(banner.Bytes())
 	return serveUntilDone(ctx, srv, ln, o, logger, stdout, stderr)
 }
 

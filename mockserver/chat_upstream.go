@@ -228,14 +228,16 @@ func (lt *liveTurn) open() {
 }
 
 // relay writes one whole upstream frame (record.Recorder.Forward's relay).
-// The ids are rewritten in place: the recorder keeps the same bytes.
+// The frame is decoded once, for its event, its ids and the live compile;
+// the ids are rewritten in place: the recorder keeps the same bytes.
 func (lt *liveTurn) relay(raw []byte) error {
 	if lt.ids == nil {
 		lt.open()
 	}
-	event := lt.ids.rewriteInPlace(raw)
+	f := lt.ids.read(raw)
+	event := f.Event()
 	off := time.Since(lt.start)
-	lt.turn.Add(cassette.RecordedFrame{Offset: off, Raw: raw})
+	lt.turn.AddRead(f, off)
 	if event == dify.EventMessageEnd || event == dify.EventError {
 		// Stored before the frame that ends the stream, as a replayed
 		// turn is: a client acting on message_end finds the message.

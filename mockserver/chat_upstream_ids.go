@@ -2,10 +2,10 @@ package mockserver
 
 import (
 	"bytes"
-	"encoding/json"
 	"sync"
 
 	"github.com/difyops/terraform-provider-dify/dify"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/replay"
 )
 
 // liveIDs rewrites the frames of a turn the upstream answers live (serve
@@ -23,12 +23,24 @@ func newLiveIDs(conv, msg, task string) *liveIDs {
 	return &liveIDs{conv: conv, msg: msg, task: task, seen: map[string]bool{}}
 }
 
-// rewriteInPlace replaces every known upstream id in raw with the mock's
-// (a UUID for a UUID: the length stays) and returns the frame's event name
-// ("" for a frame without JSON data). It rewrites in place so that the
-// recorder, which keeps the same bytes, holds no second copy of the answer.
-func (l *liveIDs) rewriteInPlace(raw []byte) string {
-	event := l.learn(raw)
+// read rewrites raw in place, every known upstream id replaced with the
+// mock's (a UUID for a UUID: the length stays), and decodes it once
+// (replay.ReadLive) for its event and the live compile. A frame that
+// brings a new upstream id (the first one, as a rule) is rewritten and
+// decoded again. In place, so that the recorder, which keeps the same
+// bytes, holds no second copy of the answer.
+func (l *liveIDs) read(raw []byte) replay.LiveFrame {
+	l.replace(raw)
+	f := replay.ReadLive(raw)
+	if l.learn(f.Envelope()) {
+		l.replace(raw)
+		f = replay.ReadLive(raw)
+	}
+	return f
+}
+
+// replace replaces every known upstream id in raw with the mock's.
+func (l *liveIDs) replace(raw []byte) {
 	for i, f := range l.from {
 		for rest := raw; ; {
 			k := bytes.Index(rest, f)
@@ -39,24 +51,12 @@ func (l *liveIDs) rewriteInPlace(raw []byte) string {
 			rest = rest[k+len(f):]
 		}
 	}
-	return event
 }
 
-func (l *liveIDs) learn(raw []byte) string {
-	fr := dify.ParseFrame(raw)
-	if fr.Data == nil {
-		return ""
-	}
-	var env struct {
-		Event          string `json:"event"`
-		ConversationID string `json:"conversation_id"`
-		MessageID      string `json:"message_id"`
-		TaskID         string `json:"task_id"`
-	}
-	if json.Unmarshal(fr.Data, &env) != nil {
-		return ""
-	}
-	for _, p := range [][2]string{{env.ConversationID, l.conv}, {env.MessageID, l.msg}, {env.TaskID, l.task}} {
+// learn takes the upstream ids a frame carries; it reports whether one was
+// new.
+func (l *liveIDs) learn(conv, msg, task string) (learnt bool) {
+	for _, p := range [][2]string{{conv, l.conv}, {msg, l.msg}, {task, l.task}} {
 		// Dify's ids are UUIDs; anything shorter could occur in an answer's
 		// text by accident, and a UUID replaced by a UUID keeps every
 		// frame's length.
@@ -66,8 +66,9 @@ func (l *liveIDs) learn(raw []byte) string {
 		l.seen[p[0]] = true
 		l.from = append(l.from, []byte(p[0]))
 		l.to = append(l.to, []byte(p[1]))
+		learnt = true
 	}
-	return env.Event
+	return learnt
 }
 
 // upstreamConversations maps the mock's conversations to the upstream

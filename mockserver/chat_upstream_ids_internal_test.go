@@ -63,11 +63,9 @@ func TestLiveFramesCarryTheMocksIDs(t *testing.T) {
 	}
 }
 
-// rewritten is raw with ids.rewriteInPlace applied to a copy.
+// rewritten is raw with ids.read applied to a copy.
 func rewritten(ids *liveIDs, raw []byte) []byte {
-	out := append([]byte(nil), raw...)
-	ids.rewriteInPlace(out)
-	return out
+	return ids.read(append([]byte(nil), raw...)).Raw
 }
 
 func TestUpstreamConversationsAreBounded(t *testing.T) {
@@ -116,4 +114,32 @@ func FuzzLiveIDs(f *testing.F) {
 			t.Fatalf("the upstream conversation id survived: %q", out)
 		}
 	})
+}
+
+// A frame is decoded once, after its ids are rewritten: an answer that
+// quotes the upstream's conversation id is stored as the client was sent
+// it, with the mock's id, and a frame bringing a new id (here the first)
+// is rewritten before it is decoded for the turn.
+func TestLiveFramesAreStoredAsSent(t *testing.T) {
+	conv, msg, task := replay.NewUUID(), replay.NewUUID(), replay.NewUUID()
+	ids := newLiveIDs(conv, msg, task)
+	turn := replay.NewLiveTurn("agent", "q")
+	for i, raw := range [][]byte{
+		upFrame(`"agent_message","id":"` + upMsg + `","answer":"Your conversation is ` + upConv + `. "`),
+		upFrame(`"agent_message","id":"` + upMsg + `","answer":"Task ` + upTask + `."`),
+		upFrame(`"message_end","id":"` + upMsg + `","metadata":{}`),
+	} {
+		f := ids.read(append([]byte(nil), raw...))
+		if strings.Contains(string(f.Raw), upConv) || strings.Contains(string(f.Raw), upTask) {
+			t.Fatalf("frame %d was sent with an upstream id: %s", i, f.Raw)
+		}
+		if c, m, k := f.Envelope(); c != conv || m != msg || k != task {
+			t.Fatalf("frame %d decoded with ids %s %s %s, want the mock's", i, c, m, k)
+		}
+		turn.AddRead(f, time.Duration(i)*time.Millisecond)
+	}
+	res := turn.Bind(replay.Binding{ConversationID: conv, MessageID: msg, TaskID: task, Now: time.Unix(1764471600, 0), Keep: true}).Fold(turn.Len())
+	if want := "Your conversation is " + conv + ". Task " + task + "."; res.Answer != want {
+		t.Errorf("stored answer %q, want %q (as sent)", res.Answer, want)
+	}
 }

@@ -173,10 +173,6 @@ func joinedAnswer(frames []cassette.RecordedFrame, event string) (string, []answ
 // their order (thought, tool, tool_input, observation), so that a key split
 // across two of them shows; "" for other frames.
 func joinedThought(raw []byte) string {
-	fr := dify.ParseFrame(raw)
-	if fr.Data == nil {
-		return ""
-	}
 	var t struct {
 		Event       string `json:"event"`
 		Thought     string `json:"thought"`
@@ -184,7 +180,7 @@ func joinedThought(raw []byte) string {
 		ToolInput   string `json:"tool_input"`
 		Observation string `json:"observation"`
 	}
-	if json.Unmarshal(fr.Data, &t) != nil || t.Event != "agent_thought" {
+	if !decodeFrame(raw, &t) || t.Event != "agent_thought" {
 		return ""
 	}
 	return t.Thought + t.Tool + t.ToolInput + t.Observation
@@ -203,10 +199,29 @@ type frameFields struct {
 // not JSON gives zero values.
 func parseFrameFields(raw []byte) frameFields {
 	var f frameFields
+	decodeFrame(raw, &f)
+	return f
+}
+
+// decodeFrame decodes the JSON of raw's data lines into v; it reports
+// whether there was JSON to decode.
+func decodeFrame(raw []byte, v any) bool {
 	fr := dify.ParseFrame(raw)
-	if fr.Data != nil {
-		_ = json.Unmarshal(fr.Data, &f)
-	}
+	return fr.Data != nil && json.Unmarshal(fr.Data, v) == nil
+}
+
+// frameEnvelope is the part of a frame the recorder reads while it
+// forwards a live turn: the event and the upstream's conversation. A
+// smaller target than frameFields: encoding/json copies out no message,
+// task or answer for every frame relayed.
+type frameEnvelope struct {
+	Event          string `json:"event"`
+	ConversationID string `json:"conversation_id"`
+}
+
+func parseFrameEnvelope(raw []byte) frameEnvelope {
+	var f frameEnvelope
+	decodeFrame(raw, &f)
 	return f
 }
 

@@ -170,6 +170,7 @@ func (r *Recorder) Forward(ctx context.Context, t ChatTurn, relay func(raw []byt
 		return nil, &UpstreamError{Kind: UpstreamNotStream, Detail: "Content-Type " + r.scrub.string(resp.Header.Get("Content-Type"))}
 	}
 
+	probe := r.probeName(slug(r.scrub.string(t.Query)))
 	r.mu.Lock()
 	s := r.byConversation[t.ConversationID]
 	// A follow-up whose session was closed (bound.go) would start a new
@@ -177,7 +178,7 @@ func (r *Recorder) Forward(ctx context.Context, t ChatTurn, relay func(raw []byt
 	closedConversation := t.ConversationID != "" && s == nil
 	openBound := r.maxOpen
 	if s == nil {
-		s = r.newSessionLocked(slug(r.scrub.string(t.Query)), "", t.User)
+		s = r.newSessionLocked(probe, "", t.User)
 	}
 	r.touchLocked(s)
 	r.mu.Unlock()
@@ -235,7 +236,7 @@ func (r *Recorder) Forward(ctx context.Context, t ChatTurn, relay func(raw []byt
 			continue
 		}
 		off := time.Since(start)
-		ff := parseFrameFields(raw)
+		ff := parseFrameEnvelope(raw)
 		if fwd.ConversationID == "" {
 			fwd.ConversationID = ff.ConversationID
 		}

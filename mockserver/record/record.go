@@ -474,13 +474,17 @@ func (r *Recorder) serveOther(w http.ResponseWriter, req *http.Request, p string
 // message id, else (uploads always, others when the user has no session yet)
 // it waits for the user's next chat turn.
 func (r *Recorder) file(in *vcr.Interaction, requested string, ids requestIDs, upload bool) {
+	var probe nameProbe
+	if requested != "" {
+		probe = r.probeName(requested)
+	}
 	r.mu.Lock()
 	var s *session
 	switch {
 	case requested != "":
 		s = r.byRequested[requested]
 		if s == nil {
-			s = r.newSessionLocked(requested, requested, ids.user)
+			s = r.newSessionLocked(probe, requested, ids.user)
 		}
 	case ids.conversation != "" && r.byConversation[ids.conversation] != nil:
 		s = r.byConversation[ids.conversation]

@@ -105,24 +105,43 @@ func candidateName(base string, n int) string {
 	return base + "-" + strconv.Itoa(n)
 }
 
-// nameFreeLocked reports whether name is neither taken by a session of this
-// run nor by a file in the folder.
-func (r *Recorder) nameFreeLocked(name string) bool {
-	if r.reserved[name] != nil {
-		return false
-	}
-	_, err := os.Lstat(filepath.Join(r.dir, name+".yaml"))
-	return errors.Is(err, fs.ErrNotExist)
+// nameProbe is a look at the folder for a new session's name, taken
+// before r.mu: a file-system call under the recorder's lock held up every
+// other stream while the calling thread waited to be scheduled again, and
+// 1,000 live chats starting together queued behind it. Only base is looked
+// at; base-2, base-3… are looked at under the lock, when base is taken.
+// The folder may change after the look: the save refuses to overwrite a
+// file and moves on to the next name (save), so the look is a hint.
+type nameProbe struct {
+	base   string
+	onDisk bool
 }
 
-// newSessionLocked creates a session named base, or base-2, base-3… when
-// base is taken. requested is the X-Dify-Mock-Cassette value, if any.
-func (r *Recorder) newSessionLocked(base, requested, user string) *session {
+// probeName looks at the folder for base (a ".yaml" suffix is dropped).
+func (r *Recorder) probeName(base string) nameProbe {
 	base = strings.TrimSuffix(base, ".yaml")
+	return nameProbe{base: base, onDisk: r.onDisk(base)}
+}
+
+// onDisk reports whether the folder holds name's cassette file.
+func (r *Recorder) onDisk(name string) bool {
+	_, err := os.Lstat(filepath.Join(r.dir, name+".yaml"))
+	return !errors.Is(err, fs.ErrNotExist)
+}
+
+// newSessionLocked creates a session named p.base, or base-2, base-3…
+// when base is taken by a session of this run or a file in the folder.
+// requested is the X-Dify-Mock-Cassette value, if any.
+func (r *Recorder) newSessionLocked(p nameProbe, requested, user string) *session {
+	base := p.base
 	s := &session{startedAt: time.Now()}
 	for n := 1; ; n++ {
 		name := candidateName(base, n)
-		if n > maxNameTries || r.nameFreeLocked(name) {
+		onDisk := p.onDisk
+		if n > 1 {
+			onDisk = r.onDisk(name)
+		}
+		if n > maxNameTries || (r.reserved[name] == nil && !onDisk) {
 			// Past the bound, WriteNew still refuses to overwrite; the
 			// save will report the clash.
 			s.name = name

@@ -46,17 +46,22 @@ func (r *Recorder) serveChat(w http.ResponseWriter, req *http.Request, p string)
 	parseErr := json.Unmarshal(body, &cb)
 	query, user, conv := str(cb.Query), str(cb.User), strings.TrimSpace(str(cb.ConversationID))
 
+	base := requested
+	if base == "" {
+		base = slug(r.scrub.string(query))
+	}
+	probe := r.probeName(base)
 	r.mu.Lock()
 	var s *session
 	switch {
 	case requested != "" && r.byRequested[requested] != nil:
 		s = r.byRequested[requested]
 	case requested != "":
-		s = r.newSessionLocked(requested, requested, user)
+		s = r.newSessionLocked(probe, requested, user)
 	case conv != "" && r.byConversation[conv] != nil:
 		s = r.byConversation[conv]
 	default:
-		s = r.newSessionLocked(slug(r.scrub.string(query)), "", user)
+		s = r.newSessionLocked(probe, "", user)
 	}
 	r.touchLocked(s)
 	r.indexLocked(r.lastByUser, user, s)

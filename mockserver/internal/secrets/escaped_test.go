@@ -2,6 +2,7 @@ package secrets
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -37,6 +38,33 @@ func TestEscapedSecretsAreFoundAndRedacted(t *testing.T) {
 	if got := string(Redact([]byte(plain))); got != plain {
 		t.Errorf("changed a clean body: %s", got)
 	}
+}
+
+// jsonStringRE is what jsonStrings finds, as an expression: the reference
+// FuzzJSONStrings holds the hand scanner to.
+var jsonStringRE = regexp.MustCompile(`"(?:[^"\\\n]|\\.)*"`)
+
+// FuzzJSONStrings: jsonStrings finds what jsonStringRE finds, in any data.
+func FuzzJSONStrings(f *testing.F) {
+	for _, s := range []string{
+		`data: {"event":"agent_thought","tool_input":"{\"q\": \"x\"}"}`,
+		`"a\"b` + "\n" + `"c"`, `"\` + "\n" + `"`, `"caf\u00e9"`, `""""`, `"\\"x"`, "\"\xff\\\xff\"", `"\`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var got [][]int
+		jsonStrings(data, func(start, end int) { got = append(got, []int{start, end}) })
+		want := jsonStringRE.FindAllIndex(data, -1)
+		if len(got) != len(want) {
+			t.Fatalf("%q: found %v, the expression %v", data, got, want)
+		}
+		for i := range got {
+			if got[i][0] != want[i][0] || got[i][1] != want[i][1] {
+				t.Fatalf("%q: found %v, the expression %v", data, got, want)
+			}
+		}
+	})
 }
 
 // decodeAll unescapes JSON string literals down to three levels.

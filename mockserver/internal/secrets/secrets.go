@@ -47,7 +47,9 @@ type Pattern struct {
 }
 
 // mayMatch reports whether data holds one of p's needles (or p has none).
-func (p Pattern) mayMatch(data []byte) bool {
+// low is data with its ASCII letters lowered (lowerASCIIInto), made once
+// for every needle of every pattern.
+func (p Pattern) mayMatch(data, low []byte) bool {
 	if p.MayMatch != nil {
 		return p.MayMatch(data)
 	}
@@ -55,11 +57,35 @@ func (p Pattern) mayMatch(data []byte) bool {
 		return true
 	}
 	for _, n := range p.Needles {
-		if containsFold(data, n) {
+		if containsLowered(low, n) {
 			return true
 		}
 	}
 	return false
+}
+
+// lowerASCIIInto appends data with its ASCII letters lowered to dst.
+func lowerASCIIInto(dst, data []byte) []byte {
+	for _, c := range data {
+		dst = append(dst, lowerASCII(c))
+	}
+	return dst
+}
+
+// containsLowered is containsFold(data, needle) for low, data with its
+// ASCII letters lowered: one vectorised search per needle. A byte-by-byte
+// scan per needle was most of the cost of redacting a chat frame, which
+// hybrid mode does for every frame it relays (BenchmarkRedactFrames).
+func containsLowered(low []byte, needle string) bool {
+	var buf [64]byte
+	if len(needle) > len(buf) {
+		return containsFold(low, needle)
+	}
+	n := buf[:len(needle)]
+	for i := range len(needle) {
+		n[i] = lowerASCII(needle[i])
+	}
+	return bytes.Contains(low, n)
 }
 
 // containsFold is bytes.Contains with ASCII case folding.
@@ -273,7 +299,8 @@ func Scan(data []byte, extra ...Pattern) []Finding {
 	// each escaped string is scanned decoded, and what the raw scan did not
 	// already see is reported at the string.
 	forEachEscapedString(data, 0, func(start int, decoded string) {
-		for _, df := range scanEscaped(data[start:start+len(jsonStringRE.Find(data[start:]))], decoded, patterns, 1) {
+		end, _ := jsonStringAt(data, start)
+		for _, df := range scanEscaped(data[start:end], decoded, patterns, 1) {
 			f := Finding{Pattern: df.Pattern + " (JSON-escaped)"}
 			f.Offset, f.Line, f.Column = position(data, start)
 			out = append(out, f)
@@ -300,8 +327,9 @@ func scanEscaped(lit []byte, decoded string, patterns []Pattern, depth int) []Fi
 		out = append(out, f)
 	}
 	forEachEscapedString([]byte(decoded), depth, func(start int, inner string) {
-		in := []byte(decoded)[start:]
-		out = append(out, scanEscaped(in[:len(jsonStringRE.Find(in))], inner, patterns, depth+1)...)
+		in := []byte(decoded)
+		end, _ := jsonStringAt(in, start)
+		out = append(out, scanEscaped(in[start:end], inner, patterns, depth+1)...)
 	})
 	return out
 }
@@ -316,9 +344,50 @@ func position(data []byte, start int) (offset, line, col int) {
 	return start, line, col
 }
 
-// jsonStringRE finds JSON string literals: in JSON bodies, SSE data lines
-// and double-quoted YAML scalars alike.
-var jsonStringRE = regexp.MustCompile(`"(?:[^"\\\n]|\\.)*"`)
+// jsonStrings calls fn with the bounds of every JSON string literal in
+// data, in order: in JSON bodies, SSE data lines and double-quoted YAML
+// scalars alike. A literal is what the expression "(?:[^"\\\n]|\\.)*"
+// matches, leftmost first, without overlaps (FuzzJSONStrings holds it to
+// that); scanned by hand, because the expression's backtracking over every
+// frame hybrid mode relays was a third of the cost of redacting it.
+func jsonStrings(data []byte, fn func(start, end int)) {
+	for from := 0; ; {
+		q := bytes.IndexByte(data[from:], '"')
+		if q < 0 {
+			return
+		}
+		start := from + q
+		if end, ok := jsonStringAt(data, start); ok {
+			fn(start, end)
+			from = end
+		} else {
+			from = start + 1
+		}
+	}
+}
+
+// jsonStringAt is the end of the JSON string literal opening at data[start]
+// (a '"'), and whether one closes there: a line end or the end of data
+// first means none.
+func jsonStringAt(data []byte, start int) (end int, ok bool) {
+	for i := start + 1; i < len(data); i++ {
+		switch data[i] {
+		case '"':
+			return i + 1, true
+		case '\n':
+			return 0, false
+		case '\\':
+			// An escape takes the next character, whatever it is but a
+			// line end; a character of several bytes continues with bytes
+			// none of which is special here.
+			if i+1 >= len(data) || data[i+1] == '\n' {
+				return 0, false
+			}
+			i++
+		}
+	}
+	return 0, false
+}
 
 // maxEscapeDepth bounds how many JSON-in-JSON levels are decoded (a tool's
 // input is a JSON string inside the event's JSON, which may hold another).
@@ -330,17 +399,17 @@ func forEachEscapedString(data []byte, depth int, fn func(start int, decoded str
 	if depth >= maxEscapeDepth || bytes.IndexByte(data, '\\') < 0 {
 		return
 	}
-	for _, m := range jsonStringRE.FindAllIndex(data, -1) {
-		lit := data[m[0]:m[1]]
+	jsonStrings(data, func(start, end int) {
+		lit := data[start:end]
 		if bytes.IndexByte(lit, '\\') < 0 {
-			continue
+			return
 		}
 		var decoded string
 		if json.Unmarshal(lit, &decoded) != nil {
-			continue
+			return
 		}
-		fn(m[0], decoded)
-	}
+		fn(start, decoded)
+	})
 }
 
 // redactEscaped redacts inside every escaped JSON string of data: decoded,
@@ -351,30 +420,30 @@ func redactEscaped(data []byte, patterns []Pattern, depth int) []byte {
 	}
 	var out []byte
 	last := 0
-	for _, m := range jsonStringRE.FindAllIndex(data, -1) {
-		lit := data[m[0]:m[1]]
+	jsonStrings(data, func(start, end int) {
+		lit := data[start:end]
 		if bytes.IndexByte(lit, '\\') < 0 {
-			continue
+			return
 		}
 		var decoded string
 		if json.Unmarshal(lit, &decoded) != nil {
-			continue
+			return
 		}
 		red := redactPlain([]byte(decoded), patterns)
 		red = redactEscaped(red, patterns, depth+1)
 		if string(red) == decoded {
-			continue
+			return
 		}
 		var enc bytes.Buffer
 		e := json.NewEncoder(&enc)
 		e.SetEscapeHTML(false)
 		if e.Encode(string(red)) != nil {
-			continue
+			return
 		}
-		out = append(out, data[last:m[0]]...)
+		out = append(out, data[last:start]...)
 		out = append(out, bytes.TrimSuffix(enc.Bytes(), []byte("\n"))...)
-		last = m[1]
-	}
+		last = end
+	})
 	if out == nil {
 		return data
 	}
@@ -409,16 +478,23 @@ func Redact(data []byte, patterns ...Pattern) []byte {
 }
 
 func redactPlain(data []byte, patterns []Pattern) []byte {
+	var buf [2048]byte
+	low := lowerASCIIInto(buf[:0], data)
 	for _, p := range patterns {
-		data = redactOne(data, p)
+		if !p.mayMatch(data, low) {
+			continue
+		}
+		if out := redactOne(data, p); len(out) != len(data) || (len(out) > 0 && &out[0] != &data[0]) {
+			data = out
+			low = lowerASCIIInto(low[:0], data)
+		}
 	}
 	return data
 }
 
+// redactOne redacts p's matches in data; it returns data itself when
+// there were none.
 func redactOne(data []byte, p Pattern) []byte {
-	if !p.mayMatch(data) {
-		return data
-	}
 	matches := p.Regexp.FindAllSubmatchIndex(data, -1)
 	if len(matches) == 0 {
 		return data

@@ -437,18 +437,23 @@ func (s *Store) AddMessage(m dify.Message, cassette string) error {
 	// files) was half of a chat's CPU, and under the store's write lock
 	// every other chat queued behind it.
 	size := messageOverhead + messageSize(m)
+	// Allocated before the lock too: an allocation may draft its goroutine
+	// into the collector's marking (an assist), and an assist under the
+	// write lock held up every other store. When a thousand live streams
+	// ended together, the queue behind the lock was most of their lateness.
+	sm := &storedMessage{msg: m, cassette: cassette}
+	name := GenerateName(m.Query)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.convs[m.ConversationID]
 	if !ok || c.deleted {
 		return ErrConversationNotFound
 	}
-	k := s.nextKey()
-	sm := &storedMessage{msg: m, cassette: cassette, created: k, ownerID: c.OwnerID, index: len(c.messages)}
+	sm.created, sm.ownerID, sm.index = s.nextKey(), c.OwnerID, len(c.messages)
 	c.messages = append(c.messages, sm)
 	s.messages[m.ID] = sm
 	if c.AutoName && len(c.messages) == 1 {
-		c.Name = GenerateName(m.Query)
+		c.Name = name
 	}
 	s.grow(c.elem, size)
 	s.evict(c.elem)

@@ -345,18 +345,28 @@ func (s *Store) NewConversation(ownerID string, inputs map[string]any, introduct
 		Introduction: introduction, CreatedAt: now, UpdatedAt: now,
 	}
 	size := conversationSize(conv)
+	// Allocated before the lock as well (an allocation may make its
+	// goroutine help the collector, under the lock every chat of a ramp
+	// waits for): the record, its list entry's unit and the caller's copy
+	// of the inputs.
+	c := &Conversation{Conversation: conv, OwnerID: ownerID, AutoName: autoName, listing: new(listingCache)}
+	u := &unit{conv: c}
+	callersInputs := copyMap(inputs)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := s.nextKey()
-	conv.ID, conv.CreatedAt, conv.UpdatedAt = s.newID(), k.t.Unix(), k.t.Unix()
-	c := &Conversation{Conversation: conv, OwnerID: ownerID, AutoName: autoName, created: k, updated: k, listing: new(listingCache)}
+	c.ID, c.CreatedAt, c.UpdatedAt = s.newID(), k.t.Unix(), k.t.Unix()
+	c.created, c.updated = k, k
 	s.convs[c.ID] = c
 	o := s.owner(ownerID)
 	o.byCreated = insertSorted(o.byCreated, createdKey, c)
 	o.byUpdated = insertSorted(o.byUpdated, updatedKey, c)
-	c.elem = s.track(&unit{conv: c, bytes: size + int64(len(c.ID))})
+	u.bytes = size + int64(len(c.ID))
+	c.elem = s.track(u)
 	s.evict(c.elem)
-	return c.copy()
+	out := *c // c.copy(), with the inputs copied before the lock
+	out.messages, out.Inputs = nil, callersInputs
+	return out
 }
 
 func (c *Conversation) listed() ListedConversation {

@@ -123,6 +123,15 @@ func (r *Recorder) probeName(base string) nameProbe {
 	return nameProbe{base: base, onDisk: r.onDisk(base)}
 }
 
+// onDiskAt is onDisk for the n-th candidate name: the first was looked at
+// before the lock (p), the others are looked at now.
+func (r *Recorder) onDiskAt(p nameProbe, n int, name string) bool {
+	if n == 1 {
+		return p.onDisk
+	}
+	return r.onDisk(name)
+}
+
 // onDisk reports whether the folder holds name's cassette file.
 func (r *Recorder) onDisk(name string) bool {
 	_, err := os.Lstat(filepath.Join(r.dir, name+".yaml"))
@@ -137,11 +146,7 @@ func (r *Recorder) newSessionLocked(p nameProbe, requested, user string) *sessio
 	s := &session{startedAt: time.Now()}
 	for n := 1; ; n++ {
 		name := candidateName(base, n)
-		onDisk := p.onDisk
-		if n > 1 {
-			onDisk = r.onDisk(name)
-		}
-		if n > maxNameTries || (r.reserved[name] == nil && !onDisk) {
+		if n > maxNameTries || (r.reserved[name] == nil && !r.onDiskAt(p, n, name)) {
 			// Past the bound, WriteNew still refuses to overwrite; the
 			// save will report the clash.
 			s.name = name

@@ -484,7 +484,7 @@ func redactPlain(data []byte, patterns []Pattern) []byte {
 		if !p.mayMatch(data, low) {
 			continue
 		}
-		if out := redactOne(data, p); len(out) != len(data) || (len(out) > 0 && &out[0] != &data[0]) {
+		if out, changed := redactOne(data, p); changed {
 			data = out
 			low = lowerASCIIInto(low[:0], data)
 		}
@@ -492,12 +492,12 @@ func redactPlain(data []byte, patterns []Pattern) []byte {
 	return data
 }
 
-// redactOne redacts p's matches in data; it returns data itself when
-// there were none.
-func redactOne(data []byte, p Pattern) []byte {
+// redactOne redacts p's matches in data, in a new slice; it reports
+// whether there were any.
+func redactOne(data []byte, p Pattern) ([]byte, bool) {
 	matches := p.Regexp.FindAllSubmatchIndex(data, -1)
 	if len(matches) == 0 {
-		return data
+		return data, false
 	}
 	var out []byte
 	last := 0
@@ -511,7 +511,7 @@ func redactOne(data []byte, p Pattern) []byte {
 		last = end
 	}
 	if out == nil {
-		return data
+		return data, false
 	}
-	return append(out, data[last:]...)
+	return append(out, data[last:]...), true
 }

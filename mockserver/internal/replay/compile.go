@@ -8,11 +8,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"net/http"
 	"regexp"
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/jsonobj"
 
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
@@ -153,15 +156,75 @@ type wireEvent struct {
 	Message        string           `json:"message"`
 }
 
+// wireEventFields are wireEvent's json names, in the order of its fields
+// (wireEvent.fields).
+var wireEventFields = jsonobj.NewFields("event", "conversation_id", "message_id", "task_id", "id", "created_at",
+	"answer", "position", "thought", "observation", "tool", "tool_input", "tool_labels", "message_files", "type",
+	"belongs_to", "url", "metadata", "files", "code", "status", "message")
+
+// fields points at ev's fields, as wireEventFields names them.
+func (ev *wireEvent) fields() []any {
+	return []any{&ev.Event, &ev.ConversationID, &ev.MessageID, &ev.TaskID, &ev.ID, &ev.CreatedAt,
+		&ev.Answer, &ev.Position, &ev.Thought, &ev.Observation, &ev.Tool, &ev.ToolInput, &ev.ToolLabels, &ev.MessageFiles, &ev.Type,
+		&ev.BelongsTo, &ev.URL, &ev.Metadata, &ev.Files, &ev.Code, &ev.Status, &ev.Message}
+}
+
 type wireMetadata struct {
 	Usage              *dify.Usage              `json:"usage"`
 	RetrieverResources []dify.RetrieverResource `json:"retriever_resources"`
 }
 
-var (
-	createdAtRE = regexp.MustCompile(`"created_at"\s*:\s*(-?[0-9]+)`)
-	runIDRE     = regexp.MustCompile(`agent_run_id=([A-Za-z0-9-]{8,})`)
-)
+var runIDRE = regexp.MustCompile(`agent_run_id=([A-Za-z0-9-]{8,})`)
+
+// createdAtValues yields the bounds of the number of every
+// "created_at": N in raw, as the expression `"created_at"\s*:\s*(-?[0-9]+)`
+// finds them (FuzzCreatedAtValues): by hand, since every frame compiled
+// live goes through it and the expression was a share of its cost.
+func createdAtValues(raw []byte) iter.Seq2[int, int] {
+	const key = `"created_at"`
+	return func(yield func(int, int) bool) {
+		for from := 0; ; {
+			k := bytes.Index(raw[from:], []byte(key))
+			if k < 0 {
+				return
+			}
+			at := from + k
+			i := skipRESpace(raw, at+len(key))
+			if i < len(raw) && raw[i] == ':' {
+				i = skipRESpace(raw, i+1)
+				start := i
+				if i < len(raw) && raw[i] == '-' {
+					i++
+				}
+				digits := i
+				for i < len(raw) && raw[i] >= '0' && raw[i] <= '9' {
+					i++
+				}
+				if i > digits {
+					if !yield(start, i) {
+						return
+					}
+					from = i
+					continue
+				}
+			}
+			from = at + 1
+		}
+	}
+}
+
+// skipRESpace skips the expression syntax's \s ([\t\n\f\r ]) from i.
+func skipRESpace(raw []byte, i int) int {
+	for i < len(raw) {
+		switch raw[i] {
+		case ' ', '\t', '\n', '\f', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
 
 // minIDLen keeps short strings (which could occur anywhere in a frame by
 // accident) from being treated as ids.
@@ -420,11 +483,13 @@ func (ct *CompiledTurn) collectIDs(ev *wireEvent, raw []byte) {
 			}
 		}
 	}
-	for _, m := range runIDRE.FindAllSubmatch(raw, -1) {
-		ct.addID(slotFresh, string(m[1]))
+	if bytes.Contains(raw, []byte("agent_run_id=")) {
+		for _, m := range runIDRE.FindAllSubmatch(raw, -1) {
+			ct.addID(slotFresh, string(m[1]))
+		}
 	}
-	for _, m := range createdAtRE.FindAllSubmatch(raw, -1) {
-		v := string(m[1])
+	for start, end := range createdAtValues(raw) {
+		v := string(raw[start:end])
 		if _, ok := ct.slotByID["\x00created_at:"+v]; ok {
 			continue
 		}
@@ -456,9 +521,9 @@ func (ct *CompiledTurn) split(raw []byte) []segment {
 			from += j + len(needle)
 		}
 	}
-	for _, m := range createdAtRE.FindAllSubmatchIndex(raw, -1) {
-		if i, ok := ct.slotByID["\x00created_at:"+string(raw[m[2]:m[3]])]; ok {
-			hits = append(hits, hit{m[2], m[3], i})
+	for start, end := range createdAtValues(raw) {
+		if i, ok := ct.slotByID["\x00created_at:"+string(raw[start:end])]; ok {
+			hits = append(hits, hit{start, end, i})
 		}
 	}
 	if len(hits) == 0 {
@@ -504,10 +569,34 @@ func parseDataFrame(raw []byte) *wireEvent {
 // decodeData decodes the JSON of a frame's data lines, nil when there are
 // none or they are not a JSON object.
 func decodeData(raw []byte) *wireEvent {
+	data, ok := frameData(raw)
+	if !ok {
+		return nil
+	}
+	var ev wireEvent
+	handled, err := wireEventFields.Decode(data, ev.fields())
+	if !handled {
+		err = json.Unmarshal(data, &ev)
+	}
+	if err != nil {
+		return nil
+	}
+	return &ev
+}
+
+// frameData is the data of raw's data lines, joined as SSE joins them, and
+// whether it has any.
+func frameData(raw []byte) ([]byte, bool) {
+	// The frame as Dify writes it, one data line: its data as it is.
+	const prefix = "data: "
+	if n := len(raw); n >= len(prefix)+2 && string(raw[:len(prefix)]) == prefix && raw[n-1] == '\n' && raw[n-2] == '\n' {
+		if data := raw[len(prefix) : n-2]; !bytes.ContainsAny(data, "\r\n") {
+			return data, true
+		}
+	}
 	var data []byte
-	lines := bytes.Split(raw, []byte("\n"))
 	n := 0
-	for _, l := range lines {
+	for l := range bytes.SplitSeq(raw, []byte("\n")) {
 		l = bytes.TrimSuffix(l, []byte("\r"))
 		if !bytes.HasPrefix(l, []byte("data:")) {
 			continue
@@ -519,14 +608,7 @@ func decodeData(raw []byte) *wireEvent {
 		data = append(data, v...)
 		n++
 	}
-	if n == 0 {
-		return nil
-	}
-	var ev wireEvent
-	if err := json.Unmarshal(data, &ev); err != nil {
-		return nil
-	}
-	return &ev
+	return data, n > 0
 }
 
 func deref(s *string) string {

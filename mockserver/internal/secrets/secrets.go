@@ -135,6 +135,10 @@ var credentialNameNeedles = []string{"api", "to", "ecret", "acce", "private", "p
 // pre-checks below try every key of a body or query, and most keys
 // ("query", "user", "inputs") hold none.
 func matchCredentialName(name []byte) bool {
+	return cachedCredentialName(name, matchCredentialNameUncached)
+}
+
+func matchCredentialNameUncached(name []byte) bool {
 	for _, n := range credentialNameNeedles {
 		if containsFold(name, n) {
 			return credentialNameRE.Match(name)
@@ -414,7 +418,7 @@ func forEachEscapedString(data []byte, depth int, fn func(start int, decoded str
 
 // redactEscaped redacts inside every escaped JSON string of data: decoded,
 // redacted, re-encoded. Levels of JSON-in-JSON are handled by recursion.
-func redactEscaped(data []byte, patterns []Pattern, depth int) []byte {
+func redactEscaped(data []byte, patterns []Pattern, scan *needleScan, depth int) []byte {
 	if depth >= maxEscapeDepth || bytes.IndexByte(data, '\\') < 0 {
 		return data
 	}
@@ -429,8 +433,8 @@ func redactEscaped(data []byte, patterns []Pattern, depth int) []byte {
 		if json.Unmarshal(lit, &decoded) != nil {
 			return
 		}
-		red := redactPlain([]byte(decoded), patterns)
-		red = redactEscaped(red, patterns, depth+1)
+		red := redactPlain([]byte(decoded), patterns, scan)
+		red = redactEscaped(red, patterns, scan, depth+1)
 		if string(red) == decoded {
 			return
 		}
@@ -471,13 +475,38 @@ func scanPatterns(data []byte, patterns []Pattern) []Finding {
 // Secrets hidden by JSON escapes are redacted too: the string is decoded,
 // redacted and re-encoded.
 func Redact(data []byte, patterns ...Pattern) []byte {
+	scan := builtinScan
 	if len(patterns) == 0 {
 		patterns = Patterns
+	} else {
+		scan = newNeedleScan(patterns)
 	}
-	return redactEscaped(redactPlain(data, patterns), patterns, 0)
+	return redactEscaped(redactPlain(data, patterns, scan), patterns, scan, 0)
 }
 
-func redactPlain(data []byte, patterns []Pattern) []byte {
+// redactPlain redacts every pattern's matches in data, the patterns whose
+// needles are not in data skipped (scan; nil: each pattern's needles
+// searched on their own).
+func redactPlain(data []byte, patterns []Pattern, scan *needleScan) []byte {
+	if scan == nil {
+		return redactPlainEach(data, patterns)
+	}
+	present := scan.present(data)
+	for i, p := range patterns {
+		if present&(1<<i) == 0 || (p.MayMatch != nil && !p.MayMatch(data)) {
+			continue
+		}
+		if out, changed := redactOne(data, p); changed {
+			data = out
+			present = scan.present(data)
+		}
+	}
+	return data
+}
+
+// redactPlainEach is redactPlain with each pattern's needles searched on
+// their own, in one lowered copy of data.
+func redactPlainEach(data []byte, patterns []Pattern) []byte {
 	var buf [2048]byte
 	low := lowerASCIIInto(buf[:0], data)
 	for _, p := range patterns {

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -91,8 +92,8 @@ const maxDepth = 10000
 
 // Decode decodes data into into (one pointer per name, in NewFields'
 // order) as json.Unmarshal decodes data into a struct with those fields.
-// A *string or **string takes a plain string value, a *int or *int64 a
-// plain integer, a *map[string]any or *[]string an empty container,
+// A *string or **string takes a string value (Unquote), a *int or *int64
+// a plain integer, a *map[string]any or *[]string an empty container,
 // without encoding/json; any other value of a named member
 // goes through json.Unmarshal from the member's bytes. handled is false when Decode leaves data to
 // encoding/json (not an object, or a key written with escapes or matching
@@ -173,21 +174,21 @@ func (fs *Fields) Decode(data []byte, into []any) (handled bool, err error) {
 }
 
 // decodeValue decodes the valid JSON value v into into as json.Unmarshal
-// does: plain strings, integers and empty containers directly, anything
+// does: strings, plain integers and empty containers directly, anything
 // else through it.
 func decodeValue(v []byte, into any) error {
 	switch p := into.(type) {
 	case *string:
-		if plain, ok := plainString(v); ok {
-			*p = string(plain)
+		if str, ok := Unquote(v); ok {
+			*p = str
 			return nil
 		}
 	case **string:
-		if plain, ok := plainString(v); ok {
+		if str, ok := Unquote(v); ok {
 			if *p == nil {
 				*p = new(string)
 			}
-			**p = string(plain)
+			**p = str
 			return nil
 		}
 	case *int:
@@ -236,20 +237,6 @@ func plainInt(v []byte) (int64, bool) {
 
 // member is a named member's field and its value's bounds.
 type member struct{ field, start, end int }
-
-// plainString is the contents of the JSON string literal v when it needs
-// no decoding: no escapes and valid UTF-8 (encoding/json replaces invalid
-// bytes, so such a string is left to it).
-func plainString(v []byte) ([]byte, bool) {
-	if len(v) < 2 || v[0] != '"' {
-		return nil, false
-	}
-	in := v[1 : len(v)-1]
-	if bytes.IndexByte(in, '\\') >= 0 {
-		return nil, false
-	}
-	return in, !hasNonASCII(in) || utf8.Valid(in)
-}
 
 // Valid reports whether data is one valid JSON value with optional white
 // space around it, as json.Valid does.
@@ -514,4 +501,94 @@ func (s *scanner) digits() bool {
 		s.i++
 	}
 	return s.i > from
+}
+
+// Unquote decodes the JSON string literal lit (quotes included, nothing
+// around them) as json.Unmarshal decodes it into a string: escapes
+// resolved, a lone or broken surrogate and each invalid UTF-8 byte as
+// U+FFFD. ok is false where json.Unmarshal fails: lit is not one valid
+// string literal.
+func Unquote(lit []byte) (string, bool) {
+	s := scanner{data: lit}
+	if s.peek() != '"' {
+		return "", false
+	}
+	escaped, ok := s.validStr()
+	if !ok || s.i != len(lit) {
+		return "", false
+	}
+	in := lit[1 : len(lit)-1]
+	if !escaped && (!hasNonASCII(in) || utf8.Valid(in)) {
+		return string(in), true
+	}
+	return unescape(in), true
+}
+
+// unescape is the text of a valid string literal's contents.
+func unescape(in []byte) string {
+	out := make([]byte, 0, len(in)+8)
+	for i := 0; i < len(in); {
+		c := in[i]
+		switch {
+		case c == '\\':
+			e := in[i+1]
+			i += 2
+			switch e {
+			case 'b':
+				out = append(out, '\b')
+			case 'f':
+				out = append(out, '\f')
+			case 'n':
+				out = append(out, '\n')
+			case 'r':
+				out = append(out, '\r')
+			case 't':
+				out = append(out, '\t')
+			case 'u':
+				r := hex4(in[i:])
+				i += 4
+				if utf16.IsSurrogate(r) {
+					// A pair is two escapes; anything else leaves the first
+					// half alone, and the next escape is read on its own.
+					if i+6 <= len(in) && in[i] == '\\' && in[i+1] == 'u' {
+						if pair := utf16.DecodeRune(r, hex4(in[i+2:])); pair != utf8.RuneError {
+							out = utf8.AppendRune(out, pair)
+							i += 6
+							continue
+						}
+					}
+					r = utf8.RuneError
+				}
+				out = utf8.AppendRune(out, r)
+			default: // '"', '\\', '/'
+				out = append(out, e)
+			}
+		case c < utf8.RuneSelf:
+			out = append(out, c)
+			i++
+		default:
+			r, n := utf8.DecodeRune(in[i:])
+			out = utf8.AppendRune(out, r)
+			i += n
+		}
+	}
+	return string(out)
+}
+
+// hex4 is the value of the four hex digits b starts with (validStr saw
+// them).
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c = c - 'a' + 10
+		default:
+			c = c - 'A' + 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
 }

@@ -1,6 +1,7 @@
 package jsonobj
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -142,6 +143,33 @@ func BenchmarkDecode(b *testing.B) {
 			if err := json.Unmarshal(data, &f); err != nil {
 				b.Fatal(err)
 			}
+		}
+	})
+}
+
+// FuzzUnquote: a string literal decodes as json.Unmarshal decodes it.
+func FuzzUnquote(f *testing.F) {
+	for _, s := range []string{`"plain"`, `"a\nb\t\"q\" \\ \/ \b\f\r"`, `"\u4e2d\u6587"`, `"\ud83d\ude00 pair"`, `"\ud83d lone"`,
+		`"\ude00\ud83d reversed"`, `"\ud83d\u0041 broken pair"`, `"\ud83d\ud83d\ude00"`, "\"\xff\xfe bad utf-8 \xe4\xb8\"", `"\x"`, "\"\x01\"",
+		`"unterminated`, `"a" `, ` "a"`, `"\u00"`, `"é"`, `""`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, lit []byte) {
+		if len(lit) == 0 || lit[0] != '"' {
+			return // Unquote's callers hand it what starts as a literal
+		}
+		var want string
+		wantErr := json.Unmarshal(lit, &want)
+		got, ok := Unquote(lit)
+		// A literal followed by white space is valid JSON; Unquote wants
+		// the literal alone.
+		if trailing := len(bytes.TrimRight(lit, " \t\r\n")) != len(lit); trailing && ok {
+			t.Fatalf("%q: accepted with white space after it", lit)
+		} else if trailing {
+			return
+		}
+		if ok != (wantErr == nil) || got != want {
+			t.Fatalf("%q: %q %v, encoding/json %q %v", lit, got, ok, want, wantErr)
 		}
 	})
 }

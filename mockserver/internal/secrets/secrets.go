@@ -15,6 +15,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/jsonobj"
 )
 
 // Redacted is what a scrubbed secret is replaced with.
@@ -408,8 +410,8 @@ func forEachEscapedString(data []byte, depth int, fn func(start int, decoded str
 		if bytes.IndexByte(lit, '\\') < 0 {
 			return
 		}
-		var decoded string
-		if json.Unmarshal(lit, &decoded) != nil {
+		decoded, ok := jsonobj.Unquote(lit)
+		if !ok {
 			return
 		}
 		fn(start, decoded)
@@ -429,8 +431,8 @@ func redactEscaped(data []byte, patterns []Pattern, scan *needleScan, depth int)
 		if bytes.IndexByte(lit, '\\') < 0 {
 			return
 		}
-		var decoded string
-		if json.Unmarshal(lit, &decoded) != nil {
+		decoded, ok := jsonobj.Unquote(lit)
+		if !ok {
 			return
 		}
 		red := redactPlain([]byte(decoded), patterns, scan)

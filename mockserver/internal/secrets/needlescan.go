@@ -111,6 +111,7 @@ var credentialNameCache [512]atomic.Pointer[credentialNameEntry]
 // cacheableName is the longest name the cache keeps: more than the
 // longest credential name.
 const cacheableName = 40
+
 type credentialNameEntry struct {
 	name  string
 	match bool

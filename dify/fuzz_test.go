@@ -183,3 +183,51 @@ func FuzzErrorBody(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFrameData: a frame's Data is its data lines' values joined with
+// "\n" (nil without a data line), whether it shares Raw's bytes (one data
+// line) or not, and an append to it never writes into Raw.
+func FuzzFrameData(f *testing.F) {
+	for _, s := range []string{
+		"data: {\"event\":\"ping\"}\n\n", "data: a\ndata: b\n\n", "event: x\ndata:c\r\n\r\n", "\xef\xbb\xbfdata: bom\n\n",
+		"data\n\n", "data:\n\ndata: \n\n", ": c\ndata: x\nid: 1\n\n", "data: cut", "data: a\r\ndata:b\ndata:  c\n\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		fr := NewFrameReader(bytes.NewReader(in))
+		for first := true; ; first = false {
+			got, err := fr.Next()
+			if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+				return
+			}
+			var want []byte
+			lines := strings.SplitAfter(string(got.Raw), "\n")
+			for i, l := range lines {
+				l = strings.TrimSuffix(strings.TrimSuffix(l, "\n"), "\r")
+				if first && i == 0 {
+					l = strings.TrimPrefix(l, "\xef\xbb\xbf")
+				}
+				if name, value, _ := strings.Cut(l, ":"); name == "data" && l != "" && l[0] != ':' {
+					if want != nil {
+						want = append(want, '\n')
+					}
+					want = append(want, strings.TrimPrefix(value, " ")...)
+					if want == nil {
+						want = []byte{}
+					}
+				}
+			}
+			if !bytes.Equal(got.Data, want) || (got.Data == nil) != (want == nil) {
+				t.Fatalf("%q: Data %q, its data lines say %q", got.Raw, got.Data, want)
+			}
+			if cap(got.Data) != len(got.Data) {
+				// An append to Data would write into Raw's bytes.
+				t.Fatalf("%q: Data has room after it (cap %d, len %d)", got.Raw, cap(got.Data), len(got.Data))
+			}
+			if err != nil {
+				return
+			}
+		}
+	})
+}

@@ -25,7 +25,8 @@ func IsEventStream(h http.Header) bool {
 // store streams byte-faithfully: concatenating the Raw of every frame a
 // FrameReader returns reproduces its input. Event is the `event:` field
 // (empty for Dify's data frames); Data is the `data:` lines joined with "\n"
-// (nil when the frame has no data line).
+// (nil when the frame has no data line). A frame with one data line shares
+// Raw's bytes for its Data, as ParseFrame does.
 type SSEFrame struct {
 	Event string
 	Data  []byte
@@ -91,9 +92,17 @@ func (r *FrameReader) Next() (SSEFrame, error) {
 		f       SSEFrame
 		data    []byte
 		hasData bool
+		// The first data line's value, as bounds in raw: a frame with one
+		// data line (every frame Dify sends) shares raw's bytes for its
+		// Data instead of a copy; data is built from the second line on.
+		lines          int
+		first0, first1 int
 	)
 	finish := func() SSEFrame {
-		if hasData {
+		switch {
+		case lines == 1:
+			f.Data = raw[first0:first1:first1]
+		case hasData:
 			f.Data = data[: len(data)-1 : len(data)-1] // drop the separator after the last line
 		}
 		f.Raw = raw
@@ -126,8 +135,22 @@ func (r *FrameReader) Next() (SSEFrame, error) {
 				f.Event = string(value)
 			case "data":
 				hasData = true
-				data = append(data, value...)
-				data = append(data, '\n')
+				lines++
+				switch lines {
+				case 1:
+					// value is a slice of raw, which starts its array:
+					// its offset is the difference of their capacities,
+					// and stays good as later lines grow raw.
+					first0 = cap(raw) - cap(value)
+					first1 = first0 + len(value)
+				case 2:
+					data = append(data, raw[first0:first1]...)
+					data = append(data, '\n')
+					fallthrough
+				default:
+					data = append(data, value...)
+					data = append(data, '\n')
+				}
 			}
 			// id and retry are ignored: Dify sends neither (docs/api §2.4).
 		}
@@ -148,6 +171,11 @@ func (r *FrameReader) readLine(raw []byte) ([]byte, error) {
 		chunk, err := r.br.ReadSlice('\n')
 		if len(raw)+len(chunk) > r.max {
 			return raw, fmt.Errorf("%w (%d bytes)", ErrFrameTooLarge, r.max)
+		}
+		if raw == nil {
+			// Room for the blank line that ends a frame after its one
+			// line, so the frame is one allocation.
+			raw = make([]byte, 0, len(chunk)+2)
 		}
 		raw = append(raw, chunk...)
 		if errors.Is(err, bufio.ErrBufferFull) {

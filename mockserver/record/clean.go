@@ -51,7 +51,9 @@ func (n *notes) add(note string) {
 func (n notes) String() string { return strings.Join(n, "; ") }
 
 // cleanFrame is f cleaned as described above (n collects what was
-// changed); nil for a frame without an event, which is dropped.
+// changed); nil for a frame without an event, which is dropped. A frame
+// that is already clean is f.Raw itself (a FrameReader's, the caller's to
+// keep), so the live lane copies no frame that needs nothing.
 func (r *Recorder) cleanFrame(f dify.SSEFrame, n *notes) []byte {
 	if f.Empty() {
 		n.add(noteDropped)
@@ -63,10 +65,15 @@ func (r *Recorder) cleanFrame(f dify.SSEFrame, n *notes) []byte {
 		event, data = bytes.ToValidUTF8(event, []byte("\uFFFD")), bytes.ToValidUTF8(data, []byte("\uFFFD"))
 	}
 	hasData := f.Data != nil
+	cleanData := data
 	if hasData {
-		data = r.scrub.bytes(data)
+		cleanData = r.scrub.scrubbed(data)
 	}
-	out := canonicalFrame(r.scrub.bytes(event), data, hasData)
+	cleanEvent := r.scrub.scrubbed(event)
+	if sameBytes(cleanData, f.Data) && string(cleanEvent) == f.Event && isCanonical(cleanEvent, cleanData, hasData, f.Raw) {
+		return f.Raw
+	}
+	out := canonicalFrame(cleanEvent, cleanData, hasData)
 	if !bytes.Equal(out, f.Raw) && bytes.Equal(canonicalFrame(event, f.Data, hasData), f.Raw) {
 		return out // only a redaction changed it
 	}
@@ -74,6 +81,36 @@ func (r *Recorder) cleanFrame(f dify.SSEFrame, n *notes) []byte {
 		n.add(noteCanonical)
 	}
 	return out
+}
+
+// sameBytes reports whether a and b are the same bytes in memory (not
+// merely equal): what a scrub left alone.
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// isCanonical reports whether raw is canonicalFrame(event, data, hasData),
+// without writing it.
+func isCanonical(event, data []byte, hasData bool, raw []byte) bool {
+	rest := raw
+	take := func(p []byte) bool {
+		if !bytes.HasPrefix(rest, p) {
+			return false
+		}
+		rest = rest[len(p):]
+		return true
+	}
+	if len(event) > 0 && !(take([]byte("event: ")) && take(event) && take([]byte("\n"))) {
+		return false
+	}
+	if hasData {
+		for line := range bytes.SplitSeq(data, []byte("\n")) {
+			if !(take([]byte("data: ")) && take(line) && take([]byte("\n"))) {
+				return false
+			}
+		}
+	}
+	return take([]byte("\n")) && len(rest) == 0
 }
 
 // canonicalFrame writes an SSE frame as Dify does: `event: NAME` when it

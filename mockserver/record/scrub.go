@@ -135,6 +135,15 @@ func (s *scrubber) bytes(b []byte) []byte {
 
 func (s *scrubber) string(v string) string { return string(s.bytes([]byte(v))) }
 
+// scrubbed is b scrubbed as bytes does it, but b itself when it holds
+// nothing to scrub: a relayed frame, which holds no secret, is not copied.
+func (s *scrubber) scrubbed(b []byte) []byte {
+	if len(s.rules) > 0 || (len(s.key) > 0 && bytes.Contains(b, s.key)) {
+		return s.bytes(b)
+	}
+	return secrets.Redact(b) // b itself when nothing matched
+}
+
 // header returns h without credential, hop-by-hop, length and X-Dify-Mock-*
 // headers, with the remaining values scrubbed. A header whose name carries
 // a secret is dropped as well.

@@ -454,8 +454,9 @@ func newHub(cfg *Config, serverFault fault.Spec) *hub {
 // default of several).
 func (srv *Server) addApps(h *hub, appCfgs []AppConfig) error {
 	var apps []*appServer
+	scripts := &scriptCache{}
 	for _, ac := range appCfgs {
-		a, err := newApp(h, ac, len(appCfgs) > 1)
+		a, err := newApp(h, ac, len(appCfgs) > 1, scripts.compile)
 		if err != nil {
 			if len(appCfgs) > 1 {
 				return fmt.Errorf("app %q: %w", ac.Name, err)
@@ -477,7 +478,7 @@ func (srv *Server) addApps(h *hub, appCfgs []AppConfig) error {
 }
 
 // newApp builds one app of h from its config.
-func newApp(h *hub, ac AppConfig, several bool) (*appServer, error) {
+func newApp(h *hub, ac AppConfig, several bool, compile compileFunc) (*appServer, error) {
 	cfg := h.cfg
 	cfg.Apps = nil
 	cfg.Cassettes, cfg.APIKeys, cfg.Mode, cfg.DefaultCassette = ac.Cassettes, ac.APIKeys, ac.Mode, ac.DefaultCassette
@@ -533,7 +534,7 @@ func newApp(h *hub, ac AppConfig, several bool) (*appServer, error) {
 	if s.form, err = parseForm(app.Responses["/parameters"].Body); err != nil {
 		return nil, fmt.Errorf("%s: /parameters user_input_form: %w", app.Path, err)
 	}
-	cat, err := newCatalog(set, cfg.DefaultCassette, s.matchThreshold())
+	cat, err := newCatalog(set, cfg.DefaultCassette, s.matchThreshold(), compile)
 	if err != nil {
 		return nil, err
 	}

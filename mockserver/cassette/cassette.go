@@ -118,6 +118,10 @@ type Cassette struct {
 	// ToolFiles are the tool files among Others (GET /files/tools/… answered
 	// 200), by recorded file id.
 	ToolFiles map[string]*ToolFile
+	// Digest is the SHA-256 of the file the cassette was loaded from (zero
+	// for one made in memory): two apps that keep the same file share its
+	// compiled form.
+	Digest [32]byte
 }
 
 // Response is a recorded non-streaming answer.

@@ -1,6 +1,7 @@
 package cassette
 
 import (
+	"crypto/sha256"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -100,6 +101,7 @@ func load(fsys fs.FS, label string) (*Set, error) {
 			if err != nil {
 				return nil, err
 			}
+			c.Digest = sha256.Sum256(data)
 			s.Cassettes[name] = c
 			s.Names = append(s.Names, name)
 			if c.Meta.Default {

@@ -1,15 +1,16 @@
 // Package jsonobj decodes the members of a JSON object that a caller names,
 // as encoding/json decodes them into a struct, without encoding/json's
-// reflection for the common case: a member whose value is a plain string.
+// validation and reflection for the values a Dify frame is made of:
+// strings, integers and empty containers.
 //
 // The live lane (hybrid mode) reads a few fields of every frame it relays,
 // and encoding/json's validation, reflection and copies were a quarter of
 // the mock's CPU per relayed frame (bench/history.md, "Performance round
-// five"). Here the object is validated by a scanner of its own, plain
-// strings are copied out directly, and every other value of a named member
+// five"). Here the object is validated by a scanner of its own, those
+// values are decoded directly, and every other value of a named member
 // goes through encoding/json on its own bytes, so the result is what
-// json.Unmarshal into the struct gives, field by field (FuzzDecode holds
-// the two together).
+// json.Unmarshal into the struct gives, field by field (FuzzDecode and
+// FuzzUnquote hold the two together).
 package jsonobj
 
 import (
@@ -91,17 +92,19 @@ var ErrSyntax = errors.New("jsonobj: invalid JSON")
 const maxDepth = 10000
 
 // Decode decodes data into into (one pointer per name, in NewFields'
-// order) as json.Unmarshal decodes data into a struct with those fields.
-// A *string or **string takes a string value (Unquote), a *int or *int64
-// a plain integer, a *map[string]any or *[]string an empty container,
-// without encoding/json; any other value of a named member
-// goes through json.Unmarshal from the member's bytes. handled is false when Decode leaves data to
-// encoding/json (not an object, or a key written with escapes or matching
-// a field only case-insensitively): nothing was written, and the caller
-// unmarshals data itself. When handled
-// is true, err is ErrSyntax (nothing written) or the first error
-// encoding/json gave a member's value (a type mismatch: the member is left
-// as it was and the others are decoded, as json.Unmarshal does).
+// order) as json.Unmarshal decodes data into a struct with those fields. A
+// *string or **string takes a string value (Unquote), a *int or *int64 a
+// plain integer, a *map[string]any or *[]string an empty container, without
+// encoding/json; any other value of a named member goes through
+// json.Unmarshal from the member's bytes.
+//
+// handled is false when Decode leaves data to encoding/json (not an object,
+// or a key written with escapes or matching a field only
+// case-insensitively): nothing was written, and the caller unmarshals data
+// itself. When handled is true, err is ErrSyntax (nothing written) or the
+// first error encoding/json gave a member's value (a type mismatch: the
+// member is left as it was and the others are decoded, as json.Unmarshal
+// does).
 func (fs *Fields) Decode(data []byte, into []any) (handled bool, err error) {
 	s := scanner{data: data}
 	s.space()

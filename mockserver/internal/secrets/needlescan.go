@@ -32,22 +32,29 @@ var lowerTable = func() (t [256]byte) {
 	return t
 }()
 
-// newNeedleScan is the scan for patterns; nil when it cannot stand in for
-// the needles one by one (more than 64 patterns, a needle shorter than two
-// bytes).
+// maxScanned is how many patterns a scan answers for (a bit each):
+// patterns past it are reported every time, and so are searched by their
+// expression, which finds what it would find after a needle matched.
+const maxScanned = 64
+
+// newNeedleScan is the scan for patterns.
 func newNeedleScan(patterns []Pattern) *needleScan {
-	if len(patterns) > 64 {
-		return nil
-	}
 	ns := &needleScan{}
-	for i, p := range patterns {
+	for i, p := range patterns[:min(len(patterns), maxScanned)] {
 		if p.MayMatch != nil || len(p.Needles) == 0 {
 			ns.always |= 1 << i
 			continue
 		}
 		for _, n := range p.Needles {
-			if len(n) < 2 {
-				return nil
+			switch len(n) {
+			case 0: // in every data
+				ns.always |= 1 << i
+				continue
+			case 1: // whatever byte follows it, or none
+				a := lowerTable[n[0]]
+				ns.pairs[a] = [4]uint64{^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0)}
+				ns.byFirst[a] = append(ns.byFirst[a], scanNeedle{low: string(a), pattern: i})
+				continue
 			}
 			low := make([]byte, len(n))
 			for j := range len(n) {
@@ -63,20 +70,38 @@ func newNeedleScan(patterns []Pattern) *needleScan {
 
 // present has bit i set when patterns[i] may match data: one of its
 // needles is in data (ASCII case aside), or it has none to look for.
+// Patterns from maxScanned on are not in it: mayBePresent says so.
 func (ns *needleScan) present(data []byte) uint64 {
 	found := ns.always
 	for i := 0; i+1 < len(data); i++ {
-		a, b := lowerTable[data[i]], lowerTable[data[i+1]]
-		if ns.pairs[a][b>>6]&(1<<(b&63)) == 0 {
-			continue
-		}
-		for _, n := range ns.byFirst[a] {
-			if found&(1<<n.pattern) == 0 && hasLoweredPrefix(data[i:], n.low) {
-				found |= 1 << n.pattern
-			}
+		found = ns.at(data, i, lowerTable[data[i]], lowerTable[data[i+1]], found)
+	}
+	if n := len(data); n > 0 {
+		// The last byte has no pair: 0 stands for its second byte, and a
+		// needle longer than one byte fails on the data's end.
+		found = ns.at(data, n-1, lowerTable[data[n-1]], 0, found)
+	}
+	return found
+}
+
+// at adds to found the patterns with a needle at data[i], whose first two
+// bytes lowered are a, b.
+func (ns *needleScan) at(data []byte, i int, a, b byte, found uint64) uint64 {
+	if ns.pairs[a][b>>6]&(1<<(b&63)) == 0 {
+		return found
+	}
+	for _, n := range ns.byFirst[a] {
+		if found&(1<<n.pattern) == 0 && hasLoweredPrefix(data[i:], n.low) {
+			found |= 1 << n.pattern
 		}
 	}
 	return found
+}
+
+// mayBePresent reports whether patterns[i] may match the data present
+// was taken of.
+func mayBePresent(present uint64, i int) bool {
+	return i >= maxScanned || present&(1<<i) != 0
 }
 
 // hasLoweredPrefix reports whether data starts with low, data's ASCII
@@ -118,15 +143,15 @@ type credentialNameEntry struct {
 }
 
 // cachedCredentialName is matchCredentialName's answer for name, from the
-// cache or computed and kept.
-func cachedCredentialName(name []byte, compute func([]byte) bool) bool {
+// cache or computed (credentialNameUncached) and kept.
+func cachedCredentialName(name []byte) bool {
 	if len(name) > cacheableName {
-		return compute(name)
+		return credentialNameUncached(name)
 	}
 	h := uint32(2166136261) // FNV-1a
 	for _, c := range name {
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '_' || c == '-') {
-			return compute(name)
+			return credentialNameUncached(name)
 		}
 		h = (h ^ uint32(c)) * 16777619
 	}
@@ -134,7 +159,7 @@ func cachedCredentialName(name []byte, compute func([]byte) bool) bool {
 	if e := slot.Load(); e != nil && e.name == string(name) {
 		return e.match
 	}
-	match := compute(name)
+	match := credentialNameUncached(name)
 	slot.Store(&credentialNameEntry{name: string(name), match: match})
 	return match
 }

@@ -2,6 +2,8 @@ package secrets
 
 import (
 	"fmt"
+	"regexp"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -52,4 +54,23 @@ func TestCredentialNameCacheAnswersAsTheExpression(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// A caller's patterns may have needles of one byte, or be more than a scan
+// has bits for: their matches are redacted all the same.
+func TestNeedleScanTakesAnyPatterns(t *testing.T) {
+	short := Pattern{Name: "short needle", Regexp: regexp.MustCompile(`[Xx][0-9]+`), Needles: []string{"x"}}
+	for _, in := range []string{"a X12 b", "ends with x7", "x9"} {
+		if got := string(Redact([]byte(in), short)); !strings.Contains(got, Redacted) {
+			t.Errorf("one-byte needle: %q redacted to %q", in, got)
+		}
+	}
+	var many []Pattern
+	for i := range maxScanned + 6 {
+		many = append(many, Pattern{Name: fmt.Sprint("p", i), Regexp: regexp.MustCompile(fmt.Sprintf(`secret%d-[0-9]+`, i)), Needles: []string{fmt.Sprintf("secret%d-", i)}})
+	}
+	in := fmt.Sprintf("a secret1-42 and a secret%d-43", maxScanned+3)
+	if got, want := string(Redact([]byte(in), many...)), "a [REDACTED] and a [REDACTED]"; got != want {
+		t.Errorf("%d patterns: %q, want %q", len(many), got, want)
+	}
 }

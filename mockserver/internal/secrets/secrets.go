@@ -48,48 +48,6 @@ type Pattern struct {
 	MayMatch func(data []byte) bool
 }
 
-// mayMatch reports whether data holds one of p's needles (or p has none).
-// low is data with its ASCII letters lowered (lowerASCIIInto), made once
-// for every needle of every pattern.
-func (p Pattern) mayMatch(data, low []byte) bool {
-	if p.MayMatch != nil {
-		return p.MayMatch(data)
-	}
-	if len(p.Needles) == 0 {
-		return true
-	}
-	for _, n := range p.Needles {
-		if containsLowered(low, n) {
-			return true
-		}
-	}
-	return false
-}
-
-// lowerASCIIInto appends data with its ASCII letters lowered to dst.
-func lowerASCIIInto(dst, data []byte) []byte {
-	for _, c := range data {
-		dst = append(dst, lowerASCII(c))
-	}
-	return dst
-}
-
-// containsLowered is containsFold(data, needle) for low, data with its
-// ASCII letters lowered: one vectorised search per needle. A byte-by-byte
-// scan per needle was most of the cost of redacting a chat frame, which
-// hybrid mode does for every frame it relays (BenchmarkRedactFrames).
-func containsLowered(low []byte, needle string) bool {
-	var buf [64]byte
-	if len(needle) > len(buf) {
-		return containsFold(low, needle)
-	}
-	n := buf[:len(needle)]
-	for i := range len(needle) {
-		n[i] = lowerASCII(needle[i])
-	}
-	return bytes.Contains(low, n)
-}
-
 // containsFold is bytes.Contains with ASCII case folding.
 func containsFold(data []byte, needle string) bool {
 	if needle == "" {
@@ -136,11 +94,10 @@ var credentialNameNeedles = []string{"api", "to", "ecret", "acce", "private", "p
 // matchCredentialName is credentialNameRE.Match behind the needles: the
 // pre-checks below try every key of a body or query, and most keys
 // ("query", "user", "inputs") hold none.
-func matchCredentialName(name []byte) bool {
-	return cachedCredentialName(name, matchCredentialNameUncached)
-}
+func matchCredentialName(name []byte) bool { return cachedCredentialName(name) }
 
-func matchCredentialNameUncached(name []byte) bool {
+// credentialNameUncached is matchCredentialName without the cache.
+func credentialNameUncached(name []byte) bool {
 	for _, n := range credentialNameNeedles {
 		if containsFold(name, n) {
 			return credentialNameRE.Match(name)
@@ -486,38 +443,17 @@ func Redact(data []byte, patterns ...Pattern) []byte {
 	return redactEscaped(redactPlain(data, patterns, scan), patterns, scan, 0)
 }
 
-// redactPlain redacts every pattern's matches in data, the patterns whose
-// needles are not in data skipped (scan; nil: each pattern's needles
-// searched on their own).
+// redactPlain redacts every pattern's matches in data, the patterns none
+// of whose needles is in data skipped (scan).
 func redactPlain(data []byte, patterns []Pattern, scan *needleScan) []byte {
-	if scan == nil {
-		return redactPlainEach(data, patterns)
-	}
 	present := scan.present(data)
 	for i, p := range patterns {
-		if present&(1<<i) == 0 || (p.MayMatch != nil && !p.MayMatch(data)) {
+		if !mayBePresent(present, i) || (p.MayMatch != nil && !p.MayMatch(data)) {
 			continue
 		}
 		if out, changed := redactOne(data, p); changed {
 			data = out
 			present = scan.present(data)
-		}
-	}
-	return data
-}
-
-// redactPlainEach is redactPlain with each pattern's needles searched on
-// their own, in one lowered copy of data.
-func redactPlainEach(data []byte, patterns []Pattern) []byte {
-	var buf [2048]byte
-	low := lowerASCIIInto(buf[:0], data)
-	for _, p := range patterns {
-		if !p.mayMatch(data, low) {
-			continue
-		}
-		if out, changed := redactOne(data, p); changed {
-			data = out
-			low = lowerASCIIInto(low[:0], data)
 		}
 	}
 	return data

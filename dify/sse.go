@@ -63,15 +63,26 @@ type FrameReader struct {
 // blank line) is parsed without a reader, and its Data shares raw's
 // bytes: recorders and the mock parse every frame of a stream this way.
 func ParseFrame(raw []byte) SSEFrame {
+	if data, ok := OneLineFrameData(raw); ok {
+		return SSEFrame{Data: data, Raw: raw}
+	}
+	f, _ := NewFrameReader(bytes.NewReader(raw)).Next()
+	return f
+}
+
+// OneLineFrameData is the data of raw when raw is a frame in the form Dify
+// sends (one "data: " line, then a blank line), sharing raw's bytes (with
+// no room after them, so an append copies); ok is false for any other
+// form, which a caller parses with ParseFrame or a FrameReader.
+func OneLineFrameData(raw []byte) (data []byte, ok bool) {
 	const prefix = "data: "
 	if n := len(raw); n >= len(prefix)+2 && string(raw[:len(prefix)]) == prefix && raw[n-1] == '\n' && raw[n-2] == '\n' {
 		data := raw[len(prefix) : n-2]
 		if !bytes.ContainsAny(data, "\r\n") {
-			return SSEFrame{Data: data[:len(data):len(data)], Raw: raw}
+			return data[:len(data):len(data)], true
 		}
 	}
-	f, _ := NewFrameReader(bytes.NewReader(raw)).Next()
-	return f
+	return nil, false
 }
 
 // NewFrameReader returns a FrameReader reading r.

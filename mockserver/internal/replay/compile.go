@@ -587,12 +587,8 @@ func decodeData(raw []byte) *wireEvent {
 // frameData is the data of raw's data lines, joined as SSE joins them, and
 // whether it has any.
 func frameData(raw []byte) ([]byte, bool) {
-	// The frame as Dify writes it, one data line: its data as it is.
-	const prefix = "data: "
-	if n := len(raw); n >= len(prefix)+2 && string(raw[:len(prefix)]) == prefix && raw[n-1] == '\n' && raw[n-2] == '\n' {
-		if data := raw[len(prefix) : n-2]; !bytes.ContainsAny(data, "\r\n") {
-			return data, true
-		}
+	if data, ok := dify.OneLineFrameData(raw); ok {
+		return data, true
 	}
 	var data []byte
 	n := 0

@@ -6,12 +6,11 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/difyops/terraform-provider-dify/mockserver/internal/jsonobj"
-
 	vcr "github.com/dnaeon/go-vcr/v2/cassette"
 
 	"github.com/difyops/terraform-provider-dify/dify"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
+	"github.com/difyops/terraform-provider-dify/mockserver/internal/jsonobj"
 	"github.com/difyops/terraform-provider-dify/mockserver/internal/secrets"
 )
 

@@ -74,11 +74,8 @@ func (r *Recorder) cleanFrame(f dify.SSEFrame, n *notes) []byte {
 		return f.Raw
 	}
 	out := canonicalFrame(cleanEvent, cleanData, hasData)
-	if !bytes.Equal(out, f.Raw) && bytes.Equal(canonicalFrame(event, f.Data, hasData), f.Raw) {
-		return out // only a redaction changed it
-	}
-	if !bytes.Equal(out, f.Raw) {
-		n.add(noteCanonical)
+	if !bytes.Equal(out, f.Raw) && !isCanonical(event, f.Data, hasData, f.Raw) {
+		n.add(noteCanonical) // not only a redaction changed it
 	}
 	return out
 }

@@ -241,18 +241,6 @@ func plainInt(v []byte) (int64, bool) {
 // member is a named member's field and its value's bounds.
 type member struct{ field, start, end int }
 
-// Valid reports whether data is one valid JSON value with optional white
-// space around it, as json.Valid does.
-func Valid(data []byte) bool {
-	s := scanner{data: data}
-	s.space()
-	if !s.value(0) {
-		return false
-	}
-	s.space()
-	return s.i == len(data)
-}
-
 // scanner walks JSON without recursion: a frame's goroutine keeps a small
 // stack, and a deep document must not grow it.
 type scanner struct {

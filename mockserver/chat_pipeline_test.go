@@ -1,6 +1,7 @@
 package mockserver_test
 
 import (
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -243,5 +244,29 @@ func TestConversationUpdatedWhenATurnBegins(t *testing.T) {
 	// first few of them.
 	if c.UpdatedAt < before || c.UpdatedAt > before+(after-before)/2 {
 		t.Errorf("follow-up ran from %d to %d: updated_at %d, want its start", before, after, c.UpdatedAt)
+	}
+}
+
+// The journal keeps a replay's recorded frames by rendering them again from
+// the bound turn (journal.RenderedFrame) instead of copying each: what it
+// gives back must still be the bytes the client read, frame for frame, with
+// a made-up frame (a fault's error) among them.
+func TestJournalFramesAreTheBytesSent(t *testing.T) {
+	e := newEnv(t, mockserver.Config{})
+	for _, hdr := range [][]string{nil, {"X-Dify-Mock-Fault", "error-after:2;code=completion_request_error;message=boom"}} {
+		resp := e.send(http.MethodPost, "/chat-messages", chatBody("hello", "u1"), hdr...)
+		body, err := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("chat: %d %v", resp.StatusCode, err)
+		}
+		en := e.chatEntry()
+		var journaled strings.Builder
+		for _, f := range en.Frames {
+			journaled.WriteString(f.Data)
+		}
+		if journaled.String() != string(body) || len(en.Frames) < 3 || en.StreamDataDropped {
+			t.Errorf("fault %v: the journal's %d frames\n%s\nthe client read\n%s", hdr, len(en.Frames), journaled.String(), body)
+		}
 	}
 }

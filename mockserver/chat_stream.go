@@ -166,5 +166,9 @@ func (j *journalSink) observe(f replay.SentFrame) {
 	if j.speed > 0 {
 		planned = time.Duration(float64(f.Offset) / j.speed)
 	}
+	if f.Bound != nil {
+		j.rec.RenderedFrame(f.Index, f.Event, planned, f.At.Sub(j.start), f.Data, f.Bound)
+		return
+	}
 	j.rec.Frame(f.Index, f.Event, planned, f.At.Sub(j.start), f.Data)
 }

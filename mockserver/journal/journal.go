@@ -67,6 +67,26 @@ type Frame struct {
 	// Data is the frame's bytes as sent (omitted from listings; absent when
 	// the stream budget was spent).
 	Data string `json:"data,omitempty"`
+
+	// rendered says Data is the entry's source's frame Index, rendered when
+	// the entry is read with its data (Record.RenderedFrame).
+	rendered bool
+}
+
+// FrameSource renders a recorded frame's bytes again, as they were written.
+// A replay's frames are a pure function of its bound turn (replay.Bound), so
+// for them the journal keeps the turn, once per entry, instead of a copy of
+// every frame: at 10,000 streams those copies were the journal's whole byte
+// bound and a fifth of the mock's CPU for a replayed turn.
+//
+// A source is compared with the entry's (an entry renders from one source),
+// so its dynamic type must be comparable: a pointer.
+type FrameSource interface {
+	Render(dst []byte, index int) []byte
+	// Size estimates the bytes the source holds for this entry alone (what
+	// it shares with the running mock, such as a compiled cassette, is not
+	// counted): the journal charges it once, as the entry's cost.
+	Size() int64
 }
 
 // Upload describes a file part of a multipart request. Its contents are
@@ -154,9 +174,10 @@ type Record struct {
 	mu     sync.Mutex
 	e      Entry
 	start  time.Time
-	stream int64 // bytes of frame data held
-	cost   int64 // bytes charged to the journal
-	gone   bool  // evicted: nothing more is kept or charged
+	stream int64       // bytes of frame data kept, copied or rendered (MaxEntryStream)
+	src    FrameSource // renders the frames marked rendered
+	cost   int64       // bytes charged to the journal
+	gone   bool        // evicted: nothing more is kept or charged
 }
 
 // Journal is the ring buffer.
@@ -168,7 +189,6 @@ type Journal struct {
 	ring    []*Record // oldest first; len <= size
 	nextID  int64
 	held    atomic.Int64 // bytes charged by the entries in ring
-	streams atomic.Int64 // of which frame data
 	dropped atomic.Int64 // entries dropped for the byte bound
 
 	hub hub
@@ -338,13 +358,12 @@ func (j *Journal) trim(keep *Record) {
 // frame data (a live request may still hold the record).
 func (j *Journal) release(r *Record) {
 	r.mu.Lock()
-	n, cost := r.stream, r.cost
-	r.stream, r.cost, r.gone = 0, 0, true
+	cost := r.cost
+	r.stream, r.cost, r.gone, r.src = 0, 0, true, nil
 	for i := range r.e.Frames {
-		r.e.Frames[i].Data = ""
+		r.e.Frames[i].Data, r.e.Frames[i].rendered = "", false
 	}
 	r.mu.Unlock()
-	j.streams.Add(-n)
 	j.held.Add(-cost)
 }
 
@@ -530,10 +549,17 @@ func (r *Record) Snapshot(withData bool) Entry {
 		e.DurationMS = ms(r.j.now().Sub(r.start))
 	}
 	e.Frames = append([]Frame(nil), r.e.Frames...)
-	if !withData {
-		for i := range e.Frames {
-			e.Frames[i].Data = ""
+	var buf []byte
+	for i := range e.Frames {
+		f := &e.Frames[i]
+		switch {
+		case !withData:
+			f.Data = ""
+		case f.rendered:
+			buf = r.src.Render(buf[:0], f.Index)
+			f.Data = string(buf)
 		}
+		f.rendered = false
 	}
 	e.Uploads = append([]Upload(nil), r.e.Uploads...)
 	if r.e.Fields != nil {
@@ -619,6 +645,19 @@ func (r *Record) Choice(c Choice) {
 // Frame records a frame written at actual (time since the stream started),
 // due at planned. data is copied when the budgets allow.
 func (r *Record) Frame(index int, event string, planned, actual time.Duration, data []byte) {
+	r.frame(index, event, planned, actual, data, nil)
+}
+
+// RenderedFrame records frame index of src, written at actual as data, due
+// at planned. Its bytes are not copied: src renders them when the entry is
+// read with its data, and the journal charges src's Size once per entry in
+// their place. The frame's bytes still count towards MaxEntryStream, so an
+// entry reads the same as if they had been copied.
+func (r *Record) RenderedFrame(index int, event string, planned, actual time.Duration, data []byte, src FrameSource) {
+	r.frame(index, event, planned, actual, data, src)
+}
+
+func (r *Record) frame(index int, event string, planned, actual time.Duration, data []byte, src FrameSource) {
 	if r == nil {
 		return
 	}
@@ -633,15 +672,23 @@ func (r *Record) Frame(index int, event string, planned, actual time.Duration, d
 	n := int64(len(data))
 	keep := n > 0 && r.stream+n <= MaxEntryStream
 	r.e.StreamDataDropped = r.e.StreamDataDropped || (n > 0 && !keep)
+	if src != nil && r.src != nil && r.src != src {
+		src = nil // one source per entry; another's frames are copied
+	}
+	attach := keep && src != nil && r.src == nil
 	r.mu.Unlock()
 	cost := frameOverhead + int64(len(f.Event))
-	if keep {
+	copied := keep && src == nil
+	if copied {
 		cost += n
+	}
+	if attach {
+		cost += src.Size()
 	}
 	if !r.charge(cost) {
 		return
 	}
-	if keep && r.j.held.Load() > r.j.budget {
+	if copied && r.j.held.Load() > r.j.budget {
 		// Even with every older entry gone this frame's bytes do not fit:
 		// keep its timing only.
 		keep = false
@@ -659,14 +706,17 @@ func (r *Record) Frame(index int, event string, planned, actual time.Duration, d
 		return
 	}
 	if keep {
-		f.Data = string(data)
+		if src != nil {
+			r.src, f.rendered = src, true
+		} else {
+			f.Data = string(data)
+		}
 		r.stream += n
-		r.j.streams.Add(n)
 	}
 	r.e.Frames = append(r.e.Frames, f)
 	r.mu.Unlock()
 	if r.j.hub.active() {
-		f.Data = ""
+		f.Data, f.rendered = "", false
 		r.j.hub.publish(Event{Type: EventFrame, ID: r.id}, func() any { return f })
 	}
 }

@@ -17,11 +17,11 @@ func TestRingKeepsTheNewestEntries(t *testing.T) {
 	if len(got) != 3 || got[0].ID != 3 || got[2].ID != 5 || got[0].Status != 202 {
 		t.Fatalf("%+v", got)
 	}
-	if n := j.streams.Load(); n != 30 {
-		t.Fatalf("stream bytes held: %d, want 30 (evicted entries give theirs back)", n)
+	if n, want := j.Held(), costs(j); n != want || streamBytes(j) != 30 {
+		t.Fatalf("held %d, want %d (evicted entries give theirs back); stream bytes %d, want 30", n, want, streamBytes(j))
 	}
 	j.Clear()
-	if n := j.streams.Load(); n != 0 || len(j.List(Filter{})) != 0 {
+	if n := j.Held(); n != 0 || len(j.List(Filter{})) != 0 {
 		t.Fatalf("after clear: %d bytes, %d entries", n, len(j.List(Filter{})))
 	}
 	if r := j.Start(Request{Method: "GET", Path: "/"}); r.ID() != 6 {
@@ -43,8 +43,98 @@ func TestStreamBudgetKeepsTimingDropsBytes(t *testing.T) {
 	if len(e.Frames) != 4 || e.Frames[1].Data == "" || e.Frames[2].Data != "" || !e.StreamDataDropped || e.Frames[3].PlannedMS != 3 {
 		t.Fatalf("%+v", e)
 	}
-	if n := j.streams.Load(); n != 20 {
+	if n := streamBytes(j); n != 20 {
 		t.Fatalf("held %d", n)
+	}
+}
+
+// costs sums what j's entries were charged; streamBytes their frame bytes.
+func costs(j *Journal) (n int64) {
+	for _, r := range j.records() {
+		r.mu.Lock()
+		n += r.cost
+		r.mu.Unlock()
+	}
+	return n
+}
+
+func streamBytes(j *Journal) (n int64) {
+	for _, r := range j.records() {
+		r.mu.Lock()
+		n += r.stream
+		r.mu.Unlock()
+	}
+	return n
+}
+
+// frames is a FrameSource: frame i is its i-th string.
+type frames struct{ f []string }
+
+func (f *frames) Render(dst []byte, i int) []byte { return append(dst, f.f[i]...) }
+func (f *frames) Size() int64                     { return 1000 }
+
+// A rendered frame reads as a copied one, but the journal holds and charges
+// its source once instead of every frame's bytes.
+func TestRenderedFramesReadAsCopiedOnes(t *testing.T) {
+	src := &frames{[]string{"data: {\"event\":\"agent_message\",\"answer\":\"Hi\"}\n\n", "data: {\"event\":\"message_end\"}\n\n"}}
+	j := New(10)
+	copied, rendered := j.Start(Request{Method: "POST", Path: "/v1/chat-messages"}), j.Start(Request{Method: "POST", Path: "/v1/chat-messages"})
+	before := j.Held()
+	for i, f := range src.f {
+		copied.Frame(i, "agent_message", 0, 0, []byte(f))
+	}
+	copiedCost := j.Held() - before
+	for i, f := range src.f {
+		// The bytes written are a scratch buffer the writer reuses.
+		buf := []byte(f)
+		rendered.RenderedFrame(i, "agent_message", 0, 0, buf, src)
+		copy(buf, strings.Repeat("x", len(buf)))
+	}
+	renderedCost := j.Held() - before - copiedCost
+	a, _ := j.Get(copied.ID())
+	b, _ := j.Get(rendered.ID())
+	if len(b.Frames) != 2 || b.Frames[0] != a.Frames[0] || b.Frames[1] != a.Frames[1] || b.Frames[1].Data != src.f[1] {
+		t.Fatalf("rendered %+v, copied %+v", b.Frames, a.Frames)
+	}
+	want := 2*(frameOverhead+int64(len("agent_message"))) + src.Size()
+	if renderedCost != want {
+		t.Errorf("rendered frames charged %d, want the frames' overhead and the source once: %d (copied: %d)", renderedCost, want, copiedCost)
+	}
+	for _, e := range j.List(Filter{}) {
+		for _, f := range e.Frames {
+			if f.Data != "" {
+				t.Errorf("a listing holds frame bytes: %+v", f)
+			}
+		}
+	}
+
+	// A frame of another source is copied; the entry's source stays.
+	other := &frames{[]string{"data: {\"event\":\"ping\"}\n\n"}}
+	rendered.RenderedFrame(0, "ping", 0, 0, []byte(other.f[0]), other)
+	if b, _ := j.Get(rendered.ID()); len(b.Frames) != 3 || b.Frames[0].Data != src.f[0] || b.Frames[2].Data != other.f[0] {
+		t.Fatalf("%+v", b.Frames)
+	}
+
+	// An evicted entry still held by its request keeps no source.
+	j.Clear()
+	rendered.RenderedFrame(1, "message_end", 0, 0, []byte(src.f[1]), src)
+	if e := rendered.Snapshot(true); len(e.Frames) != 3 || e.Frames[0].Data != "" || rendered.src != nil {
+		t.Fatalf("evicted: %+v", e.Frames)
+	}
+}
+
+// MaxEntryStream counts rendered frames' bytes as copied ones': what an
+// entry reads back does not depend on how its frames were kept.
+func TestRenderedFramesCountTowardsTheEntryBound(t *testing.T) {
+	big := &frames{[]string{strings.Repeat("a", MaxEntryStream/2+1)}}
+	j := New(10)
+	r := j.Start(Request{Method: "POST", Path: "/v1/chat-messages"})
+	for range 3 {
+		r.RenderedFrame(0, "agent_message", 0, 0, []byte(big.f[0]), big)
+	}
+	e, _ := j.Get(r.ID())
+	if len(e.Frames) != 3 || e.Frames[0].Data != big.f[0] || e.Frames[1].Data != "" || !e.StreamDataDropped {
+		t.Fatalf("kept %d frames, data %d/%d/%d bytes, dropped %v", len(e.Frames), len(e.Frames[0].Data), len(e.Frames[1].Data), len(e.Frames[2].Data), e.StreamDataDropped)
 	}
 }
 
@@ -140,8 +230,8 @@ func TestByteBoundDropsOldestEntries(t *testing.T) {
 		t.Fatalf("kept %d entries (last %d), dropped %d", len(got), got[len(got)-1].ID, j.Dropped())
 	}
 	j.Clear()
-	if j.Held() != 0 || j.streams.Load() != 0 {
-		t.Fatalf("after clear %d bytes held (%d stream)", j.Held(), j.streams.Load())
+	if j.Held() != 0 || streamBytes(j) != 0 {
+		t.Fatalf("after clear %d bytes held (%d stream)", j.Held(), streamBytes(j))
 	}
 }
 

@@ -129,6 +129,18 @@ func (b *Bound) Render(dst []byte, i int) []byte {
 	return dst
 }
 
+// Size estimates the bytes b holds of its own: the values bound in place of
+// the recorded ones (the compiled turn is shared by every replay of it).
+// Render never changes b, so a frame can be rendered again from b after the
+// replay (journal.FrameSource).
+func (b *Bound) Size() int64 {
+	n := int64(64 + 24*len(b.vals))
+	for _, v := range b.vals {
+		n += int64(cap(v))
+	}
+	return n
+}
+
 // Result is what a (possibly partial) replay amounts to as a stored message
 // (docs/api §2.5 accumulation rules, §6 history form).
 type Result struct {

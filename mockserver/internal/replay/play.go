@@ -238,6 +238,9 @@ type SentFrame struct {
 	// Data is the frame's bytes as written. It is only valid during the
 	// Observe call (the replay reuses the buffer): copy what is kept.
 	Data []byte
+	// Bound, for a recorded frame, is the bound turn whose Render(nil,
+	// Index) gives Data again, at any later time; nil for a made-up frame.
+	Bound *Bound
 }
 
 // player is one replay in progress. Its methods share the schedule (start,
@@ -366,7 +369,7 @@ func (p *player) writeRecorded(i int) bool {
 	ok := p.write(*buf)
 	if ok && p.opt.Observe != nil {
 		f := &p.t.Frames[i]
-		p.opt.Observe(SentFrame{Index: i, Event: f.Event, Offset: f.Offset, At: time.Now(), Data: *buf})
+		p.opt.Observe(SentFrame{Index: i, Event: f.Event, Offset: f.Offset, At: time.Now(), Data: *buf, Bound: p.b})
 	}
 	bufpool.Put(buf)
 	return ok

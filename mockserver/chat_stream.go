@@ -71,6 +71,9 @@ func (s *appServer) replayTurn(ctx context.Context, sink replaySink, cs *chatStr
 	opts := replay.Options{Speed: plan.speed, RunTimeout: s.cfg.RunTimeout, MaxModelRequests: s.cfg.MaxModelRequests, Fault: plan.spec.Stream,
 		CallerEndsBody: detached, Precise: s.precise}
 	if cs.rec != nil {
+		// The recorded frames, and room for one the mock makes up (a
+		// fault's error, a stop's message_end).
+		cs.rec.ExpectFrames(len(cs.bound.Turn.Frames) + 1)
 		js := &journalSink{replaySink: sink, rec: cs.rec, speed: plan.speed, start: time.Now()}
 		sink, opts.Observe = js, js.observe
 	}

@@ -721,6 +721,21 @@ func (r *Record) frame(index int, event string, planned, actual time.Duration, d
 	}
 }
 
+// ExpectFrames makes room for n frames (at most MaxFrames) before a stream
+// starts, when the caller knows how many it plans to write: one allocation
+// instead of the frame list doubling its way up and copying itself.
+func (r *Record) ExpectFrames(n int) {
+	if r == nil {
+		return
+	}
+	n = min(n, MaxFrames)
+	r.mu.Lock()
+	if cap(r.e.Frames)-len(r.e.Frames) < n {
+		r.e.Frames = append(make([]Frame, 0, len(r.e.Frames)+n), r.e.Frames...)
+	}
+	r.mu.Unlock()
+}
+
 // Headers records the status of a response whose headers went out while
 // the request is still in flight (Done stays false until Finish).
 func (r *Record) Headers(status int) {

@@ -244,3 +244,22 @@ func TestClipKeepsRunes(t *testing.T) {
 		t.Fatalf("%q %v", got, cut)
 	}
 }
+
+// A stream that says how many frames it will write fills one frame list.
+func TestExpectFramesAllocatesOnce(t *testing.T) {
+	j := New(10)
+	r := j.Start(Request{Method: "POST", Path: "/v1/chat-messages"})
+	r.Frame(0, "agent_message", 0, 0, nil)
+	r.ExpectFrames(41)
+	list := &r.e.Frames[:1][0]
+	for i := range 41 {
+		r.Frame(i+1, "agent_message", 0, 0, nil)
+	}
+	if e, _ := j.Get(r.ID()); &r.e.Frames[0] != list || len(e.Frames) != 42 || e.Frames[0].Index != 0 || e.Frames[41].Index != 41 {
+		t.Fatalf("the frame list moved: %d frames, capacity %d", len(e.Frames), cap(r.e.Frames))
+	}
+	r.ExpectFrames(MaxFrames * 2) // bounded
+	if c := cap(r.e.Frames); c > 42+MaxFrames {
+		t.Fatalf("capacity %d", c)
+	}
+}

@@ -84,6 +84,9 @@ var templateVar = regexp.MustCompile(`\{\{([a-zA-Z_][a-zA-Z0-9_]{0,29}|#historie
 // removeTemplateVariables is PromptTemplateParser.remove_template_variables:
 // every {{name}} becomes {name}.
 func removeTemplateVariables(s string) string {
+	if !strings.Contains(s, "{{") {
+		return s // no match possible; the expression copies even then
+	}
 	return templateVar.ReplaceAllString(s, "{$1}")
 }
 

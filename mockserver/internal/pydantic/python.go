@@ -96,6 +96,55 @@ func Query(rawQuery string) *Dict {
 // Numeric("0", 7) is "0E-7", Numeric("0.001289", 7) is "0.0012890". A value
 // that is not a decimal number is returned as given.
 func Numeric(value string, scale int) string {
+	if s, ok := plainNumeric(strings.TrimSpace(value), scale); ok {
+		return s
+	}
+	return ratNumeric(value, scale)
+}
+
+// plainNumeric is Numeric for the values Dify's usage carries ("0.0012890",
+// "0", "-1.5"): an optional minus, digits, and at most scale decimals, so
+// nothing is rounded and the coefficient is the digits themselves, padded
+// to scale decimals. Anything else (an exponent, a plus sign, more decimals
+// than scale, a bare point) reports false and goes to ratNumeric, to which
+// FuzzNumeric holds it. It saves the big.Rat arithmetic a stored turn paid.
+func plainNumeric(v string, scale int) (string, bool) {
+	neg := strings.HasPrefix(v, "-")
+	if neg {
+		v = v[1:]
+	}
+	whole, frac, dotted := strings.Cut(v, ".")
+	if whole == "" || (dotted && frac == "") || len(frac) > scale || len(v) > 64 || !allDigits(whole) || !allDigits(frac) {
+		return "", false
+	}
+	const zeros = "0000000000000000000000000000000000000000000000000000000000000000"
+	pad := scale - len(frac)
+	if pad > len(zeros) {
+		return "", false
+	}
+	var b [160]byte
+	digits := append(append(append(b[:0], whole...), frac...), zeros[:pad]...)
+	for len(digits) > 1 && digits[0] == '0' {
+		digits = digits[1:]
+	}
+	sign := ""
+	if neg && string(digits) != "0" {
+		sign = "-"
+	}
+	return sign + decimalString(string(digits), -scale), true
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// ratNumeric is Numeric for any decimal string big.Rat reads.
+func ratNumeric(value string, scale int) string {
 	r, ok := new(big.Rat).SetString(strings.TrimSpace(value))
 	if !ok || scale < 0 {
 		return value

@@ -118,7 +118,7 @@ func TestRenderedFramesReadAsCopiedOnes(t *testing.T) {
 	// An evicted entry still held by its request keeps no source.
 	j.Clear()
 	rendered.RenderedFrame(1, "message_end", 0, 0, []byte(src.f[1]), src)
-	if e := rendered.Snapshot(true); len(e.Frames) != 3 || e.Frames[0].Data != "" || rendered.src != nil {
+	if e := rendered.Snapshot(true); len(e.Frames) != 0 || e.FrameCount != 4 || rendered.src != nil {
 		t.Fatalf("evicted: %+v", e.Frames)
 	}
 }
@@ -261,5 +261,13 @@ func TestExpectFramesAllocatesOnce(t *testing.T) {
 	r.ExpectFrames(MaxFrames * 2) // bounded
 	if c := cap(r.e.Frames); c > 42+MaxFrames {
 		t.Fatalf("capacity %d", c)
+	}
+
+	// A record the journal dropped while its stream goes on gets no room.
+	gone := j.Start(Request{Method: "POST", Path: "/v1/chat-messages"})
+	j.Clear()
+	gone.ExpectFrames(41)
+	if c := cap(gone.e.Frames); c != 0 {
+		t.Fatalf("an evicted record was given room for %d frames", c)
 	}
 }

@@ -154,6 +154,15 @@ func New(cfg Config) (*Upstream, error) {
 	return &Upstream{base: u, key: cfg.Key, transport: p}, nil
 }
 
+// MaxIdleConns bounds the connections to the upstream kept open between
+// requests. Live chats come in bursts (a page of users, a load test), each
+// on its own connection while it streams; with net/http's usual 2 or 8
+// idle, a burst of a thousand ended by closing all but those few, both
+// sides' closes falling in the moment every stream ends, and the next burst
+// dialled (and, against a real Dify, shook hands) again. An idle
+// connection costs a file and is closed after IdleConnTimeout.
+const MaxIdleConns = 1024
+
 // NewBaseTransport is the transport under the policy: proxy from the
 // environment, bounded dial and TLS handshake, a bounded idle pool.
 func NewBaseTransport() *http.Transport {
@@ -161,8 +170,8 @@ func NewBaseTransport() *http.Transport {
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          100,
-		MaxIdleConnsPerHost:   8,
+		MaxIdleConns:          MaxIdleConns,
+		MaxIdleConnsPerHost:   MaxIdleConns,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,

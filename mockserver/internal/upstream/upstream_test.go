@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -179,6 +180,57 @@ func TestParseBaseRefusesCredentialsWithoutEchoingThem(t *testing.T) {
 	for _, k := range []string{"", "  ", "app-a\r\nX-Evil: 1"} {
 		if _, err := upstream.New(upstream.Config{URL: "https://dify.example", Key: k}); err == nil {
 			t.Errorf("key %q accepted", k)
+		}
+	}
+}
+
+// A burst of concurrent requests leaves its connections open for the next
+// burst: none of them is closed when the burst ends, and the second burst
+// dials nothing (upstream.MaxIdleConns).
+func TestBaseTransportKeepsABurstsConnections(t *testing.T) {
+	const burst = 64 // well over net/http's default of 2 idle per host, and 8
+	var dialled atomic.Int64
+	arrived := make(chan struct{}, burst)
+	release := make(chan struct{})
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-release
+		_, _ = io.WriteString(w, "data: {\"event\":\"message_end\"}\n\n")
+	}))
+	ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			dialled.Add(1)
+		}
+	}
+	ts.Start()
+	defer ts.Close()
+	tr := upstream.NewBaseTransport()
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	for round := range 2 {
+		release = make(chan struct{})
+		done := make(chan error, burst)
+		for range burst {
+			go func() {
+				resp, err := client.Get(ts.URL)
+				if err == nil {
+					_, err = io.Copy(io.Discard, resp.Body)
+					_ = resp.Body.Close()
+				}
+				done <- err
+			}()
+		}
+		for range burst { // all in flight at once, each on a connection of its own
+			<-arrived
+		}
+		close(release)
+		for range burst {
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := dialled.Load(); n != burst {
+			t.Fatalf("after burst %d: %d connections dialled, want %d (the first burst's, kept)", round+1, n, burst)
 		}
 	}
 }

@@ -49,19 +49,13 @@ func TestStreamBudgetKeepsTimingDropsBytes(t *testing.T) {
 }
 
 // costs sums what j's entries were charged; streamBytes their frame bytes.
-func costs(j *Journal) (n int64) {
-	for _, r := range j.records() {
-		r.mu.Lock()
-		n += r.cost
-		r.mu.Unlock()
-	}
-	return n
-}
+func costs(j *Journal) int64       { return sum(j, func(r *Record) int64 { return r.cost }) }
+func streamBytes(j *Journal) int64 { return sum(j, func(r *Record) int64 { return r.stream }) }
 
-func streamBytes(j *Journal) (n int64) {
+func sum(j *Journal, field func(*Record) int64) (n int64) {
 	for _, r := range j.records() {
 		r.mu.Lock()
-		n += r.stream
+		n += field(r)
 		r.mu.Unlock()
 	}
 	return n

@@ -2,6 +2,7 @@ package dify
 
 import (
 	"bytes"
+	"runtime"
 	"testing"
 )
 
@@ -24,5 +25,23 @@ func TestParseFrameMatchesNext(t *testing.T) {
 		if got.Event != want.Event || !bytes.Equal(got.Data, want.Data) || (got.Data == nil) != (want.Data == nil) || !bytes.Equal(got.Raw, want.Raw) {
 			t.Errorf("%q: ParseFrame %+v, Next %+v", raw, got, want)
 		}
+	}
+}
+
+// A ping parsed on its own costs about its size, not a stream reader's
+// buffer: a recorder parses every ping of every live stream.
+func TestParseFramePingIsSmall(t *testing.T) {
+	raw := []byte("event: ping\n\n")
+	const runs = 200
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		if f := ParseFrame(raw); f.Event != EventPing {
+			t.Fatalf("ParseFrame(ping) = %+v", f)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / runs; per > 512 {
+		t.Errorf("ParseFrame of a ping allocates %d bytes, want at most 512", per)
 	}
 }

@@ -66,7 +66,11 @@ func ParseFrame(raw []byte) SSEFrame {
 	if data, ok := OneLineFrameData(raw); ok {
 		return SSEFrame{Data: data, Raw: raw}
 	}
-	f, _ := NewFrameReader(bytes.NewReader(raw)).Next()
+	// A buffer the frame's size, not a stream's: a recorder parses every
+	// ping of a live stream here, and 8 KiB for a 13-byte frame was a
+	// twentieth of what a relayed turn allocated.
+	fr := &FrameReader{br: bufio.NewReaderSize(bytes.NewReader(raw), len(raw)), max: MaxFrameSize}
+	f, _ := fr.Next()
 	return f
 }
 

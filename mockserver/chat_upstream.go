@@ -246,7 +246,8 @@ func (lt *liveTurn) relay(raw []byte) error {
 	if _, err := lt.sink.Write(raw); err != nil {
 		return err
 	}
-	lt.lc.rec.Frame(lt.turn.Len()-1, event, off, off, raw)
+	// The recorder keeps raw unchanged from here on: the journal shares it.
+	lt.lc.rec.SharedFrame(lt.turn.Len()-1, event, off, off, raw)
 	return lt.sink.Flush()
 }
 
@@ -268,13 +269,17 @@ func (lt *liveTurn) store() {
 }
 
 // finish ends a stream the upstream did not end, with the mock's frame
-// (stored with the turn), after the last whole frame.
-func (lt *liveTurn) finish(frame []byte) {
+// (stored with the turn and journaled as sent), after the last whole
+// frame.
+func (lt *liveTurn) finish(event string, frame []byte) {
+	off := time.Since(lt.start)
 	if lt.turn != nil {
-		lt.turn.Add(cassette.RecordedFrame{Offset: time.Since(lt.start), Raw: frame})
+		lt.turn.Add(cassette.RecordedFrame{Offset: off, Raw: frame})
 	}
 	lt.store()
 	if _, err := lt.sink.Write(frame); err == nil {
+		// Index -1: a frame the mock made up (journal.Frame).
+		lt.lc.rec.SharedFrame(-1, event, off, off, frame)
 		_ = lt.sink.Flush()
 	}
 }
@@ -290,17 +295,17 @@ func (lt *liveTurn) end(fwd *record.Forwarded, cause error, clientGone bool) {
 		// streamed (replay's Stopped).
 		outcome = replay.Stopped.String()
 		if !lt.stored {
-			lt.finish(lt.binding.MessageEndFrame())
+			lt.finish(dify.EventMessageEnd, lt.binding.MessageEndFrame())
 		}
 	case errors.Is(cause, errLiveShutdown):
 		outcome = replay.ShuttingDown.String()
-		lt.finish(lt.binding.ErrorFrame("internal_server_error", http.StatusInternalServerError, replay.ShutdownMessage))
+		lt.finish(dify.EventError, lt.binding.ErrorFrame("internal_server_error", http.StatusInternalServerError, replay.ShutdownMessage))
 	case clientGone:
 		outcome = replay.Disconnected.String()
 	case fwd.StreamErr != nil && !lt.stored:
 		outcome = "upstream stream broke"
 		s.log.Warn("upstream: the live stream broke", "frames", len(fwd.Frames), "error", fwd.StreamErr.Error())
-		lt.finish(lt.binding.ErrorFrame("internal_server_error", http.StatusInternalServerError,
+		lt.finish(dify.EventError, lt.binding.ErrorFrame("internal_server_error", http.StatusInternalServerError,
 			"dify-mock: the upstream stream broke: "+fwd.StreamErr.Error()))
 	}
 	lt.store() // a stream without message_end: as far as it went

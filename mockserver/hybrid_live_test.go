@@ -151,6 +151,16 @@ func TestHybridLiveCutMidFrame(t *testing.T) {
 	if frames[2]["conversation_id"] != frames[0]["conversation_id"] {
 		t.Errorf("the error event names conversation %v, the stream %v", frames[2]["conversation_id"], frames[0]["conversation_id"])
 	}
+	// The journal holds the bytes the client read: the relayed frames
+	// (shared with the recorder, not copied) and the mock's error event.
+	en := e.chatEntry()
+	var journaled strings.Builder
+	for _, f := range en.Frames {
+		journaled.WriteString(f.Data)
+	}
+	if journaled.String() != string(body) || len(en.Frames) != 3 || en.Frames[2].Index != -1 || en.Frames[2].Event != "error" {
+		t.Errorf("the journal's %d frames (last %+v)\n%s\nthe client read\n%s", len(en.Frames), en.Frames[len(en.Frames)-1], journaled.String(), body)
+	}
 }
 
 // The answer cap (record.Config.MaxBody, 64 MiB by default) cuts a live

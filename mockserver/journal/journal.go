@@ -176,8 +176,13 @@ type Record struct {
 	start  time.Time
 	stream int64       // bytes of frame data kept, copied or rendered (MaxEntryStream)
 	src    FrameSource // renders the frames marked rendered
-	cost   int64       // bytes charged to the journal
-	gone   bool        // evicted: nothing more is kept or charged
+	// shared holds the bytes of the frames kept without a copy
+	// (SharedFrame), by position in e.Frames (nil for the others); nil
+	// until the first. Beside the list, not in Frame, so that Frame stays
+	// comparable.
+	shared [][]byte
+	cost   int64 // bytes charged to the journal
+	gone   bool  // evicted: nothing more is kept or charged
 }
 
 // Journal is the ring buffer.
@@ -359,7 +364,7 @@ func (j *Journal) trim(keep *Record) {
 func (j *Journal) release(r *Record) {
 	r.mu.Lock()
 	cost := r.cost
-	r.stream, r.cost, r.gone, r.src = 0, 0, true, nil
+	r.stream, r.cost, r.gone, r.src, r.shared = 0, 0, true, nil, nil
 	// The frame list goes too (FrameCount still counts): a stream runs on
 	// long after its entry is dropped when more streams are live than the
 	// journal keeps entries, and room made for its frames (ExpectFrames)
@@ -560,6 +565,8 @@ func (r *Record) Snapshot(withData bool) Entry {
 		case f.rendered:
 			buf = r.src.Render(buf[:0], f.Index)
 			f.Data = string(buf)
+		case i < len(r.shared) && r.shared[i] != nil:
+			f.Data = string(r.shared[i])
 		}
 		f.rendered = false
 	}
@@ -647,7 +654,16 @@ func (r *Record) Choice(c Choice) {
 // Frame records a frame written at actual (time since the stream started),
 // due at planned. data is copied when the budgets allow.
 func (r *Record) Frame(index int, event string, planned, actual time.Duration, data []byte) {
-	r.frame(index, event, planned, actual, data, nil)
+	r.frame(index, event, planned, actual, data, nil, false)
+}
+
+// SharedFrame is Frame for bytes that nobody changes once written: the
+// journal keeps data itself instead of a copy, and charges it as a copy.
+// A live turn's frames are such bytes (the recorder keeps them for the
+// cassette): copying each one was a tenth of what a relayed turn
+// allocated.
+func (r *Record) SharedFrame(index int, event string, planned, actual time.Duration, data []byte) {
+	r.frame(index, event, planned, actual, data, nil, true)
 }
 
 // RenderedFrame records frame index of src, written at actual as data, due
@@ -656,10 +672,10 @@ func (r *Record) Frame(index int, event string, planned, actual time.Duration, d
 // their place. The frame's bytes still count towards MaxEntryStream, so an
 // entry reads the same as if they had been copied.
 func (r *Record) RenderedFrame(index int, event string, planned, actual time.Duration, data []byte, src FrameSource) {
-	r.frame(index, event, planned, actual, data, src)
+	r.frame(index, event, planned, actual, data, src, false)
 }
 
-func (r *Record) frame(index int, event string, planned, actual time.Duration, data []byte, src FrameSource) {
+func (r *Record) frame(index int, event string, planned, actual time.Duration, data []byte, src FrameSource, shared bool) {
 	if r == nil {
 		return
 	}
@@ -708,12 +724,24 @@ func (r *Record) frame(index int, event string, planned, actual time.Duration, d
 		return
 	}
 	if keep {
-		if src != nil {
+		switch {
+		case src != nil:
 			r.src, f.rendered = src, true
-		} else {
+		case shared:
+			if r.shared == nil {
+				r.shared = make([][]byte, len(r.e.Frames), cap(r.e.Frames))
+			}
+		default:
 			f.Data = string(data)
 		}
 		r.stream += n
+	}
+	if r.shared != nil {
+		var b []byte
+		if keep && shared && src == nil {
+			b = data
+		}
+		r.shared = append(r.shared, b)
 	}
 	r.e.Frames = append(r.e.Frames, f)
 	r.mu.Unlock()

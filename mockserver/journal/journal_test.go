@@ -265,3 +265,41 @@ func TestExpectFramesAllocatesOnce(t *testing.T) {
 		t.Fatalf("an evicted record was given room for %d frames", c)
 	}
 }
+
+// A shared frame (a live turn's bytes, which the recorder keeps) reads and
+// costs as a copied one, and an evicted entry lets go of it.
+func TestSharedFramesReadAndCostAsCopiedOnes(t *testing.T) {
+	data := []string{"data: {\"event\":\"agent_message\",\"answer\":\"Hi\"}\n\n", "data: {\"event\":\"message_end\"}\n\n"}
+	j := New(10)
+	copied, shared := j.Start(Request{Method: "POST", Path: "/v1/chat-messages"}), j.Start(Request{Method: "POST", Path: "/v1/chat-messages"})
+	before := j.Held()
+	for i, f := range data {
+		copied.Frame(i, "agent_message", 0, 0, []byte(f))
+	}
+	copiedCost := j.Held() - before
+	// A frame the mock made up among them: copied.
+	shared.Frame(-1, "ping", 0, 0, []byte("event: ping\n\n"))
+	afterPing := j.Held()
+	for i, f := range data {
+		shared.SharedFrame(i, "agent_message", 0, 0, []byte(f))
+	}
+	if sharedCost := j.Held() - afterPing; sharedCost != copiedCost {
+		t.Errorf("shared frames charged %d, copied ones %d", sharedCost, copiedCost)
+	}
+	a, _ := j.Get(copied.ID())
+	b, _ := j.Get(shared.ID())
+	if len(b.Frames) != 3 || b.Frames[0].Data != "event: ping\n\n" || b.Frames[1] != a.Frames[0] || b.Frames[2] != a.Frames[1] {
+		t.Fatalf("shared %+v, copied %+v", b.Frames, a.Frames)
+	}
+	for _, e := range j.List(Filter{}) {
+		for _, f := range e.Frames {
+			if f.Data != "" {
+				t.Errorf("a listing holds frame bytes: %+v", f)
+			}
+		}
+	}
+	j.release(shared)
+	if shared.shared != nil {
+		t.Error("an evicted entry still holds its shared frames")
+	}
+}

@@ -167,3 +167,19 @@ func TestGCLimitDoesNotCollectSooner(t *testing.T) {
 		t.Fatalf("the limit pulls the heap's goal under twice the live heap (%.1f MiB): %.1f MiB (%.1f without it); collections would come sooner", mib(2*m.live), mib(with), mib(without))
 	}
 }
+
+// tuneGC hears of every collection, not only of its ticks: each forced
+// collection gives a signal.
+func TestAfterEachGCSignalsEachCollection(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	collected := afterEachGC(ctx)
+	for i := range 3 {
+		runtime.GC()
+		select {
+		case <-collected:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no signal after collection %d", i+1)
+		}
+	}
+}

@@ -94,6 +94,18 @@ func NewFrameReader(r io.Reader) *FrameReader {
 	return &FrameReader{br: bufio.NewReaderSize(r, 8<<10), max: MaxFrameSize}
 }
 
+// Ready reports whether a whole frame is already read from the underlying
+// reader (a blank line is among the bytes buffered), so that Next returns
+// it without waiting for input. A relay uses it to write frames that
+// arrived together in one go, as they came, instead of one write each.
+func (r *FrameReader) Ready() bool {
+	if r.err != nil {
+		return false
+	}
+	b, _ := r.br.Peek(r.br.Buffered())
+	return bytes.Contains(b, []byte("\n\n")) || bytes.Contains(b, []byte("\n\r\n"))
+}
+
 // Next returns the next frame or io.EOF at a clean end of input. A partial
 // frame at EOF (no terminating blank line) is returned with
 // io.ErrUnexpectedEOF; after any error, Next returns io.EOF (after

@@ -154,7 +154,7 @@ func (s *appServer) serveLive(w http.ResponseWriter, r *http.Request, lc *liveCh
 		taskID: taskID, msgID: replay.NewUUID(), start: time.Now()}
 	fwd, err := s.cfg.Upstream.Forward(ctx, record.ChatTurn{
 		Query: lc.req.query, Inputs: lc.req.inputs, User: lc.req.user, ConversationID: s.upstreamFor(lc.conv.ID),
-		FirstFrameTimeout: s.cfg.UpstreamTimeout, IdleTimeout: liveIdleTimeout,
+		FirstFrameTimeout: s.cfg.UpstreamTimeout, IdleTimeout: liveIdleTimeout, Flush: lt.sink.Flush,
 	}, lt.relay)
 	if err != nil {
 		var ue *record.UpstreamError
@@ -248,7 +248,7 @@ func (lt *liveTurn) relay(raw []byte) error {
 	}
 	// The recorder keeps raw unchanged from here on: the journal shares it.
 	lt.lc.rec.SharedFrame(lt.turn.Len()-1, event, off, off, raw)
-	return lt.sink.Flush()
+	return nil // the recorder flushes (record.ChatTurn.Flush)
 }
 
 // store is the store phase (chat_store.go), once: the turn as far as it

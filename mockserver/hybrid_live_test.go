@@ -1,15 +1,18 @@
 package mockserver_test
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -160,6 +163,69 @@ func TestHybridLiveCutMidFrame(t *testing.T) {
 	}
 	if journaled.String() != string(body) || len(en.Frames) != 3 || en.Frames[2].Index != -1 || en.Frames[2].Event != "error" {
 		t.Errorf("the journal's %d frames (last %+v)\n%s\nthe client read\n%s", len(en.Frames), en.Frames[len(en.Frames)-1], journaled.String(), body)
+	}
+}
+
+// Frames the upstream sends together (Dify's agent_thought and its
+// agent_message) reach the client together, in one chunk of the response,
+// as a plain relay passes them; each chunk holds whole frames only.
+func TestHybridLiveFramesSentTogetherGoOutTogether(t *testing.T) {
+	up := newFakeUpstream(t)
+	e, _ := hybridEnv(t, up, t.TempDir(), nil)
+	together := upDelta("TOGETHER-ONE ") + upDelta("TOGETHER-TWO ")
+	streamAnswer(up, false, upDelta("First. "), together, upEnd(upUsage))
+
+	addr := strings.TrimPrefix(e.ts.URL, "http://")
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"query":"Plan my weekend, two at once","user":"fe-dev","inputs":{},"response_mode":"streaming"}`
+	fmt.Fprintf(conn, "POST /v1/chat-messages HTTP/1.1\r\nHost: %s\r\nAuthorization: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		addr, e.authorization(), len(body), body)
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Header.Get(mockserver.HeaderUpstream) != "live" || len(resp.TransferEncoding) == 0 || resp.TransferEncoding[0] != "chunked" {
+		msg, _ := io.ReadAll(resp.Body)
+		t.Fatalf("not a chunked live answer: %v %v %s", resp.TransferEncoding, resp.Header, msg)
+	}
+	// http.ReadResponse would join the chunks: read them one by one from
+	// the connection's bytes.
+	var chunks []string
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("chunk size: %v", err)
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(line), 16, 64)
+		if err != nil {
+			t.Fatalf("chunk size %q: %v", line, err)
+		}
+		if n == 0 {
+			break
+		}
+		data := make([]byte, n+2)
+		if _, err := io.ReadFull(br, data); err != nil {
+			t.Fatal(err)
+		}
+		chunks = append(chunks, string(data[:n]))
+	}
+	sent := 0
+	for _, c := range chunks {
+		if !strings.HasSuffix(c, "\n\n") {
+			t.Errorf("a chunk ends inside a frame: %q", c)
+		}
+		if strings.Contains(c, "TOGETHER-ONE") != strings.Contains(c, "TOGETHER-TWO") {
+			t.Errorf("the two frames sent together went out apart: %q", c)
+		}
+		sent += strings.Count(c, "data: ")
+	}
+	if sent != 4 {
+		t.Errorf("%d frames relayed, want 4:\n%q", sent, chunks)
 	}
 }
 

@@ -69,8 +69,7 @@ func ParseFrame(raw []byte) SSEFrame {
 	// A buffer the frame's size, not a stream's: a recorder parses every
 	// ping of a live stream here, and 8 KiB for a 13-byte frame was a
 	// twentieth of what a relayed turn allocated.
-	fr := &FrameReader{br: bufio.NewReaderSize(bytes.NewReader(raw), len(raw)), max: MaxFrameSize}
-	f, _ := fr.Next()
+	f, _ := newFrameReader(bytes.NewReader(raw), len(raw)).Next()
 	return f
 }
 
@@ -90,8 +89,11 @@ func OneLineFrameData(raw []byte) (data []byte, ok bool) {
 }
 
 // NewFrameReader returns a FrameReader reading r.
-func NewFrameReader(r io.Reader) *FrameReader {
-	return &FrameReader{br: bufio.NewReaderSize(r, 8<<10), max: MaxFrameSize}
+func NewFrameReader(r io.Reader) *FrameReader { return newFrameReader(r, 8<<10) }
+
+// newFrameReader is NewFrameReader with a read buffer of size bytes.
+func newFrameReader(r io.Reader, size int) *FrameReader {
+	return &FrameReader{br: bufio.NewReaderSize(r, size), max: MaxFrameSize}
 }
 
 // Ready reports whether a whole frame is already read from the underlying

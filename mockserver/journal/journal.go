@@ -738,7 +738,7 @@ func (r *Record) frame(index int, event string, planned, actual time.Duration, d
 	}
 	if r.shared != nil {
 		var b []byte
-		if keep && shared && src == nil {
+		if keep && shared {
 			b = data
 		}
 		r.shared = append(r.shared, b)

@@ -57,6 +57,10 @@
 #                                          in front of a fake upstream on loopback
 #   BENCH_LIVE_CASSETTE=tool-use           the turn the fake upstream streams
 #   BENCH_LIVE_SAVE_STREAMS=20             the live lane's row with saving on (0 = none)
+#   BENCH_LIVE_START_RATE=250              the live lane's largest count again, both relays, with
+#                                          the chats started evenly at this many a second
+#                                          instead of all at once (0 = no such rows); no target
+#                                          judges them
 #   BENCH_SKIP="profile provider"          sections to skip (streams apps http profile provider peers live)
 #   BENCH_PEER_ROUNDS=8, BENCH_PEER_DURATION=2s, BENCH_PEER_STREAM_RUNS=10,
 #   BENCH_PEER_STREAM_CONCURRENCY=100      the peer comparison's sizes
@@ -90,6 +94,7 @@ RESULTS="${BENCH_RESULTS-bench/results.md}"
 read -r -a LIVE_STREAMS <<<"${BENCH_LIVE_STREAMS:-100 1000}"
 LIVE_CASSETTE="${BENCH_LIVE_CASSETTE:-tool-use}"
 LIVE_SAVE_STREAMS="${BENCH_LIVE_SAVE_STREAMS:-20}"
+LIVE_START_RATE="${BENCH_LIVE_START_RATE:-250}"
 SKIP=" ${BENCH_SKIP:-} "
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/tf-dify-bench.XXXXXX")"
@@ -478,9 +483,13 @@ if want live; then
 	live_mock() {
 		bench_mock 1 --cassettes "$1" --upstream "$up_url" --upstream-key app-bench-upstream --max-new-turns "$2"
 	}
-	for n in "${LIVE_STREAMS[@]}"; do
-		live_mock "$WORK/live-$n" 0
-		"${LOADGEN[@]}" live --url "$MOCK_URL" --upstream "$up_url" --pid "$MOCK_PID" --debug-url "$DEBUG_URL" --streams "$n" \
+	# live_pair N RATE: N chats through a fresh dify-mock, then through a
+	# fresh bare relay; RATE starts them evenly at RATE a second (0: all
+	# at once, the bench's own shape of run, which the target judges).
+	live_pair() {
+		local n="$1" rate="$2"
+		live_mock "$WORK/live-$n-$rate" 0
+		"${LOADGEN[@]}" live --url "$MOCK_URL" --upstream "$up_url" --pid "$MOCK_PID" --debug-url "$DEBUG_URL" --streams "$n" --start-rate "$rate" \
 			--cassette "$LIVE_CASSETTE" --target dify-mock --saving "off (--max-new-turns 0)" --out "$RESULTS_JSON"
 		stop_mock
 		${SESSION[@]+"${SESSION[@]}"} "${NICE[@]}" "$WORK/loadgen" relay --upstream "$up_url" >"$WORK/relay.out" 2>&1 &
@@ -488,11 +497,21 @@ if want live; then
 		PEER_PIDS+=("$relay_pid") # cleanup ends it if the run stops here
 		relay_url="$(wait_for_line "$WORK/relay.out" '^bare relay on (http://127\.0\.0\.1:[0-9]+/v1)$' "$relay_pid" 20)" ||
 			die "the bare relay did not start"
-		"${LOADGEN[@]}" live --url "$relay_url" --upstream "$up_url" --pid "$relay_pid" --streams "$n" \
+		"${LOADGEN[@]}" live --url "$relay_url" --upstream "$up_url" --pid "$relay_pid" --streams "$n" --start-rate "$rate" \
 			--cassette "$LIVE_CASSETTE" --target "bare Go relay" --out "$RESULTS_JSON"
 		kill -TERM "$relay_pid" 2>/dev/null || true
 		wait "$relay_pid" 2>/dev/null || true
+	}
+	for n in "${LIVE_STREAMS[@]}"; do
+		live_pair "$n" 0
 	done
+	# Every chat plays the same turn: started all at once, the streams'
+	# frames of one offset fall due together, the turn's end four frames
+	# in 60 ms for every stream. The same count started evenly shows what
+	# the relay adds when they do not (bench/README.md, the live lane).
+	if [[ "$LIVE_START_RATE" != 0 ]] && ((${#LIVE_STREAMS[@]} > 0)); then
+		live_pair "${LIVE_STREAMS[-1]}" "$LIVE_START_RATE"
+	fi
 	if ((LIVE_SAVE_STREAMS > 0)); then
 		live_mock "$WORK/live-saved" "$LIVE_SAVE_STREAMS"
 		"${LOADGEN[@]}" live --url "$MOCK_URL" --upstream "$up_url" --pid "$MOCK_PID" --debug-url "$DEBUG_URL" --streams "$LIVE_SAVE_STREAMS" \

@@ -252,6 +252,11 @@ type liveResult struct {
 	// LatestFrame is the frame of the turn whose added lateness has the
 	// highest p99 over the streams: where the relay's time goes.
 	LatestFrame *latestFrame `json:"latest_frame,omitempty"`
+	// StartRate is --start-rate (0 = all at once); StartSpread is how
+	// far apart the middle 80 % of the streams' first frames were written
+	// (10th to 90th percentile).
+	StartRate   float64       `json:"start_rate,omitempty"`
+	StartSpread time.Duration `json:"start_spread"`
 
 	// Memory: the relay's VmRSS before the first stream and at its peak,
 	// and per stream the difference over the streams; KeptBytes is what
@@ -270,6 +275,7 @@ type liveOptions struct {
 	streams, connect, round                                                 int
 	timeout                                                                 time.Duration
 	byFrame                                                                 bool
+	startRate                                                               float64
 }
 
 func runLive(ctx context.Context, args []string, stderr io.Writer) error {
@@ -287,14 +293,15 @@ func runLive(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&o.debugURL, "debug-url", "", "the relay's profiling listener, for goroutines")
 	fs.StringVar(&o.eventLoop, "event-loop", "auto", "who reads the stream bodies (as loadgen streams --event-loop)")
 	fs.IntVar(&o.round, "round", 0, "this run's round, stored with the result")
+	fs.Float64Var(&o.startRate, "start-rate", 0, "start at most this many chats a second, evenly spaced, besides --connect-concurrency (0 = all at once: every chat plays the same turn, so the frames of one offset fall due together across all streams); a run made that way says so and no target judges it")
 	fs.BoolVar(&o.byFrame, "by-frame", false, "also print each frame's added lateness and the spread of the streams' starts")
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (default: the turn's length + 2m + 10ms per stream)")
 	fs.StringVar(&o.out, "out", "", "append the JSON result to this file (default stdout)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if o.url == "" || o.upstream == "" || o.streams < 1 || o.connect < 1 {
-		return errors.New("--url and --upstream are required; --streams and --connect-concurrency must be positive")
+	if o.url == "" || o.upstream == "" || o.streams < 1 || o.connect < 1 || o.startRate < 0 {
+		return errors.New("--url and --upstream are required; --streams and --connect-concurrency must be positive, --start-rate not negative")
 	}
 	turn, err := builtinTurn(o.cassette)
 	if err != nil {
@@ -343,6 +350,9 @@ func live(ctx context.Context, o liveOptions, turn *cassette.RecordedTurn, stder
 	length := turn.Frames[len(turn.Frames)-1].Offset
 	if o.timeout == 0 {
 		o.timeout = length + 2*time.Minute + time.Duration(o.streams)*10*time.Millisecond
+		if o.startRate > 0 {
+			o.timeout += time.Duration(float64(o.streams) / o.startRate * float64(time.Second))
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
@@ -357,7 +367,7 @@ func live(ctx context.Context, o liveOptions, turn *cassette.RecordedTurn, stder
 	if _, err := fetchSends(ctx, o.upstream); err != nil {
 		return nil, fmt.Errorf("the upstream's send times: %w", err)
 	}
-	res := &liveResult{Kind: "live", Target: o.target, Streams: o.streams, Cassette: o.cassette, Frames: len(turn.Frames), Saving: o.saving, Round: o.round}
+	res := &liveResult{Kind: "live", Target: o.target, Streams: o.streams, Cassette: o.cassette, Frames: len(turn.Frames), Saving: o.saving, Round: o.round, StartRate: o.startRate}
 	for _, f := range turn.Frames {
 		res.KeptBytes += len(f.Raw)
 	}
@@ -397,11 +407,17 @@ func live(ctx context.Context, o liveOptions, turn *cassette.RecordedTurn, stder
 	cpu0 := serversCPU(servers)
 	sem := make(chan struct{}, o.connect)
 	results := make(chan liveStream, o.streams)
+	// With --start-rate, chat i starts no sooner than i/rate seconds in.
+	var interval time.Duration
+	if o.startRate > 0 {
+		interval = time.Duration(float64(time.Second) / o.startRate)
+	}
 	for i := range o.streams {
 		q := fmt.Sprintf("zqlive%s q%06d", run, i)
 		body, _ := json.Marshal(map[string]any{"query": q, "inputs": map[string]any{}, "response_mode": "streaming", "user": "bench-" + strconv.Itoa(i%64)})
 		req := target.request("app-bench", body)
-		go func() { results <- oneLive(ctx, target, q, req, sem) }()
+		notBefore := ref.Add(time.Duration(i) * interval)
+		go func() { results <- oneLive(ctx, target, q, req, sem, notBefore) }()
 	}
 	all := make([]liveStream, 0, o.streams)
 	for range o.streams {
@@ -452,18 +468,24 @@ func live(ctx context.Context, o liveOptions, turn *cassette.RecordedTurn, stder
 		res.Completed++
 	}
 	res.Added, res.TTFE = added.summarize(), ttfe.summarize()
-	if o.byFrame {
-		// Where in the turn the lateness is, and how spread the streams'
-		// starts were: the streams' frames of one offset all come at once.
-		var starts []time.Time
-		for _, s := range all {
-			if sent := sends.Sends[s.query]; len(sent) > 0 {
-				starts = append(starts, clock.at(sent[0]))
-			}
+	// How spread the streams' starts were: every stream plays the same
+	// turn, so the closer together they start, the more of their frames
+	// of one offset fall due at once, and the more the relay has to write
+	// in the same instant.
+	var starts []time.Time
+	for _, s := range all {
+		if sent := sends.Sends[s.query]; len(sent) > 0 {
+			starts = append(starts, clock.at(sent[0]))
 		}
-		sort.Slice(starts, func(i, j int) bool { return starts[i].Before(starts[j]) })
+	}
+	sort.Slice(starts, func(i, j int) bool { return starts[i].Before(starts[j]) })
+	if len(starts) > 0 {
+		res.StartSpread = starts[len(starts)*9/10].Sub(starts[len(starts)/10])
+	}
+	if o.byFrame {
+		// Where in the turn the lateness is.
 		if len(starts) > 0 {
-			fmt.Fprintf(stderr, "first frames written over %v (10%%-90%%: %v)\n", starts[len(starts)-1].Sub(starts[0]), starts[len(starts)*9/10].Sub(starts[len(starts)/10]))
+			fmt.Fprintf(stderr, "first frames written over %v (10%%-90%%: %v)\n", starts[len(starts)-1].Sub(starts[0]), res.StartSpread)
 		}
 		for i, ds := range byFrame {
 			sm := ds.summarize()
@@ -479,8 +501,12 @@ func live(ctx context.Context, o liveOptions, turn *cassette.RecordedTurn, stder
 }
 
 // oneLive sends one chat and keeps each frame's arrival.
-func oneLive(ctx context.Context, target *sseTarget, query string, req []byte, sem chan struct{}) (out liveStream) {
+func oneLive(ctx context.Context, target *sseTarget, query string, req []byte, sem chan struct{}, notBefore time.Time) (out liveStream) {
 	out.query = query
+	if err := waitUntil(ctx, notBefore); err != nil {
+		out.err = err
+		return out
+	}
 	release, err := waitSlot(ctx, sem)
 	if err != nil {
 		out.err = err
@@ -569,9 +595,12 @@ func renderLive(b *strings.Builder, in *reportInput) {
 		"*Upstream's own* is the upstream's writes against its schedule (the machine's, not the relay's); *latest frame* is the frame of the turn whose added lateness has the highest p99.\n")
 	w("- **RSS**: the relay's VmRSS before the first stream and its peak (sampled every 250 ms); *per stream* is their difference over N; "+
 		"*× kept* divides it by the bytes a live stream keeps of its answer (the turn's frames, %d B, which dify-mock holds until the turn is stored and saved).\n", r0.KeptBytes)
-	w("- **Saving**: whether dify-mock saved the turns (`--max-new-turns 0` answers live without saving).\n\n")
-	w("| Relay | Streams | Saving | Completed | Added p50 ms | p99 ms | max ms | Upstream's own p99 ms | Latest frame | TTFE p50 ms | RSS MiB before → peak | Per stream KiB | × kept | CPU cores |\n")
-	w("|---|---:|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|\n")
+	w("- **Saving**: whether dify-mock saved the turns (`--max-new-turns 0` answers live without saving).\n")
+	w("- **Starts 10–90 %%**: how far apart the middle 80 %% of the streams' first frames were written. Every stream plays the same turn, " +
+		"so the closer together they start, the more frames of one offset fall due in the same instant (the turn's end: four frames in 60 ms). " +
+		"The bench starts all chats at once; a row run with `loadgen live --start-rate R` (chats evenly spaced at R a second) says so in its Streams cell and no target judges it.\n\n")
+	w("| Relay | Streams | Saving | Completed | Added p50 ms | p99 ms | max ms | Upstream's own p99 ms | Latest frame | Starts 10–90 %% ms | TTFE p50 ms | RSS MiB before → peak | Per stream KiB | × kept | CPU cores |\n")
+	w("|---|---:|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range in.live {
 		per, times := "–", "–"
 		if r.RSSPerStreamKiB > 0 {
@@ -582,26 +611,30 @@ func renderLive(b *strings.Builder, in *reportInput) {
 		if saving == "" {
 			saving = "–"
 		}
-		w("| %s | %d | %s | %d of %d | %s | %s | %s | %s | %s | %s | %s → %s | %s | %s | %.2f |\n",
-			r.Target, r.Streams, saving, r.Completed, r.Streams, ms(r.Added.P50), ms(r.Added.P99), ms(r.Added.Max), ms(r.UpstreamLate.P99),
-			r.LatestFrame.describe(), ms(r.TTFE.P50), mib(r.BaseRSSKiB), mib(r.Server.PeakRSSKiB), per, times, r.ServerCores)
+		streams := strconv.Itoa(r.Streams)
+		if r.StartRate > 0 {
+			streams += fmt.Sprintf(", %g starts/s", r.StartRate)
+		}
+		w("| %s | %s | %s | %d of %d | %s | %s | %s | %s | %s | %s | %s | %s → %s | %s | %s | %.2f |\n",
+			r.Target, streams, saving, r.Completed, r.Streams, ms(r.Added.P50), ms(r.Added.P99), ms(r.Added.Max), ms(r.UpstreamLate.P99),
+			r.LatestFrame.describe(), ms(r.StartSpread), ms(r.TTFE.P50), mib(r.BaseRSSKiB), mib(r.Server.PeakRSSKiB), per, times, r.ServerCores)
 		for _, e := range r.Errors {
-			w("|  | | | error: %s | | | | | | | | | | |\n", strings.ReplaceAll(e, "|", "/"))
+			w("|  | | | error: %s | | | | | | | | | | | |\n", strings.ReplaceAll(e, "|", "/"))
 		}
 	}
 	w("\n")
 }
 
 // liveTargetRows judges dify-mock's run of targetLiveStreams streams (the
-// first such row).
+// first such row started all at once, the bench's own shape of run).
 func liveTargetRows(in *reportInput) [][3]string {
 	for _, r := range in.live {
-		if r.Target != "dify-mock" || r.Streams != targetLiveStreams {
+		if r.Target != "dify-mock" || r.Streams != targetLiveStreams || r.StartRate > 0 {
 			continue
 		}
 		relay := ""
 		for _, p := range in.live {
-			if p.Target != "dify-mock" && p.Streams == r.Streams {
+			if p.Target != "dify-mock" && p.Streams == r.Streams && p.StartRate == 0 {
 				relay = fmt.Sprintf(" (%s: %s ms)", p.Target, ms(p.Added.P99))
 				break
 			}

@@ -63,19 +63,21 @@ func TestLiveThroughHybridModeAndTheRelay(t *testing.T) {
 
 	out := filepath.Join(t.TempDir(), "r.jsonl")
 	var log bytes.Buffer
-	for _, tc := range []struct{ name, url, pid string }{
-		{"dify-mock", mockTS.URL + "/v1", strconv.Itoa(os.Getpid())},
-		{"bare Go relay", relayTS.URL + "/v1", ""},
-		{"holding relay", slowTS.URL + "/v1", ""},
+	for _, tc := range []struct{ name, url, pid, rate string }{
+		{"dify-mock", mockTS.URL + "/v1", strconv.Itoa(os.Getpid()), "0"},
+		{"bare Go relay", relayTS.URL + "/v1", "", "0"},
+		{"holding relay", slowTS.URL + "/v1", "", "0"},
+		// 20 chats at 100 a second: the middle 80 % start 160 ms apart.
+		{"paced relay", relayTS.URL + "/v1", "", "100"},
 	} {
 		err := runLive(t.Context(), []string{"--url", tc.url, "--upstream", upTS.URL + "/v1", "--target", tc.name, "--pid", tc.pid,
-			"--streams", strconv.Itoa(streams), "--cassette", "plain-answer", "--saving", "off", "--out", out}, &log)
+			"--streams", strconv.Itoa(streams), "--cassette", "plain-answer", "--saving", "off", "--start-rate", tc.rate, "--out", out}, &log)
 		if err != nil {
 			t.Fatalf("live through %s: %v\n%s", tc.name, err, log.String())
 		}
 	}
 	in := readResultsFile(t, out)
-	if len(in.live) != 3 {
+	if len(in.live) != 4 {
 		t.Fatalf("results: %+v", in)
 	}
 	turn, _ := builtinTurn("plain-answer")
@@ -94,7 +96,16 @@ func TestLiveThroughHybridModeAndTheRelay(t *testing.T) {
 			t.Errorf("%s: TTFE p50 %v is shorter than the first frame's offset %v", r.Target, r.TTFE.P50, turn.Frames[0].Offset)
 		}
 	}
-	mock, bare, slow := in.live[0], in.live[1], in.live[2]
+	mock, bare, slow, paced := in.live[0], in.live[1], in.live[2], in.live[3]
+	// Chat i starts no sooner than i/100 s in: however late the machine
+	// makes a start, the 10th and 90th percentiles cannot come within
+	// 40 ms of each other unless the early starts were held back.
+	if paced.StartRate != 100 || paced.StartSpread < 40*time.Millisecond {
+		t.Errorf("paced relay: start rate %g, starts 10-90 %% over %v; want 100 and about 160 ms", paced.StartRate, paced.StartSpread)
+	}
+	if bare.StartRate != 0 || bare.StartSpread < 0 {
+		t.Errorf("bare relay: start rate %g, spread %v", bare.StartRate, bare.StartSpread)
+	}
 	if mock.Server.PeakRSSKiB == 0 || mock.BaseRSSKiB == 0 || mock.KeptBytes == 0 {
 		t.Errorf("dify-mock's memory figures: %+v", mock)
 	}
@@ -112,7 +123,7 @@ func TestLiveThroughHybridModeAndTheRelay(t *testing.T) {
 	}
 
 	md := renderReport(in, machine{}, nil, nil)
-	for _, want := range []string{"## The live lane", "| dify-mock | 20 | off | 20 of 20 |", "| bare Go relay | 20 |"} {
+	for _, want := range []string{"## The live lane", "| dify-mock | 20 | off | 20 of 20 |", "| bare Go relay | 20 |", "| paced relay | 20, 100 starts/s |", "Starts 10–90 % ms"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the report lacks %q:\n%s", want, md)
 		}
@@ -125,6 +136,11 @@ func TestLiveThroughHybridModeAndTheRelay(t *testing.T) {
 	}
 	if rows := liveTargetRows(in); len(rows) != 2 || !strings.Contains(rows[0][1], "bare Go relay") {
 		t.Errorf("target rows %v", rows)
+	}
+	// A paced run is not the bench's shape of run: no target judges it.
+	in.live[0].StartRate = 100
+	if rows := liveTargetRows(in); rows != nil {
+		t.Errorf("a paced dify-mock row was judged: %v", rows)
 	}
 }
 

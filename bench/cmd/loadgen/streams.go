@@ -508,15 +508,9 @@ func peakLive(all []streamOutcome) int {
 // notBefore. sem bounds how many requests wait for their first frame at
 // once.
 func oneStream(ctx context.Context, target *sseTarget, req []byte, due []time.Duration, sem chan struct{}, notBefore time.Time) (out streamOutcome) {
-	if d := time.Until(notBefore); d > 0 {
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			out.err, out.end = ctx.Err(), time.Now()
-			return out
-		}
+	if err := waitUntil(ctx, notBefore); err != nil {
+		out.err, out.end = err, time.Now()
+		return out
 	}
 	release, err := waitSlot(ctx, sem)
 	if err != nil {
@@ -561,6 +555,22 @@ func oneStream(ctx context.Context, target *sseTarget, req []byte, due []time.Du
 		out.err = fmt.Errorf("received %d frames, the recording has %d", len(arrivals), len(due))
 	}
 	return out
+}
+
+// waitUntil waits until t (--start-rate's spacing) or ctx's end.
+func waitUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		return nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // waitSlot takes one of sem's slots (the requests waiting for their first

@@ -97,14 +97,14 @@ func TestLiveThroughHybridModeAndTheRelay(t *testing.T) {
 		}
 	}
 	mock, bare, slow, paced := in.live[0], in.live[1], in.live[2], in.live[3]
-	// Chat i starts no sooner than i/100 s in: however late the machine
-	// makes a start, the 10th and 90th percentiles cannot come within
-	// 40 ms of each other unless the early starts were held back.
+	// Chat i starts no sooner than i/100 s in, so the 90th percentile of
+	// the starts is 170 ms in or later; the 10th comes within 40 ms of it
+	// only if the machine held most of the early chats back over 100 ms.
 	if paced.StartRate != 100 || paced.StartSpread < 40*time.Millisecond {
 		t.Errorf("paced relay: start rate %g, starts 10-90 %% over %v; want 100 and about 160 ms", paced.StartRate, paced.StartSpread)
 	}
-	if bare.StartRate != 0 || bare.StartSpread < 0 {
-		t.Errorf("bare relay: start rate %g, spread %v", bare.StartRate, bare.StartSpread)
+	if bare.StartRate != 0 {
+		t.Errorf("bare relay: start rate %g, want 0 (all at once)", bare.StartRate)
 	}
 	if mock.Server.PeakRSSKiB == 0 || mock.BaseRSSKiB == 0 || mock.KeptBytes == 0 {
 		t.Errorf("dify-mock's memory figures: %+v", mock)

@@ -407,16 +407,11 @@ func live(ctx context.Context, o liveOptions, turn *cassette.RecordedTurn, stder
 	cpu0 := serversCPU(servers)
 	sem := make(chan struct{}, o.connect)
 	results := make(chan liveStream, o.streams)
-	// With --start-rate, chat i starts no sooner than i/rate seconds in.
-	var interval time.Duration
-	if o.startRate > 0 {
-		interval = time.Duration(float64(time.Second) / o.startRate)
-	}
 	for i := range o.streams {
 		q := fmt.Sprintf("zqlive%s q%06d", run, i)
 		body, _ := json.Marshal(map[string]any{"query": q, "inputs": map[string]any{}, "response_mode": "streaming", "user": "bench-" + strconv.Itoa(i%64)})
 		req := target.request("app-bench", body)
-		notBefore := ref.Add(time.Duration(i) * interval)
+		notBefore := pacedStart(ref, i, o.startRate)
 		go func() { results <- oneLive(ctx, target, q, req, sem, notBefore) }()
 	}
 	all := make([]liveStream, 0, o.streams)

@@ -427,15 +427,10 @@ func dialStreams(ctx context.Context, o streamsOptions, turn *cassette.RecordedT
 	fmt.Fprintf(stderr, "loadgen: %d streams to %s from %d source address(es) with %d API key(s)\n", o.streams, endpoint, max(1, len(sources)), len(keys))
 	sem := make(chan struct{}, o.connect)
 	results := make(chan streamOutcome, o.streams)
-	// With --start-rate, stream i starts no sooner than i/rate seconds in.
-	var interval time.Duration
-	if o.startRate > 0 {
-		interval = time.Duration(float64(time.Second) / o.startRate)
-	}
 	first := time.Now()
 	for i := range o.streams {
 		req := requests[(i%len(keys))*users+i%users]
-		notBefore := first.Add(time.Duration(i) * interval)
+		notBefore := pacedStart(first, i, o.startRate)
 		go func() { results <- oneStream(ctx, target, req, due, sem, notBefore) }()
 	}
 	all := make([]streamOutcome, 0, o.streams)
@@ -555,6 +550,15 @@ func oneStream(ctx context.Context, target *sseTarget, req []byte, due []time.Du
 		out.err = fmt.Errorf("received %d frames, the recording has %d", len(arrivals), len(due))
 	}
 	return out
+}
+
+// pacedStart is when stream i of a run that began at first may start with
+// --start-rate rate: i/rate seconds in, evenly spaced (rate 0: at once).
+func pacedStart(first time.Time, i int, rate float64) time.Time {
+	if rate <= 0 {
+		return first
+	}
+	return first.Add(time.Duration(i) * time.Duration(float64(time.Second)/rate))
 }
 
 // waitUntil waits until t (--start-rate's spacing) or ctx's end.

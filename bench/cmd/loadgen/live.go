@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,6 +33,7 @@ import (
 	"time"
 
 	"github.com/difyops/terraform-provider-dify/cassettes"
+	"github.com/difyops/terraform-provider-dify/internal/cputime"
 	"github.com/difyops/terraform-provider-dify/mockserver/cassette"
 )
 
@@ -235,6 +237,8 @@ type liveResult struct {
 	Streams  int    `json:"streams"`
 	Cassette string `json:"cassette"`
 	Frames   int    `json:"frames_per_stream"`
+	// TurnSeconds is the turn's last frame's recorded offset.
+	TurnSeconds float64 `json:"turn_seconds,omitempty"`
 	// Saving says whether the relay saved the turns (free text, e.g.
 	// "off (--max-new-turns 0)").
 	Saving string `json:"saving,omitempty"`
@@ -268,11 +272,17 @@ type liveResult struct {
 	KeptBytes       int           `json:"kept_bytes_per_stream"`
 	ServerCores     float64       `json:"server_cores"`
 	WindowSeconds   float64       `json:"window_seconds"`
+	// The load generator's and the fake upstream's cores over the run
+	// (the upstream's 0 without --upstream-pid), and what the rest of
+	// the machine did meanwhile: the load the run was recorded with.
+	ClientCores   float64         `json:"client_cores"`
+	UpstreamCores float64         `json:"upstream_cores,omitempty"`
+	Machine       *machineFigures `json:"machine,omitempty"`
 }
 
 type liveOptions struct {
 	url, upstream, target, cassette, saving, out, pids, debugURL, eventLoop string
-	streams, connect, round                                                 int
+	streams, connect, round, upstreamPID                                    int
 	timeout                                                                 time.Duration
 	byFrame                                                                 bool
 	startRate                                                               float64
@@ -291,9 +301,10 @@ func runLive(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.IntVar(&o.connect, "connect-concurrency", 1000, "requests waiting for their first frame at once")
 	fs.StringVar(&o.pids, "pid", "", "the relay's process id, for RSS and CPU from /proc (empty = skip)")
 	fs.StringVar(&o.debugURL, "debug-url", "", "the relay's profiling listener, for goroutines")
+	fs.IntVar(&o.upstreamPID, "upstream-pid", 0, "the fake upstream's process id, so that its CPU is not counted as other work (0 = unknown)")
 	fs.StringVar(&o.eventLoop, "event-loop", "auto", "who reads the stream bodies (as loadgen streams --event-loop)")
 	fs.IntVar(&o.round, "round", 0, "this run's round, stored with the result")
-	fs.Float64Var(&o.startRate, "start-rate", 0, "start at most this many chats a second, evenly spaced, besides --connect-concurrency (0 = all at once: every chat plays the same turn, so the frames of one offset fall due together across all streams); a run made that way says so and no target judges it")
+	fs.Float64Var(&o.startRate, "start-rate", 0, "start at most this many chats a second, evenly spaced, besides --connect-concurrency (0 = all at once: every chat plays the same turn, so the frames of one offset fall due together across all streams); the report's lateness target judges the row of 1,000 started at 250 a second")
 	fs.BoolVar(&o.byFrame, "by-frame", false, "also print each frame's added lateness and the spread of the streams' starts")
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (default: the turn's length + 2m + 10ms per stream)")
 	fs.StringVar(&o.out, "out", "", "append the JSON result to this file (default stdout)")
@@ -311,9 +322,9 @@ func runLive(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "live %s: streams=%d completed=%d failed=%d added p50=%v p99=%v max=%v (upstream's own p99=%v; latest frame %s) ttfe p50=%v peakRSS=%dMiB (base %dMiB) per stream %.1f KiB, kept %d B\n",
+	fmt.Fprintf(stderr, "live %s: streams=%d completed=%d failed=%d added p50=%v p99=%v max=%v (upstream's own p99=%v; latest frame %s) ttfe p50=%v peakRSS=%dMiB (base %dMiB) per stream %.1f KiB, kept %d B cores=%.2f client=%.2f upstream=%.2f%s\n",
 		res.Target, res.Streams, res.Completed, res.Failed, res.Added.P50, res.Added.P99, res.Added.Max, res.UpstreamLate.P99, res.LatestFrame.describe(),
-		res.TTFE.P50, res.Server.PeakRSSKiB>>10, res.BaseRSSKiB>>10, res.RSSPerStreamKiB, res.KeptBytes)
+		res.TTFE.P50, res.Server.PeakRSSKiB>>10, res.BaseRSSKiB>>10, res.RSSPerStreamKiB, res.KeptBytes, res.ServerCores, res.ClientCores, res.UpstreamCores, res.Machine.describe())
 	return appendResult(o.out, res)
 }
 
@@ -370,6 +381,7 @@ func live(ctx context.Context, o liveOptions, turn *cassette.RecordedTurn, stder
 	res := &liveResult{Kind: "live", Target: o.target, Streams: o.streams, Cassette: o.cassette, Frames: len(turn.Frames), Saving: o.saving, Round: o.round, StartRate: o.startRate}
 	for _, f := range turn.Frames {
 		res.KeptBytes += len(f.Raw)
+		res.TurnSeconds = max(res.TurnSeconds, f.Offset.Seconds())
 	}
 	if pid := servers[0].pid; pid > 0 {
 		if ps, err := readProcStatus(pid); err == nil {
@@ -405,6 +417,9 @@ func live(ctx context.Context, o liveOptions, turn *cassette.RecordedTurn, stder
 	fmt.Fprintf(stderr, "loadgen: %d live streams through %s (%s)\n", o.streams, o.target, endpoint)
 	ref := time.Now()
 	cpu0 := serversCPU(servers)
+	clientCPU0 := cputime.Self() + cputime.Children()
+	upstreamCPU0 := processCPU(o.upstreamPID)
+	machine0, haveMachine := readMachineCPU()
 	sem := make(chan struct{}, o.connect)
 	results := make(chan liveStream, o.streams)
 	for i := range o.streams {
@@ -422,8 +437,15 @@ func live(ctx context.Context, o liveOptions, turn *cassette.RecordedTurn, stder
 	stopSampling()
 	sampling.Wait()
 	res.WindowSeconds = end.Sub(ref).Seconds()
-	if servers[0].pid > 0 && res.WindowSeconds > 0 {
-		res.ServerCores = (serversCPU(servers) - cpu0).Seconds() / res.WindowSeconds
+	if res.WindowSeconds > 0 {
+		if servers[0].pid > 0 {
+			res.ServerCores = (serversCPU(servers) - cpu0).Seconds() / res.WindowSeconds
+		}
+		res.ClientCores = (cputime.Self() + cputime.Children() - clientCPU0).Seconds() / res.WindowSeconds
+		res.UpstreamCores = (processCPU(o.upstreamPID) - upstreamCPU0).Seconds() / res.WindowSeconds
+		if m1, ok := readMachineCPU(); ok && haveMachine {
+			res.Machine = machineOver(machine0, m1, res.WindowSeconds, res.ServerCores, res.ClientCores+res.UpstreamCores)
+		}
 	}
 	res.Server = smp.figures()
 	if res.Server.PeakRSSKiB > 0 {
@@ -557,6 +579,16 @@ const (
 	targetLiveStreams      = 1000
 	targetLiveAddedP99     = 5 * time.Millisecond
 	targetLiveKeptMultiple = 16
+	// targetLiveStartRate is the pace the lateness target's row starts
+	// its chats at: 1,000 in 4 s, so all are live together for the turn's
+	// last 10 s, and the upstream's timing is known in advance. Started
+	// all at once, the frames of one offset fall due for every stream in
+	// the same instant, how close together depends on how fast the relay
+	// under test opens its upstream connections, and the bare relay,
+	// which does nothing but copy, gave 2.9–16.5 ms there on two vCPUs
+	// (bench/history.md, "Performance round nine"): that row measures the
+	// machine's burst, and is shown beside.
+	targetLiveStartRate float64 = 250
 )
 
 // describe is "#INDEX EVENT p99 X ms", "–" for none.
@@ -565,6 +597,18 @@ func (f *latestFrame) describe() string {
 		return "–"
 	}
 	return fmt.Sprintf("#%d %s, p99 %s ms", f.Index, f.Event, ms(f.P99))
+}
+
+// together is ", all live together for the turn's last N s" for a paced
+// run whose starts end before its first stream does, "" otherwise.
+func (r liveResult) together() string {
+	if r.StartRate <= 0 || r.TurnSeconds <= 0 {
+		return ""
+	}
+	if t := r.TurnSeconds - float64(r.Streams)/r.StartRate; t >= 1 {
+		return fmt.Sprintf(", all live together for the turn's last %.0f s", t)
+	}
+	return ""
 }
 
 // keptMultiple is a run's RSS per stream over the bytes a live stream
@@ -576,6 +620,82 @@ func (r liveResult) keptMultiple() float64 {
 	return r.RSSPerStreamKiB * 1024 / float64(r.KeptBytes)
 }
 
+// liveRowKey is what makes two live runs rounds of one row (`make bench`
+// runs each shape BENCH_ROUNDS times, each on fresh servers, as it does
+// the streams rows: rounds.go).
+type liveRowKey struct {
+	target, saving string
+	streams        int
+	startRate      float64
+}
+
+func liveKeyOf(r liveResult) liveRowKey {
+	return liveRowKey{target: r.Target, saving: r.Saving, streams: r.Streams, startRate: r.StartRate}
+}
+
+// liveRow is one row of the live lane's table: its rounds in the order
+// they ran.
+type liveRow struct {
+	rounds []liveResult
+}
+
+func liveRows(rs []liveResult) []liveRow {
+	var rows []liveRow
+	for _, rounds := range groupRounds(rs, liveKeyOf) {
+		rows = append(rows, liveRow{rounds: rounds})
+	}
+	return rows
+}
+
+func (r liveRow) median() liveResult { return foldLive(r.rounds, false) }
+
+// worst is every figure at its worst over the rounds: the targets judge it.
+func (r liveRow) worst() liveResult { return foldLive(r.rounds, true) }
+
+func (r liveRow) cells() rowCells[liveResult] {
+	return rowCells[liveResult]{med: r.median(), worst: r.worst(), several: len(r.rounds) > 1}
+}
+
+// foldLive folds one row's rounds, as foldRounds does the streams rows':
+// each figure the median of the rounds' or, with worst, the worst (the
+// highest lateness, memory and CPU, the fewest completed). The latest
+// frame, the starts' spread and the errors are those of the round whose
+// added lateness has the highest p99.
+func foldLive(rs []liveResult, worst bool) liveResult {
+	out := rs[0]
+	for _, x := range rs[1:] {
+		if x.Added.P99 > out.Added.P99 {
+			out = x
+		}
+	}
+	if len(rs) == 1 {
+		return out
+	}
+	rs = slices.Clone(rs)
+	out.Round = 0
+	foldSummaries(&out, rs, worst,
+		func(r *liveResult) *summary { return &r.Added },
+		func(r *liveResult) *summary { return &r.UpstreamLate },
+		func(r *liveResult) *summary { return &r.TTFE })
+	if !worst {
+		fold(&out, rs, false, false, func(r *liveResult) *time.Duration { return &r.StartSpread })
+	}
+	fold(&out, rs, worst, false, func(r *liveResult) *int { return &r.Completed })
+	fold(&out, rs, worst, true, func(r *liveResult) *int { return &r.Failed })
+	fold(&out, rs, worst, true, func(r *liveResult) *int64 { return &r.BaseRSSKiB })
+	fold(&out, rs, worst, true, func(r *liveResult) *int64 { return &r.Server.PeakRSSKiB })
+	fold(&out, rs, worst, true, func(r *liveResult) *float64 { return &r.RSSPerStreamKiB })
+	fold(&out, rs, worst, true, func(r *liveResult) *float64 { return &r.ServerCores })
+	fold(&out, rs, worst, true, func(r *liveResult) *float64 { return &r.ClientCores })
+	fold(&out, rs, worst, true, func(r *liveResult) *float64 { return &r.UpstreamCores })
+	machines := make([]*machineFigures, len(rs))
+	for i := range rs {
+		machines[i] = rs[i].Machine
+	}
+	out.Machine = foldMachine(machines, worst)
+	return out
+}
+
 func renderLive(b *strings.Builder, in *reportInput) {
 	if len(in.live) == 0 {
 		return
@@ -584,61 +704,127 @@ func renderLive(b *strings.Builder, in *reportInput) {
 	r0 := in.live[0]
 	w("## The live lane: hybrid mode relaying live streams\n\n")
 	w("A fake upstream on loopback (`loadgen upstream`) answers every chat with `%s`'s first turn, each of its %d frames written at its recorded offset, "+
-		"and keeps the time of every write. N chats at once, each with a query of its own (so no recorded turn answers it and every one goes to the upstream), "+
+		"and keeps the time of every write. N chats, each with a query of its own (so no recorded turn answers it and every one goes to the upstream), "+
 		"go through dify-mock in hybrid mode (`serve --upstream`) and through a bare Go relay (`loadgen relay`: `httputil.ReverseProxy`, flushing each read), the floor.\n\n", r0.Cassette, r0.Frames)
+	w("- **Rounds**: each row ran as many times as its *Rounds* column says, each round on freshly started servers; with several, " +
+		"every cell is *the median / the worst* of the rounds' figures, and the targets below are judged on the worst.\n")
 	w("- **Added**: each frame's arrival at the load generator's socket against the upstream's write of the same frame: what the relay added, loopback both ways included. " +
 		"*Upstream's own* is the upstream's writes against its schedule (the machine's, not the relay's); *latest frame* is the frame of the turn whose added lateness has the highest p99.\n")
 	w("- **RSS**: the relay's VmRSS before the first stream and its peak (sampled every 250 ms); *per stream* is their difference over N; "+
 		"*× kept* divides it by the bytes a live stream keeps of its answer (the turn's frames, %d B, which dify-mock holds until the turn is stored and saved).\n", r0.KeptBytes)
 	w("- **Saving**: whether dify-mock saved the turns (`--max-new-turns 0` answers live without saving).\n")
-	w("- **Starts 10–90 %%**: how far apart the middle 80 %% of the streams' first frames were written. Every stream plays the same turn, " +
-		"so the closer together they start, the more frames of one offset fall due in the same instant (the turn's end: four frames in 60 ms). " +
-		"The bench starts all chats at once; a row run with `loadgen live --start-rate R` (chats evenly spaced at R a second) says so in its Streams cell and no target judges it.\n\n")
-	w("| Relay | Streams | Saving | Completed | Added p50 ms | p99 ms | max ms | Upstream's own p99 ms | Latest frame | Starts 10–90 %% ms | TTFE p50 ms | RSS MiB before → peak | Per stream KiB | × kept | CPU cores |\n")
-	w("|---|---:|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n")
-	for _, r := range in.live {
-		per, times := "–", "–"
-		if r.RSSPerStreamKiB > 0 {
-			per = fmt.Sprintf("%.1f", r.RSSPerStreamKiB)
-			times = fmt.Sprintf("%.1f", r.keptMultiple())
-		}
+	w("- **Starts**: a row's Streams cell gives the pace the chats were started at (`loadgen live --start-rate R`: evenly spaced, R a second), or says they all started at once. "+
+		"*Starts 10–90 %%* is how far apart the middle 80 %% of the streams' first frames were written. Every stream plays the same turn, "+
+		"so the closer together they start, the more frames of one offset fall due in the same instant (the turn's end: four frames in 60 ms). "+
+		"Started all at once, how close together they come depends on how fast the relay under test opens its upstream connections, and even the bare relay "+
+		"cannot write 1,000 frames due in the same instant within 5 ms on two vCPUs: the lateness target judges the row started at %g a second (bench/README.md, the live lane).\n", targetLiveStartRate)
+	w("- **CPU**: cores used on average over the run by the relay, the load generator and the fake upstream; *other work* is the rest of the machine's busy time, *stolen* the hypervisor's share (`/proc/stat`).\n\n")
+	w("| Relay | Streams | Rounds | Saving | Completed | Added p50 ms | p99 ms | max ms | Upstream's own p99 ms | Latest frame | Starts 10–90 %% ms | TTFE p50 ms | RSS MiB before → peak | Per stream KiB | × kept | CPU cores: relay | load generator + upstream | other work | CPU stolen %% |\n")
+	w("|---|---|---:|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, row := range liveRows(in.live) {
+		c := row.cells()
+		r := row.rounds[0]
 		saving := r.Saving
 		if saving == "" {
 			saving = "–"
 		}
-		streams := strconv.Itoa(r.Streams)
+		streams := strconv.Itoa(r.Streams) + ", all at once"
 		if r.StartRate > 0 {
-			streams += fmt.Sprintf(", %g starts/s", r.StartRate)
+			streams = fmt.Sprintf("%d, %g starts/s", r.Streams, r.StartRate)
 		}
-		w("| %s | %s | %s | %d of %d | %s | %s | %s | %s | %s | %s | %s | %s → %s | %s | %s | %.2f |\n",
-			r.Target, streams, saving, r.Completed, r.Streams, ms(r.Added.P50), ms(r.Added.P99), ms(r.Added.Max), ms(r.UpstreamLate.P99),
-			r.LatestFrame.describe(), ms(r.StartSpread), ms(r.TTFE.P50), mib(r.BaseRSSKiB), mib(r.Server.PeakRSSKiB), per, times, r.ServerCores)
-		for _, e := range r.Errors {
-			w("|  | | | error: %s | | | | | | | | | | | |\n", strings.ReplaceAll(e, "|", "/"))
+		f2 := func(f func(liveResult) float64) string {
+			return c.of(func(r liveResult) string { return fmt.Sprintf("%.2f", f(r)) })
+		}
+		machine := func(f func(*machineFigures) string) string {
+			return c.of(func(r liveResult) string {
+				if r.Machine == nil {
+					return "–"
+				}
+				return f(r.Machine)
+			})
+		}
+		w("| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			r.Target, streams, len(row.rounds), saving,
+			c.of(func(r liveResult) string { return strconv.Itoa(r.Completed) })+fmt.Sprintf(" of %d", r.Streams),
+			c.ms(func(r liveResult) time.Duration { return r.Added.P50 }), c.ms(func(r liveResult) time.Duration { return r.Added.P99 }),
+			c.ms(func(r liveResult) time.Duration { return r.Added.Max }), c.ms(func(r liveResult) time.Duration { return r.UpstreamLate.P99 }),
+			c.worst.LatestFrame.describe(), c.ms(func(r liveResult) time.Duration { return r.StartSpread }),
+			c.ms(func(r liveResult) time.Duration { return r.TTFE.P50 }),
+			c.of(func(r liveResult) string { return mib(r.BaseRSSKiB) + " → " + mib(r.Server.PeakRSSKiB) }),
+			c.of(func(r liveResult) string {
+				if r.RSSPerStreamKiB <= 0 {
+					return "–"
+				}
+				return fmt.Sprintf("%.1f", r.RSSPerStreamKiB)
+			}),
+			c.of(func(r liveResult) string {
+				if r.RSSPerStreamKiB <= 0 {
+					return "–"
+				}
+				return fmt.Sprintf("%.1f", r.keptMultiple())
+			}),
+			f2(func(r liveResult) float64 { return r.ServerCores }), f2(func(r liveResult) float64 { return r.ClientCores + r.UpstreamCores }),
+			machine(func(m *machineFigures) string { return fmt.Sprintf("%.2f", m.OtherCores) }),
+			machine(func(m *machineFigures) string { return fmt.Sprintf("%.1f", m.StealPercent) }))
+		for _, e := range c.worst.Errors {
+			w("|  | | | | error: %s | | | | | | | | | | | | | | |\n", strings.ReplaceAll(e, "|", "/"))
 		}
 	}
 	w("\n")
 }
 
-// liveTargetRows judges dify-mock's run of targetLiveStreams streams (the
-// first such row started all at once, the bench's own shape of run).
+// liveTargetRows judges dify-mock's rows of targetLiveStreams streams on
+// their worst round: the lateness on the row started at
+// targetLiveStartRate, with the bare relay's beside it and the row
+// started all at once as context; the memory on the worse of the two.
 func liveTargetRows(in *reportInput) [][3]string {
-	for _, r := range in.live {
-		if r.Target != "dify-mock" || r.Streams != targetLiveStreams || r.StartRate > 0 {
-			continue
-		}
-		relay := ""
-		for _, p := range in.live {
-			if p.Target != "dify-mock" && p.Streams == r.Streams && p.StartRate == 0 {
-				relay = fmt.Sprintf(" (%s: %s ms)", p.Target, ms(p.Added.P99))
-				break
+	worstOf := func(mock bool, rate float64) (liveResult, bool) {
+		for _, row := range liveRows(in.live) {
+			r := row.rounds[0]
+			if (r.Target == "dify-mock") == mock && r.Streams == targetLiveStreams && r.StartRate == rate && !strings.HasPrefix(r.Saving, "on") {
+				return row.worst(), true
 			}
 		}
-		return [][3]string{
-			{"Lateness added by hybrid mode p99 ≤ 5 ms at 1,000 live streams", ms(r.Added.P99) + " ms" + relay, check(r.Added.Count > 0 && r.Added.P99 <= targetLiveAddedP99 && r.Failed == 0)},
-			{fmt.Sprintf("Memory per live stream ≤ %d× what it keeps", targetLiveKeptMultiple), fmt.Sprintf("%.1f KiB per stream, %.1f× the %d B kept", r.RSSPerStreamKiB, r.keptMultiple(), r.KeptBytes),
-				check(r.RSSPerStreamKiB > 0 && r.keptMultiple() <= targetLiveKeptMultiple && r.Failed == 0)},
+		return liveResult{}, false
+	}
+	withRelay := func(r liveResult, rate float64) string {
+		s := ms(r.Added.P99) + " ms"
+		if p, ok := worstOf(false, rate); ok {
+			s += fmt.Sprintf(" (%s: %s ms)", p.Target, ms(p.Added.P99))
+		}
+		return s
+	}
+	paced, havePaced := worstOf(true, targetLiveStartRate)
+	atOnce, haveAtOnce := worstOf(true, 0)
+	var rows [][3]string
+	if havePaced {
+		figure := withRelay(paced, targetLiveStartRate)
+		if haveAtOnce {
+			figure += "; started all at once, not judged: " + withRelay(atOnce, 0)
+		}
+		rows = append(rows, [3]string{
+			fmt.Sprintf("Lateness added by hybrid mode p99 ≤ 5 ms at 1,000 live streams (started %g a second%s)", targetLiveStartRate, paced.together()),
+			figure, check(paced.Added.Count > 0 && paced.Added.P99 <= targetLiveAddedP99 && paced.Failed == 0)})
+	}
+	// Memory: the row with the most per stream (all at once, as a rule).
+	var mem []liveResult
+	if havePaced {
+		mem = append(mem, paced)
+	}
+	if haveAtOnce {
+		mem = append(mem, atOnce)
+	}
+	if len(mem) == 0 {
+		return rows
+	}
+	m := mem[0]
+	for _, x := range mem[1:] {
+		if x.RSSPerStreamKiB > m.RSSPerStreamKiB || x.Failed > m.Failed {
+			m = x
 		}
 	}
-	return nil
+	rows = append(rows, [3]string{fmt.Sprintf("Memory per live stream ≤ %d× what it keeps", targetLiveKeptMultiple),
+		fmt.Sprintf("%.1f KiB per stream, %.1f× the %d B kept", m.RSSPerStreamKiB, m.keptMultiple(), m.KeptBytes),
+		check(m.RSSPerStreamKiB > 0 && m.keptMultiple() <= targetLiveKeptMultiple && m.Failed == 0)})
+	return rows
 }

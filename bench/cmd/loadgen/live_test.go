@@ -122,8 +122,13 @@ func TestLiveThroughHybridModeAndTheRelay(t *testing.T) {
 		t.Errorf("saved %v with saving off", files)
 	}
 
+	if mock.ClientCores <= 0 || mock.Machine == nil {
+		t.Errorf("dify-mock's run has no load figures: client cores %.3f, machine %+v", mock.ClientCores, mock.Machine)
+	}
+
 	md := renderReport(in, machine{}, nil, nil)
-	for _, want := range []string{"## The live lane", "| dify-mock | 20 | off | 20 of 20 |", "| bare Go relay | 20 |", "| paced relay | 20, 100 starts/s |", "Starts 10–90 % ms"} {
+	for _, want := range []string{"## The live lane", "| dify-mock | 20, all at once | 1 | off | 20 of 20 |", "| bare Go relay | 20, all at once | 1 |",
+		"| paced relay | 20, 100 starts/s | 1 |", "Starts 10–90 % ms"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the report lacks %q:\n%s", want, md)
 		}
@@ -131,16 +136,46 @@ func TestLiveThroughHybridModeAndTheRelay(t *testing.T) {
 	if strings.Contains(md, "Targets (the live lane)") {
 		t.Errorf("a live target was judged without a run of %d streams:\n%s", targetLiveStreams, md)
 	}
+	liveTargetsJudgeThePacedRowsWorstRound(t, in)
+}
+
+// The lateness target judges dify-mock's row started at
+// targetLiveStartRate, on its worst round, with the relay's row of that
+// pace beside it and the row started all at once as context; memory is
+// judged on the worse of the two rows.
+func liveTargetsJudgeThePacedRowsWorstRound(t *testing.T, in *reportInput) {
+	t.Helper()
 	for i := range in.live {
 		in.live[i].Streams = targetLiveStreams
 	}
-	if rows := liveTargetRows(in); len(rows) != 2 || !strings.Contains(rows[0][1], "bare Go relay") {
-		t.Errorf("target rows %v", rows)
+	// Only the row started all at once: memory is judged, lateness not.
+	if rows := liveTargetRows(in); len(rows) != 1 || !strings.HasPrefix(rows[0][0], "Memory") {
+		t.Fatalf("target rows with no paced dify-mock row: %v", rows)
 	}
-	// A paced run is not the bench's shape of run: no target judges it.
-	in.live[0].StartRate = 100
-	if rows := liveTargetRows(in); rows != nil {
-		t.Errorf("a paced dify-mock row was judged: %v", rows)
+	in.live[3].StartRate = targetLiveStartRate // the relay's row of that pace
+	paced := in.live[0]
+	paced.StartRate, paced.Round = targetLiveStartRate, 1
+	paced.Added.P99 = 3 * time.Millisecond
+	in.live = append(in.live, paced)
+	rows := liveTargetRows(in)
+	if len(rows) != 2 || rows[0][2] != "met" || !strings.Contains(rows[0][1], "3.00 ms (paced relay: ") ||
+		!strings.Contains(rows[0][1], "started all at once, not judged: "+ms(in.live[0].Added.P99)+" ms (bare Go relay: ") {
+		t.Fatalf("target rows with a paced row of 3 ms: %v", rows)
+	}
+	// A second round of 7 ms: the row's worst, which misses.
+	second := paced
+	second.Round, second.Added.P99 = 2, 7*time.Millisecond
+	in.live = append(in.live, second)
+	if rows := liveTargetRows(in); rows[0][2] != "**missed**" || !strings.HasPrefix(rows[0][1], "7.00 ms") {
+		t.Errorf("target rows with rounds of 3 and 7 ms: %v", rows)
+	}
+	md := renderReport(in, machine{}, nil, nil)
+	if want := "| dify-mock | 1000, 250 starts/s | 2 | off |"; !strings.Contains(md, want) {
+		t.Errorf("the report lacks %q:\n%s", want, md)
+	}
+	// Its p99 cell: the median of two rounds (their mean) / the worst.
+	if want := " | 5.00 / 7.00 | "; !strings.Contains(md, want) {
+		t.Errorf("the report lacks %q:\n%s", want, md)
 	}
 }
 

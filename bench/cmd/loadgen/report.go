@@ -384,26 +384,26 @@ func roundName(r streamsResult) string {
 	return ""
 }
 
-// rowCells renders a row's figures: one round's as they are, several as
-// "median / worst".
-type rowCells struct {
-	med, worst streamsResult
+// rowCells renders a row's figures (of any section): one round's as they
+// are, several as "median / worst".
+type rowCells[R any] struct {
+	med, worst R
 	several    bool
 }
 
-func (r streamsRow) cells() rowCells {
-	return rowCells{med: r.median(), worst: r.worst(), several: len(r.rounds) > 1}
+func (r streamsRow) cells() rowCells[streamsResult] {
+	return rowCells[streamsResult]{med: r.median(), worst: r.worst(), several: len(r.rounds) > 1}
 }
 
-func (c rowCells) of(f func(streamsResult) string) string {
+func (c rowCells[R]) of(f func(R) string) string {
 	if !c.several {
 		return f(c.med)
 	}
 	return f(c.med) + " / " + f(c.worst)
 }
 
-func (c rowCells) ms(f func(streamsResult) time.Duration) string {
-	return c.of(func(r streamsResult) string { return ms(f(r)) })
+func (c rowCells[R]) ms(f func(R) time.Duration) string {
+	return c.of(func(r R) string { return ms(f(r)) })
 }
 
 // targetRows compares the results with the targets.

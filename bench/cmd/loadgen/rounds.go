@@ -36,16 +36,27 @@ func keyOf(r streamsResult) rowKey {
 // appears.
 func streamsRows(rs []streamsResult) []streamsRow {
 	var rows []streamsRow
-	at := map[rowKey]int{}
+	for _, rounds := range groupRounds(rs, keyOf) {
+		rows = append(rows, streamsRow{rounds: rounds})
+	}
+	return rows
+}
+
+// groupRounds groups results (of any section) into the rounds of each
+// row, rows in the order each first appears: key says which row a result
+// is a round of.
+func groupRounds[R any, K comparable](rs []R, key func(R) K) [][]R {
+	var rows [][]R
+	at := map[K]int{}
 	for _, r := range rs {
-		k := keyOf(r)
+		k := key(r)
 		i, ok := at[k]
 		if !ok {
 			i = len(rows)
 			at[k] = i
-			rows = append(rows, streamsRow{})
+			rows = append(rows, nil)
 		}
-		rows[i].rounds = append(rows[i].rounds, r)
+		rows[i] = append(rows[i], r)
 	}
 	return rows
 }
@@ -87,8 +98,9 @@ func pickOf[T int | int64 | float64 | time.Duration](vs []T, worst, higherWorse 
 	return s[len(s)/2-1] + (s[len(s)/2]-s[len(s)/2-1])/2
 }
 
-// fold sets the field get points at in out to the pick over rs.
-func fold[T int | int64 | float64 | time.Duration](out *streamsResult, rs []streamsResult, worst, higherWorse bool, get func(*streamsResult) *T) {
+// fold sets the field get points at in out to the pick over rs (a row's
+// rounds, of any section).
+func fold[R any, T int | int64 | float64 | time.Duration](out *R, rs []R, worst, higherWorse bool, get func(*R) *T) {
 	vs := make([]T, len(rs))
 	for i := range rs {
 		vs[i] = *get(&rs[i])
@@ -106,18 +118,11 @@ func foldRounds(rs []streamsResult, worst bool) streamsResult {
 		return out
 	}
 	out.Round = 0
-	higher := func(get func(*streamsResult) *time.Duration) { fold(&out, rs, worst, true, get) }
-	for _, s := range []func(*streamsResult) *summary{
+	foldSummaries(&out, rs, worst,
 		func(r *streamsResult) *summary { return &r.Lateness },
 		func(r *streamsResult) *summary { return &r.LatenessSteady },
 		func(r *streamsResult) *summary { return &r.LatenessRead },
-		func(r *streamsResult) *summary { return &r.TTFE },
-	} {
-		higher(func(r *streamsResult) *time.Duration { return &s(r).P50 })
-		higher(func(r *streamsResult) *time.Duration { return &s(r).P99 })
-		higher(func(r *streamsResult) *time.Duration { return &s(r).Max })
-		fold(&out, rs, worst, false, func(r *streamsResult) *int { return &s(r).Count })
-	}
+		func(r *streamsResult) *summary { return &r.TTFE })
 	fold(&out, rs, worst, false, func(r *streamsResult) *int { return &r.Completed })
 	fold(&out, rs, worst, true, func(r *streamsResult) *int { return &r.Failed })
 	fold(&out, rs, worst, false, func(r *streamsResult) *int { return &r.PeakConcurrent })
@@ -131,22 +136,15 @@ func foldRounds(rs []streamsResult, worst bool) streamsResult {
 	fold(&out, rs, worst, true, func(r *streamsResult) *float64 { return &r.ClientCores })
 	// The machine's and the collector's figures, over the rounds that
 	// have them.
-	var machines []streamsResult
+	var machines []*machineFigures
 	var gcs []streamsResult
 	for _, r := range rs {
-		if r.Machine != nil {
-			machines = append(machines, streamsResult{Machine: r.Machine})
-		}
+		machines = append(machines, r.Machine)
 		if r.GC != nil {
 			gcs = append(gcs, streamsResult{GC: r.GC})
 		}
 	}
-	out.Machine, out.GC = nil, nil
-	if len(machines) > 0 {
-		out.Machine = &machineFigures{}
-		fold(&out, machines, worst, true, func(r *streamsResult) *float64 { return &r.Machine.StealPercent })
-		fold(&out, machines, worst, true, func(r *streamsResult) *float64 { return &r.Machine.OtherCores })
-	}
+	out.Machine, out.GC = foldMachine(machines, worst), nil
 	if len(gcs) > 0 {
 		out.GC = &gcFigures{}
 		fold(&out, gcs, worst, true, func(r *streamsResult) *int { return &r.GC.Collections })
@@ -155,5 +153,36 @@ func foldRounds(rs []streamsResult, worst bool) streamsResult {
 		fold(&out, gcs, worst, true, func(r *streamsResult) *time.Duration { return &r.GC.CPU })
 		fold(&out, gcs, worst, true, func(r *streamsResult) *float64 { return &r.GC.Cores })
 	}
+	return out
+}
+
+// foldSummaries folds each summary of rs that a getter points at: its
+// percentiles the median or the highest, its count the median or the
+// fewest.
+func foldSummaries[R any](out *R, rs []R, worst bool, summaries ...func(*R) *summary) {
+	for _, s := range summaries {
+		fold(out, rs, worst, true, func(r *R) *time.Duration { return &s(r).P50 })
+		fold(out, rs, worst, true, func(r *R) *time.Duration { return &s(r).P99 })
+		fold(out, rs, worst, true, func(r *R) *time.Duration { return &s(r).Max })
+		fold(out, rs, worst, false, func(r *R) *int { return &s(r).Count })
+	}
+}
+
+// foldMachine folds the machine's figures over the rounds that have them
+// (nil for none): the median or, with worst, the most stolen and the
+// most other work.
+func foldMachine(ms []*machineFigures, worst bool) *machineFigures {
+	var have []machineFigures
+	for _, m := range ms {
+		if m != nil {
+			have = append(have, *m)
+		}
+	}
+	if len(have) == 0 {
+		return nil
+	}
+	out := &machineFigures{}
+	fold(out, have, worst, true, func(m *machineFigures) *float64 { return &m.StealPercent })
+	fold(out, have, worst, true, func(m *machineFigures) *float64 { return &m.OtherCores })
 	return out
 }

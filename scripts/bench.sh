@@ -46,6 +46,10 @@
 #                                          again about 520 starts a second), so the ramp
 #                                          of 100,000 (about 190 s) ends before the first
 #                                          stream does
+#   BENCH_OTHER_WORK=0.5                   the 10,000-stream row again beside `loadgen burn`
+#                                          keeping this many cores busy at the servers'
+#                                          priority: how the figure moves with other work
+#                                          on the machine (0 = no such row)
 #   BENCH_APPS=100, BENCH_APPS_STREAMS=10000  the apps row: that many streams spread
 #                                          over that many apps of one dify-mock (serve
 #                                          --apps, one key each)
@@ -95,6 +99,7 @@ read -r -a LIVE_STREAMS <<<"${BENCH_LIVE_STREAMS:-100 1000}"
 LIVE_CASSETTE="${BENCH_LIVE_CASSETTE:-tool-use}"
 LIVE_SAVE_STREAMS="${BENCH_LIVE_SAVE_STREAMS:-20}"
 LIVE_START_RATE="${BENCH_LIVE_START_RATE:-250}"
+OTHER_WORK="${BENCH_OTHER_WORK:-0.5}"
 SKIP=" ${BENCH_SKIP:-} "
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/tf-dify-bench.XXXXXX")"
@@ -234,6 +239,7 @@ stream_rounds() {
 		log "streams: $what, round $round of $ROUNDS"
 		"${LOADGEN[@]}" streams --url "$(join_commas "${urls[@]}")" --debug-url "$(join_commas "${debugs[@]}")" --pid "$(join_commas "${pids[@]}")" \
 			--streams "$n" --cassette "$c" --speed "$speed" --connect-concurrency "$connect" --round "$round" ${keys:+--keys-file "$keys"} \
+			${STREAMS_EXTRA[@]+"${STREAMS_EXTRA[@]}"} \
 			--out "$RESULTS_JSON" --timeline "$WORK/timeline-$n${keys:+-apps}-$round.tsv"
 		stop_mock
 		stop_extra_mocks
@@ -265,6 +271,41 @@ apps_row() {
 		done
 		stream_rounds "$APPS_STREAMS" "$CASSETTE" 1 1000 "$apps_keys" --apps "$apps_dir"
 	fi
+}
+
+# wait_for_line FILE REGEX PID SECONDS: prints the first match of REGEX
+# (sed -E, one group) in FILE once it appears.
+wait_for_line() {
+	local file="$1" re="$2" pid="$3" secs="$4" i v
+	for ((i = 0; i < secs * 10; i++)); do
+		v="$(sed -n -E "s|$re|\\1|p" "$file" 2>/dev/null | first_line)"
+		[[ -n "$v" ]] && { printf '%s\n' "$v"; return 0; }
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	cat "$file" >&2
+	return 1
+}
+
+# busy_row N CASSETTE SPEED CONNECT: the row of N streams again, with
+# `loadgen burn` keeping OTHER_WORK cores busy beside it at the servers'
+# priority, so that its figures say how the lateness moves with other work
+# on the machine (issue 47: half a core should not multiply the p99 by
+# five). Its rows say so, and only the comparison with the same row
+# without it judges them.
+STREAMS_EXTRA=()
+busy_row() {
+	local burn_pid
+	${SESSION[@]+"${SESSION[@]}"} "${NICE[@]}" "$WORK/loadgen" burn --cores "$OTHER_WORK" >"$WORK/burn.out" 2>&1 &
+	burn_pid=$!
+	PEER_PIDS+=("$burn_pid") # cleanup ends it if the run stops here
+	wait_for_line "$WORK/burn.out" '^(burning .*)$' "$burn_pid" 10 >/dev/null || die "loadgen burn did not start"
+	STREAMS_EXTRA=(--other-work "$OTHER_WORK")
+	stream_rounds "$1" "$2" "$3" "$4" ""
+	STREAMS_EXTRA=()
+	kill -TERM "$burn_pid" 2>/dev/null || true
+	wait "$burn_pid" 2>/dev/null || true
+	section_notes+=(--note "Other work: $(tail -n 1 "$WORK/burn.out") beside the row of $1 streams marked so (loadgen burn --cores $OTHER_WORK, at the servers' priority)")
 }
 
 # The server logs at its default level (info: one line per request), as
@@ -302,6 +343,9 @@ if want streams; then
 		if ((n == APPS_STREAMS)) && want apps && [[ -z "$apps_done" ]]; then
 			apps_row
 			apps_done=1
+		fi
+		if ((n == 10000)) && [[ "$OTHER_WORK" != 0 ]]; then
+			busy_row "$n" "$c" "$speed" "$connect"
 		fi
 	done
 	if want apps && [[ -z "$apps_done" ]]; then
@@ -398,20 +442,6 @@ wiremock_jar() {
 		mv "$tmp/package/build/wiremock-standalone-$WIREMOCK_VERSION.jar" "$jar.new" && mv "$jar.new" "$jar"
 	fi
 	printf '%s\n' "$jar"
-}
-
-# wait_for_line FILE REGEX PID SECONDS: prints the first match of REGEX
-# (sed -E, one group) in FILE once it appears.
-wait_for_line() {
-	local file="$1" re="$2" pid="$3" secs="$4" i v
-	for ((i = 0; i < secs * 10; i++)); do
-		v="$(sed -n -E "s|$re|\\1|p" "$file" 2>/dev/null | first_line)"
-		[[ -n "$v" ]] && { printf '%s\n' "$v"; return 0; }
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	cat "$file" >&2
-	return 1
 }
 
 peer_notes=()

@@ -9,6 +9,7 @@
 //	loadgen upstream [--addr 127.0.0.1:0] [--cassette NAME]
 //	loadgen relay    --upstream URL [--addr 127.0.0.1:0]
 //	loadgen live     --url URL --upstream URL --streams N [--target NAME] [--pid PID] [--saving TEXT]
+//	loadgen burn     [--cores 0.5] [--period 10ms]
 //	loadgen report   --in results.jsonl [--out bench/results.md]
 //
 // Every subcommand prints what it is doing to stderr; results go to --out
@@ -44,6 +45,8 @@ var subcommands = map[string]subcommand{
 	"upstream": {"a fake Dify upstream on loopback: every chat streams a built-in cassette's turn at its recorded pace, its writes timed", runUpstream},
 	"relay":    {"a bare Go relay (httputil.ReverseProxy, flushing each read) in front of an upstream: the live lane's floor", runRelay},
 	"live":     {"N concurrent live chats through hybrid mode or the bare relay: lateness added vs the upstream's writes, relay RSS per stream", runLive},
+	// Other work on the machine, on purpose (burn.go).
+	"burn": {"keep this many cores busy until stopped: other work beside a streams row", runBurn},
 }
 
 func main() {

@@ -75,6 +75,10 @@ const (
 	// over many apps may take than over one: each app holds its own
 	// description, cassettes and state, about 1 % of 10,000 streams' memory.
 	targetAppsMemory = 1.10
+	// targetBusyFactor bounds how much other work on the machine (the
+	// bench's `loadgen burn`, 0.5 cores by default) may multiply the
+	// 10,000-stream row's lateness p99 (issue 47).
+	targetBusyFactor = 5.0
 )
 
 // peerHTTPResult is one target's GET /v1/parameters figures.

@@ -203,6 +203,9 @@ func peerTargetRows(in *reportInput) [][3]string {
 		if a, arow, ok := in.appsRow(); ok {
 			rows = append(rows, appsTargetRow(r, a, arow))
 		}
+		if b, brow, ok := in.busyRow(targetStreamsLargest); ok {
+			rows = append(rows, busyTargetRow(r, b, brow))
+		}
 	}
 	if r, row, ok := in.worstRow(targetStreamsMax); ok {
 		rows = append(rows, largeTargetRows(r, row, "50,000", targetLateP99AtMax, targetRSSAtMaxMiB, "1.5 GiB")...)
@@ -275,7 +278,7 @@ func appsTargetRow(one, a streamsResult, arow streamsRow) [3]string {
 // run: a row with a --start-rate is a diagnosis, not judged.
 func (in *reportInput) worstRow(n int) (streamsResult, streamsRow, bool) {
 	for _, row := range streamsRows(in.streams) {
-		if r := row.rounds[0]; r.Streams == n && r.Keys <= 1 && r.StartRate == 0 {
+		if r := row.rounds[0]; r.Streams == n && r.Keys <= 1 && r.benchShape() {
 			return row.worst(), row, true
 		}
 	}
@@ -286,11 +289,40 @@ func (in *reportInput) worstRow(n int) (streamsResult, streamsRow, bool) {
 // over several apps' keys, and that row.
 func (in *reportInput) appsRow() (streamsResult, streamsRow, bool) {
 	for _, row := range streamsRows(in.streams) {
-		if r := row.rounds[0]; r.Streams == targetAppsStreams && r.Keys > 1 && r.StartRate == 0 {
+		if r := row.rounds[0]; r.Streams == targetAppsStreams && r.Keys > 1 && r.benchShape() {
 			return row.worst(), row, true
 		}
 	}
 	return streamsResult{}, streamsRow{}, false
+}
+
+// busyRow is the worst of the rounds of the row of n streams on one app
+// run beside other work on purpose (`loadgen burn`), and that row.
+func (in *reportInput) busyRow(n int) (streamsResult, streamsRow, bool) {
+	for _, row := range streamsRows(in.streams) {
+		if r := row.rounds[0]; r.Streams == n && r.Keys <= 1 && r.StartRate == 0 && r.OtherWork > 0 {
+			return row.worst(), row, true
+		}
+	}
+	return streamsResult{}, streamsRow{}, false
+}
+
+// busyTargetRow compares the row of 10,000 streams beside other work (b,
+// the worst of brow's rounds) with the same row without it (quiet, the
+// worst of its rounds): issue 47's "0.5 cores busy elsewhere should not
+// multiply the p99 by five".
+func busyTargetRow(quiet, b streamsResult, brow streamsRow) [3]string {
+	ratio := 0.0
+	if quiet.Lateness.P99 > 0 {
+		ratio = float64(b.Lateness.P99) / float64(quiet.Lateness.P99)
+	}
+	measured := fmt.Sprintf("p99 %s ms against %s ms without it (%.1f×)%s, %d of %d completed", ms(b.Lateness.P99), ms(quiet.Lateness.P99), ratio,
+		otherWork(b), b.Completed, b.Streams)
+	if len(brow.rounds) > 1 {
+		measured += fmt.Sprintf(" (the worst of %d rounds each)", len(brow.rounds))
+	}
+	return [3]string{fmt.Sprintf("10,000 streams beside %g cores of other work at the servers' priority: lateness p99 less than %g× the row without it (the worst rounds)", b.OtherWork, targetBusyFactor),
+		measured, concurrent(b, b.Failed == 0 && ratio > 0 && ratio < targetBusyFactor)}
 }
 
 // inRounds is ", the worst of k rounds (median m)" for a row of several

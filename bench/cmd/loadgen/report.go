@@ -373,6 +373,9 @@ func rowCell(row streamsRow, first streamsResult) string {
 	if r.StartRate > 0 {
 		c += fmt.Sprintf(", %g starts/s", r.StartRate)
 	}
+	if r.OtherWork > 0 {
+		c += fmt.Sprintf(", beside %g cores of other work", r.OtherWork)
+	}
 	return c
 }
 
@@ -412,7 +415,7 @@ func targetRows(in *reportInput) [][3]string {
 	// Each count's row of rounds on one app, judged on its worst round.
 	byN := map[int]streamsResult{}
 	for _, row := range streamsRows(in.streams) {
-		if r := row.rounds[0]; r.Keys <= 1 && r.StartRate == 0 {
+		if r := row.rounds[0]; r.Keys <= 1 && r.benchShape() {
 			if _, seen := byN[r.Streams]; !seen {
 				byN[r.Streams] = row.worst()
 			}

@@ -48,6 +48,10 @@ type streamsResult struct {
 	// StartRate is --start-rate: at most this many starts a second (0 =
 	// none but --connect-concurrency).
 	StartRate float64 `json:"start_rate,omitempty"`
+	// OtherWork is --other-work: the cores a `loadgen burn` kept busy
+	// beside the run, on purpose (0 = none). Its Machine figures say what
+	// the rest of the machine did, whichever way.
+	OtherWork float64 `json:"other_work,omitempty"`
 	// Round is this run's number among the rounds of the same row (1, 2,
 	// …; 0 = a run on its own): the report shows each figure's median and
 	// worst over a row's rounds and judges the targets on the worst.
@@ -91,7 +95,7 @@ type streamsOptions struct {
 	timelineStep, loopPace                                time.Duration
 	streams, connect, round                               int
 	worker                                                bool // runWorker (servers.go)
-	speed, startRate                                      float64
+	speed, startRate, otherWork                           float64
 	profileFor, timeout                                   time.Duration
 }
 
@@ -119,6 +123,7 @@ func runStreams(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.DurationVar(&o.timelineStep, "timeline-step", 100*time.Millisecond, "the timeline's step")
 	fs.StringVar(&o.keysFile, "keys-file", "", "spread the streams over the API keys in this file, one per line (# comments), in turn: one app's key each with dify-mock serve --apps (default: the one key app-bench); a file, not a flag, so the keys stay out of the process list")
 	fs.Float64Var(&o.startRate, "start-rate", 0, "start at most this many streams a second, evenly spaced, besides --connect-concurrency (0 = no such bound: each stream starts as soon as one of the waiting ones has its first frame, so a run starts in cohorts that also end together); shared out over the worker processes")
+	fs.Float64Var(&o.otherWork, "other-work", 0, "the cores a `loadgen burn` keeps busy beside this run, stored with the result: the row says so, no target but the comparison with the same row without it judges it")
 	fs.IntVar(&o.round, "round", 0, "this run's round among the runs of the same row (1, 2, …), stored with the result: the report shows each figure's median and worst over the rounds")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -129,8 +134,8 @@ func runStreams(ctx context.Context, args []string, stderr io.Writer) error {
 	if o.timelineStep <= 0 {
 		return errors.New("--timeline-step must be positive")
 	}
-	if o.round < 0 || o.startRate < 0 {
-		return errors.New("--round and --start-rate must not be negative")
+	if o.round < 0 || o.startRate < 0 || o.otherWork < 0 {
+		return errors.New("--round, --start-rate and --other-work must not be negative")
 	}
 	if o.url == "" || o.streams < 1 || o.speed <= 0 || o.connect < 1 {
 		return errors.New("--url is required; --streams, --speed and --connect-concurrency must be positive")
@@ -291,7 +296,7 @@ func streams(ctx context.Context, o streamsOptions, turn *cassette.RecordedTurn,
 	if len(keys) > 1 {
 		res.Keys = len(keys)
 	}
-	res.StartRate = o.startRate
+	res.StartRate, res.OtherWork = o.startRate, o.otherWork
 	res.GC = gc.end(ctx, stderr)
 	var lateness, latenessRead, ttfe durations
 	var end, rampEnd time.Time // rampEnd: the last stream's first frame; zero when none came

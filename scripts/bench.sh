@@ -225,6 +225,7 @@ stream_rounds() {
 	procs=$(((n + fd_limit - 1024 - 1) / (fd_limit - 1024)))
 	what="$n x $c at speed $speed"
 	[[ -n "$keys" ]] && what+=" over $(grep -c . "$keys") apps"
+	((${#STREAMS_EXTRA[@]} > 0)) && what+=" beside $OTHER_WORK cores of other work"
 	if ((procs > 1)); then
 		what+=", over $procs dify-mock processes (open-file limit $fd_limit)"
 		section_notes+=(--note "Streams: $n shared out over $procs dify-mock processes and as many load generator workers on this machine, measured as one run (server figures summed): the open-file limit here is $fd_limit (bench/README.md says what one process needs)")

@@ -582,12 +582,12 @@ const (
 	// targetLiveStartRate is the pace the lateness target's row starts
 	// its chats at: 1,000 in 4 s, so all are live together for the turn's
 	// last 10 s, and the upstream's timing is known in advance. Started
-	// all at once, the frames of one offset fall due for every stream in
-	// the same instant, how close together depends on how fast the relay
-	// under test opens its upstream connections, and the bare relay,
-	// which does nothing but copy, gave 2.9–16.5 ms there on two vCPUs
-	// (bench/history.md, "Performance round nine"): that row measures the
-	// machine's burst, and is shown beside.
+	// all at once, the frames of one offset fall due for every stream
+	// within an instant whose length is set by how fast the relay under
+	// test opens its upstream connections, and the bare relay, which does
+	// nothing but copy, gave 2.9–21.5 ms there on two vCPUs, over 5 ms in
+	// eight of its ten runs (bench/history.md, "Performance round nine"):
+	// that row measures the machine's burst, and is shown beside.
 	targetLiveStartRate float64 = 250
 )
 

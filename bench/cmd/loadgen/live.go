@@ -25,7 +25,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -671,7 +670,6 @@ func foldLive(rs []liveResult, worst bool) liveResult {
 	if len(rs) == 1 {
 		return out
 	}
-	rs = slices.Clone(rs)
 	out.Round = 0
 	foldSummaries(&out, rs, worst,
 		func(r *liveResult) *summary { return &r.Added },
@@ -778,8 +776,9 @@ func renderLive(b *strings.Builder, in *reportInput) {
 // targetLiveStartRate, with the bare relay's beside it and the row
 // started all at once as context; the memory on the worse of the two.
 func liveTargetRows(in *reportInput) [][3]string {
+	rows := liveRows(in.live)
 	worstOf := func(mock bool, rate float64) (liveResult, bool) {
-		for _, row := range liveRows(in.live) {
+		for _, row := range rows {
 			r := row.rounds[0]
 			if (r.Target == "dify-mock") == mock && r.Streams == targetLiveStreams && r.StartRate == rate && !strings.HasPrefix(r.Saving, "on") {
 				return row.worst(), true
@@ -796,13 +795,13 @@ func liveTargetRows(in *reportInput) [][3]string {
 	}
 	paced, havePaced := worstOf(true, targetLiveStartRate)
 	atOnce, haveAtOnce := worstOf(true, 0)
-	var rows [][3]string
+	var targets [][3]string
 	if havePaced {
 		figure := withRelay(paced, targetLiveStartRate)
 		if haveAtOnce {
 			figure += "; started all at once, not judged: " + withRelay(atOnce, 0)
 		}
-		rows = append(rows, [3]string{
+		targets = append(targets, [3]string{
 			fmt.Sprintf("Lateness added by hybrid mode p99 ≤ 5 ms at 1,000 live streams (started %g a second%s)", targetLiveStartRate, paced.together()),
 			figure, check(paced.Added.Count > 0 && paced.Added.P99 <= targetLiveAddedP99 && paced.Failed == 0)})
 	}
@@ -815,7 +814,7 @@ func liveTargetRows(in *reportInput) [][3]string {
 		mem = append(mem, atOnce)
 	}
 	if len(mem) == 0 {
-		return rows
+		return targets
 	}
 	m := mem[0]
 	for _, x := range mem[1:] {
@@ -823,8 +822,8 @@ func liveTargetRows(in *reportInput) [][3]string {
 			m = x
 		}
 	}
-	rows = append(rows, [3]string{fmt.Sprintf("Memory per live stream ≤ %d× what it keeps", targetLiveKeptMultiple),
+	targets = append(targets, [3]string{fmt.Sprintf("Memory per live stream ≤ %d× what it keeps", targetLiveKeptMultiple),
 		fmt.Sprintf("%.1f KiB per stream, %.1f× the %d B kept", m.RSSPerStreamKiB, m.keptMultiple(), m.KeptBytes),
 		check(m.RSSPerStreamKiB > 0 && m.keptMultiple() <= targetLiveKeptMultiple && m.Failed == 0)})
-	return rows
+	return targets
 }

@@ -277,30 +277,28 @@ func appsTargetRow(one, a streamsResult, arow streamsRow) [3]string {
 // (rounds.go), and that row. The targets are the bench's own shape of
 // run: a row with a --start-rate is a diagnosis, not judged.
 func (in *reportInput) worstRow(n int) (streamsResult, streamsRow, bool) {
-	for _, row := range streamsRows(in.streams) {
-		if r := row.rounds[0]; r.Streams == n && r.Keys <= 1 && r.benchShape() {
-			return row.worst(), row, true
-		}
-	}
-	return streamsResult{}, streamsRow{}, false
+	return in.worstWhere(func(r streamsResult) bool { return r.Streams == n && r.Keys <= 1 && r.benchShape() })
 }
 
 // appsRow is the worst of the rounds of the row of 10,000 streams spread
 // over several apps' keys, and that row.
 func (in *reportInput) appsRow() (streamsResult, streamsRow, bool) {
-	for _, row := range streamsRows(in.streams) {
-		if r := row.rounds[0]; r.Streams == targetAppsStreams && r.Keys > 1 && r.benchShape() {
-			return row.worst(), row, true
-		}
-	}
-	return streamsResult{}, streamsRow{}, false
+	return in.worstWhere(func(r streamsResult) bool { return r.Streams == targetAppsStreams && r.Keys > 1 && r.benchShape() })
 }
 
 // busyRow is the worst of the rounds of the row of n streams on one app
 // run beside other work on purpose (`loadgen burn`), and that row.
 func (in *reportInput) busyRow(n int) (streamsResult, streamsRow, bool) {
+	return in.worstWhere(func(r streamsResult) bool {
+		return r.Streams == n && r.Keys <= 1 && r.StartRate == 0 && r.OtherWork > 0
+	})
+}
+
+// worstWhere is the worst of the rounds of the first row whose rounds
+// match, and that row.
+func (in *reportInput) worstWhere(match func(streamsResult) bool) (streamsResult, streamsRow, bool) {
 	for _, row := range streamsRows(in.streams) {
-		if r := row.rounds[0]; r.Streams == n && r.Keys <= 1 && r.StartRate == 0 && r.OtherWork > 0 {
+		if match(row.rounds[0]) {
 			return row.worst(), row, true
 		}
 	}
